@@ -1,0 +1,137 @@
+"""Artifact I/O shared by every stage: params, lineage, stage results, cached tasks.
+
+Paths are relative to the working directory, which is the repository root when DVC runs a stage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple
+
+from prefect import task
+from prefect.cache_policies import INPUTS, TASK_SOURCE
+
+import weakspot
+from weakspot.config import load_section
+from weakspot.errors import DataError, WeakspotError
+from weakspot.io import save_figure, write_json, write_text
+from weakspot.result import StageResult
+
+PARAMS_FILE = os.environ.get("WEAKSPOT_PARAMS", "params.yaml")
+
+#: The order in which stages appear in the report (and in the pipeline).
+STAGE_ORDER = ("prepare", "train_target", "gad", "render", "train_examine", "examine", "report")
+
+#: Cached tasks: the key is the task's inputs (paths *with their content digests*) and its source code, so a
+#: rerun after a crash, or with unchanged inputs, reuses the stored result instead of recomputing.
+cached_task = task(cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
+
+
+def stage_params(section: str) -> Tuple[Dict[str, Any], Any]:
+    """(top-level settings, validated section) from params.yaml; raises ConfigError before any work."""
+    return load_section(section, PARAMS_FILE)
+
+
+def sha256_file(path: os.PathLike | str, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(chunk)
+            if not block:
+                break
+            h.update(block)
+    return h.hexdigest()
+
+
+def digest(paths: Iterable[os.PathLike | str]) -> Dict[str, str]:
+    """sha256 of every file under the given paths (folders walked in sorted order)."""
+    out: Dict[str, str] = {}
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            for f in sorted(x for x in p.rglob("*") if x.is_file() and not x.name.startswith(".")):
+                out[str(f)] = sha256_file(f)
+        elif p.is_file():
+            out[str(p)] = sha256_file(p)
+        else:
+            raise DataError(f"{p}: input artifact not found; run the stage that makes it first (dvc repro)")
+    return out
+
+
+def combined_digest(d: Dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
+
+
+def code_version() -> Dict[str, Any]:
+    """The git commit of the code (with a dirty flag) and the library version."""
+    info: Dict[str, Any] = {"weakspot": weakspot.__version__, "python": platform.python_version()}
+    try:
+        info["git_commit"] = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        info["git_dirty"] = bool(dirty)
+    except (OSError, subprocess.SubprocessError):
+        info["git_commit"] = None
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+    except ImportError:  # pragma: no cover
+        pass
+    return info
+
+
+def lineage(stage: str, top: Dict[str, Any], params: Any, inputs: Iterable[os.PathLike | str] = ()) -> Dict[str, Any]:
+    """What made an artifact: the stage, its params, the code version and its inputs' hashes."""
+    p = params.model_dump(mode="json") if hasattr(params, "model_dump") else params
+    return {
+        "stage": stage,
+        "params": {**top, stage if stage != "train_examine" else "examine": p},
+        "code": code_version(),
+        "inputs": digest(inputs),
+    }
+
+
+def write_stage_result(stage: str, result: StageResult, lin: Dict[str, Any], dpi: int = 110) -> None:
+    """metrics/<stage>.json, plots/<stage>/<table>.csv and <figure>.png, and plots/<stage>/section.json."""
+    result.check()
+    plots = Path("plots") / stage
+    for name, table in result.tables.items():
+        write_text(plots / f"{name}.csv", table.to_csv(index=False))
+    for name, fig in result.figures.items():
+        save_figure(plots / f"{name}.png", fig, dpi=dpi)
+    section = {
+        "stage": stage,
+        "order": STAGE_ORDER.index(stage) if stage in STAGE_ORDER else len(STAGE_ORDER),
+        "title": result.title or stage,
+        "summary": list(result.summary),
+        "items": list(result.items),
+        "lineage": lin,
+    }
+    write_json(plots / "section.json", section)
+    if result.metrics:
+        write_json(Path("metrics") / f"{stage}.json", result.metrics)
+
+
+def run_main(flow_fn: Callable[..., Any], section: Optional[str]) -> None:
+    """Entry point of ``python -m flows.<stage>``: validate params first, then run the flow.
+
+    A WeakspotError (bad params, missing file, bad model output) ends the run with its message and exit code 2,
+    before any artifact is touched.
+    """
+    try:
+        if section is not None:
+            stage_params(section)  # fail fast, before Prefect starts
+        flow_fn()
+    except WeakspotError as exc:
+        print(f"weakspot: error: {exc}", file=sys.stderr)
+        sys.exit(2)

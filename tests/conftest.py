@@ -1,0 +1,73 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+def _copy_repo(dst: Path) -> Path:
+    """A fresh git checkout-like copy of the working tree's tracked and new (non-ignored) files."""
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True,
+        check=True,
+    ).stdout.split()
+    for f in files:
+        src = ROOT / f
+        if src.is_file():
+            (dst / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst / f)
+    for extra in (".dvc/config", ".dvc/.gitignore", ".dvcignore"):
+        if (ROOT / extra).is_file() and not (dst / extra).exists():
+            (dst / extra).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / extra, dst / extra)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", "init", "-q"], cwd=dst, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=dst, check=True)
+    subprocess.run(["git", "commit", "-qm", "copy"], cwd=dst, check=True, env=env)
+    return dst
+
+
+class Repo:
+    """A throwaway copy of the repository in which stages and `dvc repro` run as a user would run them."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
+                    "WEAKSPOT_ROOT": str(path)}
+        self.env.pop("WEAKSPOT_PARAMS", None)
+        self.env.pop("PREFECT_HOME", None)
+        self.env.pop("PREFECT_LOCAL_STORAGE_PATH", None)
+
+    def run(self, *args, check=True):
+        proc = subprocess.run(list(args), cwd=self.path, env=self.env, capture_output=True, text=True)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{args} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        return proc
+
+    def dvc(self, *args, check=True):
+        return self.run(str(Path(sys.executable).parent / "dvc"), *args, check=check)
+
+    def stage(self, name, check=False):
+        return self.run(sys.executable, "-m", f"flows.{name}", check=check)
+
+    def set_params(self, **sections):
+        import yaml
+
+        from weakspot.config import deep_merge
+
+        p = self.path / "params.yaml"
+        p.write_text(yaml.safe_dump(deep_merge(yaml.safe_load(p.read_text()), sections), sort_keys=False))
+
+
+@pytest.fixture(scope="session")
+def repo_factory(tmp_path_factory):
+    def make(name="repo") -> Repo:
+        return Repo(_copy_repo(tmp_path_factory.mktemp(name)))
+
+    return make

@@ -1,0 +1,42 @@
+"""The HTML report is self-contained: figures embedded, tables cut to size, text escaped."""
+
+import base64
+import io
+
+import pandas as pd
+
+from weakspot.report import render_report
+
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+
+def _section(stage, order, **kw):
+    return {"stage": stage, "order": order, "title": stage.title(), "summary": ["a < b & c"], "items": [], "lineage": {}, **kw}
+
+
+def test_sections_in_pipeline_order_with_embedded_figure_and_escaped_text():
+    secs = [
+        _section("report", 9),
+        _section("train_target", 1, items=[{"figure": "rel", "caption": "Reliability"}]),
+    ]
+    page = render_report(secs, figures={"train_target/rel": PNG}, tables={}, metrics={"train_target": {"ece": 0.01}})
+    assert page.index("id='train_target'") < page.index("id='report'")
+    assert "data:image/png;base64," + base64.b64encode(PNG).decode() in page
+    assert "a &lt; b &amp; c" in page and "a < b & c" not in page
+    assert "src='http" not in page  # readable offline
+    assert "ece" in page
+
+
+def test_long_table_is_cut_and_says_so():
+    df = pd.DataFrame({"x": range(50), "y": [0.5] * 50})
+    page = render_report([_section("gad", 2, items=[{"table": "t", "caption": "T"}])], figures={},
+                         tables={"gad/t": df}, metrics={}, max_table_rows=10)
+    assert page.count("<tr>") == 11  # header + 10 rows
+    assert "40 more rows" in page
+
+
+def test_missing_figure_is_flagged_not_silently_dropped():
+    page = render_report([_section("gad", 2, items=[{"figure": "nope", "caption": ""}])], figures={}, tables={}, metrics={})
+    assert "figure gad/nope is missing" in page

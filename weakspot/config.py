@@ -1,0 +1,203 @@
+"""The params.yaml schema: one section per stage, validated before any stage does work.
+
+Caveats first: an unknown key is an error, not ignored (a typo must not silently fall back to a default); each
+stage validates only its own section plus the top-level ``device`` and ``seed``, so a bad ``gad`` section does not
+stop ``prepare``, while ``weakspot check`` validates the whole file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Literal, Optional, Tuple
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from weakspot.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class PrepareParams(_Section):
+    """Which data set to audit on and how to split it."""
+
+    source: str = Field("digits", description="digits | keel:phoneme | keel:yeast1 | csv:PATH | parquet:PATH | torchvision:NAME")
+    label: Optional[str] = Field(None, description="label column for csv:/parquet: sources")
+    root: Optional[str] = Field(None, description="local folder for torchvision: and keel: sources")
+    fractions: Tuple[float, float, float] = Field((0.7, 0.15, 0.15), description="train, validation, test")
+    seed: int = 0
+
+    @field_validator("fractions")
+    @classmethod
+    def _fractions_sum_to_one(cls, v: Tuple[float, float, float]) -> Tuple[float, float, float]:
+        if any(f <= 0 for f in v) or abs(sum(v) - 1.0) > 1e-6:
+            raise ValueError(f"must be three positive numbers summing to 1 (train, val, test), got {list(v)}")
+        return v
+
+
+class TargetModelParams(_Section):
+    """The model under audit: a built-in architecture trained here, or the user's own."""
+
+    kind: Literal["builtin", "torch", "sklearn", "callable"] = "builtin"
+    arch: Optional[str] = Field("lenet", description="for kind=builtin: lenet | mlp")
+    factory: Optional[str] = Field(None, description="'pkg.module:fn' building the model (torch, sklearn, callable)")
+    weights: Optional[str] = Field(None, description="state_dict (torch) or pickle (sklearn) path; skips training")
+    outputs: Literal["logits", "probs"] = "logits"
+
+
+class TrainTargetParams(_Section):
+    """Training of the built-in target model (skipped for a user model with weights)."""
+
+    model: TargetModelParams = TargetModelParams()
+    epochs: int = Field(60, ge=1, le=10_000)
+    lr: float = Field(3e-3, gt=0, le=1)
+    batch_size: int = Field(64, ge=1)
+    weight_decay: float = Field(0.0, ge=0)
+    seed: int = 0
+    calibration_bins: int = Field(15, ge=2, le=100)
+
+
+class ReportParams(_Section):
+    """The HTML report."""
+
+    title: str = "weakspot audit"
+    max_table_rows: int = Field(20, ge=1, le=10_000)
+
+
+SECTION_MODELS: Dict[str, type] = {
+    "prepare": PrepareParams,
+    "train_target": TrainTargetParams,
+    "report": ReportParams,
+}
+
+
+def _register_optional_sections() -> None:
+    """Stage families that live in their own packages contribute their section models here."""
+    import importlib
+
+    for section, (module, name) in {
+        "gad": ("weakspot.gad.config", "GadParams"),
+        "scene": ("weakspot.scene.config", "SceneParams"),
+        "examine": ("weakspot.examine.config", "ExamineParams"),
+    }.items():
+        try:
+            SECTION_MODELS[section] = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):  # a stage family not installed in this build
+            continue
+
+
+_register_optional_sections()
+
+TOP_LEVEL: Dict[str, Any] = {"device": ("auto", "cpu", "cuda"), "seed": int}
+
+
+def _format_validation_error(err: ValidationError, prefix: str, source: str) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in (prefix, *e["loc"]) if p != "")
+        value = e.get("input")
+        if e["type"] == "extra_forbidden":
+            parent = ".".join(str(p) for p in (prefix, *e["loc"][:-1]) if p != "")
+            model = _model_at(prefix, e["loc"][:-1])
+            allowed = ", ".join(model.model_fields) if model is not None else "see the schema"
+            lines.append(f"{source}: unknown key {loc!r} (value {value!r}); allowed keys under {parent or 'the top'}: {allowed}")
+        else:
+            lines.append(f"{source}: {loc} = {value!r}: {e['msg']}")
+    return "\n".join(lines)
+
+
+def _model_at(section: str, loc: tuple) -> Optional[type]:
+    model = SECTION_MODELS.get(section)
+    for part in loc:
+        if model is None or not isinstance(part, str):
+            return model
+        field = model.model_fields.get(part)
+        ann = getattr(field, "annotation", None) if field else None
+        model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+    return model
+
+
+def read_yaml(path: os.PathLike | str) -> Dict[str, Any]:
+    """Read a YAML mapping; a missing file or malformed YAML is a ConfigError naming the file (and line)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: params file not found (expected a YAML file; start from the repository's params.yaml)")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}: malformed YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections, got {type(data).__name__}")
+    return data
+
+
+def validate_top_level(data: Dict[str, Any], source: str = "params.yaml") -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    allowed = sorted(set(TOP_LEVEL) | set(SECTION_MODELS))
+    for key in data:
+        if key not in allowed:
+            raise ConfigError(f"{source}: unknown key {key!r}; allowed top-level keys: {', '.join(allowed)}")
+    device = data.get("device", "auto")
+    if not isinstance(device, str) or not (device in TOP_LEVEL["device"] or device.startswith("cuda:")):
+        raise ConfigError(f"{source}: device = {device!r}: allowed: auto, cpu, cuda (or cuda:N)")
+    out["device"] = device
+    seed = data.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ConfigError(f"{source}: seed = {seed!r}: must be an integer")
+    out["seed"] = seed
+    return out
+
+
+def validate_section(section: str, data: Dict[str, Any], source: str = "params.yaml") -> BaseModel:
+    """Validate one stage's section (missing section = all defaults)."""
+    if section not in SECTION_MODELS:
+        raise ConfigError(f"unknown params section {section!r}; valid sections: {', '.join(sorted(SECTION_MODELS))}")
+    raw = data.get(section)
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: {section} = {raw!r}: must be a mapping of keys")
+    try:
+        return SECTION_MODELS[section].model_validate(raw)
+    except ValidationError as err:
+        raise ConfigError(_format_validation_error(err, section, source)) from None
+
+
+def load_section(section: str, path: os.PathLike | str = "params.yaml") -> Tuple[Dict[str, Any], BaseModel]:
+    """Read params.yaml and return (top-level settings, the validated section)."""
+    data = read_yaml(path)
+    top = validate_top_level(data, str(path))
+    return top, validate_section(section, data, str(path))
+
+
+def check_params(path: os.PathLike | str = "params.yaml") -> Dict[str, Any]:
+    """Validate the whole file; return the normalised content (every default filled in)."""
+    data = read_yaml(path)
+    out: Dict[str, Any] = validate_top_level(data, str(path))
+    errors: List[str] = []
+    for section in SECTION_MODELS:
+        try:
+            out[section] = validate_section(section, data, str(path)).model_dump(mode="json")
+        except ConfigError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise ConfigError("\n".join(errors))
+    return out
+
+
+def deep_merge(base: Dict[str, Any], override: Dict[str, Any]) -> Dict[str, Any]:
+    """Return ``base`` with ``override`` merged in, recursively for mappings."""
+    out = dict(base)
+    for k, v in override.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out

@@ -1,0 +1,35 @@
+"""One ``device`` setting (auto|cpu|cuda) for every torch computation and Blender's Cycles."""
+
+from __future__ import annotations
+
+from weakspot.errors import ConfigError
+
+VALID_DEVICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(device: str = "auto") -> "torch.device":  # noqa: F821
+    """Map ``auto|cpu|cuda`` (or ``cuda:N``) to a ``torch.device``; ``auto`` is CUDA when present."""
+    import torch
+
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cpu":
+        return torch.device("cpu")
+    if device == "cuda" or device.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise ConfigError(f"device: {device!r} was asked for but no CUDA device is available; use 'auto' or 'cpu'")
+        return torch.device(device)
+    raise ConfigError(f"device: {device!r} is not valid; allowed: {', '.join(VALID_DEVICES)}")
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch, and ask torch for deterministic kernels."""
+    import random
+
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)

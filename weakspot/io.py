@@ -1,0 +1,89 @@
+"""Atomic artifact writers: a temp file in the same folder, then ``os.replace``.
+
+A killed run leaves either the old artifact or the new one, never half a file.
+These helpers take paths from their caller; the library knows no file layout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator, Union
+
+PathLike = Union[str, os.PathLike]
+
+
+@contextlib.contextmanager
+def atomic_path(path: PathLike, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success rename it onto ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix, dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp_path.unlink()
+        raise
+
+
+def write_text(path: PathLike, text: str) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return Path(path)
+
+
+def write_bytes(path: PathLike, data: bytes) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+    return Path(path)
+
+
+def _json_default(obj: Any) -> Any:
+    try:
+        import numpy as np
+
+        if isinstance(obj, np.generic):
+            return obj.item()
+        if isinstance(obj, np.ndarray):
+            return obj.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def write_json(path: PathLike, obj: Any) -> Path:
+    return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+
+
+def write_parquet(path: PathLike, df: "Any") -> Path:
+    """Write a pandas DataFrame as Parquet (pyarrow), atomically."""
+    with atomic_path(path) as tmp:
+        df.to_parquet(tmp, engine="pyarrow", index=False)
+    return Path(path)
+
+
+def save_figure(path: PathLike, fig: "Any", dpi: int = 110) -> Path:
+    """Save a matplotlib figure as PNG atomically and close it."""
+    import matplotlib.pyplot as plt
+
+    with atomic_path(path, suffix=".png") as tmp:
+        fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format="png")
+    plt.close(fig)
+    return Path(path)
+
+
+def save_torch(path: PathLike, state: Any) -> Path:
+    import torch
+
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+    return Path(path)

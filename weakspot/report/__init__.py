@@ -1,0 +1,3 @@
+"""The audit report: one self-contained HTML page (figures embedded), readable offline."""
+
+from weakspot.report.html import render_report  # noqa: F401

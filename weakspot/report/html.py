@@ -1,0 +1,152 @@
+"""Render report sections into one self-contained HTML page.
+
+Caveat first: this module only formats what it is given; it reads no files. The report flow collects each stage's
+``section.json``, figures (PNG bytes) and tables, and passes them here.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from typing import Any, Dict, List, Mapping, Optional
+
+_CSS = """
+:root { --fg:#1d2430; --muted:#5b6678; --line:#dde3ec; --accent:#b4232c; --bg:#fafbfc; --card:#fff; }
+* { box-sizing: border-box; }
+body { font: 15px/1.55 -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; color: var(--fg);
+       background: var(--bg); margin: 0; }
+header { background: #1d2430; color: #fff; padding: 28px 40px 22px; }
+header h1 { margin: 0 0 4px; font-size: 26px; letter-spacing: .2px; }
+header .meta { color: #b9c2d0; font-size: 13px; }
+nav { position: sticky; top: 0; background: #fff; border-bottom: 1px solid var(--line); padding: 8px 40px;
+      z-index: 2; font-size: 14px; }
+nav a { margin-right: 18px; color: var(--fg); text-decoration: none; }
+nav a:hover { color: var(--accent); }
+main { max-width: 1180px; margin: 0 auto; padding: 10px 40px 60px; }
+section { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 18px 26px 22px;
+          margin: 26px 0; }
+section h2 { margin: 0 0 10px; font-size: 21px; }
+.cards { display: flex; flex-wrap: wrap; gap: 12px; margin: 12px 0 4px; }
+.card { border: 1px solid var(--line); border-radius: 6px; padding: 8px 14px; min-width: 130px; background: #fcfcfd; }
+.card .v { font-size: 20px; font-weight: 600; }
+.card .k { font-size: 12px; color: var(--muted); }
+figure { margin: 18px 0; }
+figure img { max-width: 100%; border: 1px solid var(--line); border-radius: 4px; background: #fff; }
+figcaption { color: var(--muted); font-size: 13px; margin-top: 4px; }
+table { border-collapse: collapse; font-size: 13px; margin: 8px 0 4px; }
+th, td { border-bottom: 1px solid var(--line); padding: 4px 10px; text-align: right; }
+th { background: #f1f4f8; text-align: center; }
+td:first-child, th:first-child { text-align: left; }
+.caption { color: var(--muted); font-size: 13px; margin-top: 16px; }
+details { margin-top: 14px; font-size: 13px; }
+summary { cursor: pointer; color: var(--muted); }
+pre { background: #f4f6f9; padding: 10px; border-radius: 4px; overflow-x: auto; font-size: 12px; }
+.missing { color: var(--accent); }
+footer { color: var(--muted); font-size: 12px; text-align: center; padding: 20px; }
+"""
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool) or v is None:
+        return html.escape(str(v))
+    if isinstance(v, float):
+        if v != v:  # NaN
+            return "NaN"
+        return f"{v:.4g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.2e}"
+    return html.escape(str(v))
+
+
+def _table_html(df: Any, max_rows: int) -> str:
+    shown = df.head(max_rows)
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
+    rows = "".join("<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>" for row in shown.itertuples(index=False))
+    more = f"<div class='caption'>… {len(df) - max_rows} more rows in the CSV</div>" if len(df) > max_rows else ""
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{more}"
+
+
+def _cards(metrics: Mapping[str, Any]) -> str:
+    scalars = [(k, v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not scalars:
+        return ""
+    cards = "".join(f"<div class='card'><div class='v'>{_fmt(v)}</div><div class='k'>{html.escape(k)}</div></div>"
+                    for k, v in scalars[:8])
+    return f"<div class='cards'>{cards}</div>"
+
+
+def render_report(
+    sections: List[Dict[str, Any]],
+    *,
+    figures: Mapping[str, bytes],
+    tables: Mapping[str, Any],
+    metrics: Mapping[str, Mapping[str, Any]],
+    title: str = "weakspot audit",
+    run_info: Optional[Mapping[str, Any]] = None,
+    max_table_rows: int = 20,
+) -> str:
+    """Return the report as one HTML string.
+
+    Parameters
+    ----------
+    sections : list of dict
+        Each with ``stage``, ``order``, ``title``, ``summary`` (list of str), ``items`` and ``lineage``.
+    figures : mapping of "stage/name" -> PNG bytes
+    tables : mapping of "stage/name" -> pandas.DataFrame
+    metrics : mapping of stage -> its metrics dict
+    run_info : mapping shown in the page header (e.g. the time and git commit)
+    max_table_rows : int
+        Tables longer than this are cut in the page (the CSV keeps every row).
+
+    Examples
+    --------
+    >>> page = render_report([], figures={}, tables={}, metrics={}, title="empty")
+    >>> "<h1>empty</h1>" in page
+    True
+    """
+    sections = sorted(sections, key=lambda s: (s.get("order", 99), s.get("stage", "")))
+    nav = "".join(f"<a href='#{html.escape(s['stage'])}'>{html.escape(s.get('title', s['stage']))}</a>" for s in sections)
+    body = []
+    for s in sections:
+        stage = s["stage"]
+        parts = [f"<section id='{html.escape(stage)}'><h2>{html.escape(s.get('title', stage))}</h2>"]
+        parts.append(_cards(metrics.get(stage, {})))
+        parts.extend(f"<p>{html.escape(p)}</p>" for p in s.get("summary", []))
+        for item in s.get("items", []):
+            caption = html.escape(item.get("caption", ""))
+            if "figure" in item:
+                key = f"{stage}/{item['figure']}"
+                png = figures.get(key)
+                if png is None:
+                    parts.append(f"<p class='missing'>figure {html.escape(key)} is missing</p>")
+                    continue
+                b64 = base64.b64encode(png).decode("ascii")
+                parts.append(f"<figure><img alt='{caption}' src='data:image/png;base64,{b64}'>"
+                             f"<figcaption>{caption}</figcaption></figure>")
+            elif "table" in item:
+                key = f"{stage}/{item['table']}"
+                df = tables.get(key)
+                if df is None:
+                    parts.append(f"<p class='missing'>table {html.escape(key)} is missing</p>")
+                    continue
+                parts.append(f"<div class='caption'>{caption}</div>{_table_html(df, max_table_rows)}")
+        lin = s.get("lineage") or {}
+        if lin or stage in metrics:
+            parts.append("<details><summary>Lineage: params, code version, input hashes, all metrics</summary>")
+            if stage in metrics:
+                parts.append(f"<pre>{html.escape(json.dumps(metrics[stage], indent=2, sort_keys=True))}</pre>")
+            parts.append(f"<pre>{html.escape(json.dumps(lin, indent=2, sort_keys=True))}</pre></details>")
+        parts.append("</section>")
+        body.append("".join(parts))
+    info = run_info or {}
+    meta = " · ".join(f"{html.escape(str(k))}: {html.escape(str(v))}" for k, v in info.items())
+    if not sections:
+        body.append("<section><h2>No stage results yet</h2><p>Run <code>make audit</code> (or <code>dvc repro</code>) "
+                    "to produce them.</p></section>")
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
+        f"<style>{_CSS}</style></head><body><header><h1>{html.escape(title)}</h1><div class='meta'>{meta}</div></header>"
+        f"<nav>{nav}</nav><main>{''.join(body)}</main>"
+        "<footer>Made by weakspot. Every number traces to the stage's lineage: params, code commit and input hashes."
+        "</footer></body></html>"
+    )

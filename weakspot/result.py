@@ -1,0 +1,48 @@
+"""What a stage's library entry point hands back to its flow.
+
+The flow writes ``metrics`` to ``metrics/<stage>.json``, each table to ``plots/<stage>/<name>.csv``, each figure to
+``plots/<stage>/<name>.png``, and ``section`` (plus the lineage) to ``plots/<stage>/section.json``; the report stage
+renders every section it finds, in pipeline order. The library itself writes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List
+
+
+@dataclass
+class StageResult:
+    """Metrics, tables, figures and a report section produced by one stage.
+
+    Parameters
+    ----------
+    metrics : dict
+        JSON-serialisable numbers (NumPy scalars are fine).
+    tables : dict of str -> pandas.DataFrame
+        Small tables, written as CSV (DVC plots) and shown in the report when ``section`` names them.
+    figures : dict of str -> matplotlib.figure.Figure
+        Written as PNG and embedded in the report when ``section`` names them.
+    title : str
+        The report section's heading.
+    summary : list of str
+        Paragraphs of plain text (no HTML) that open the section: what was measured and what it means.
+    items : list of dict
+        Ordered report items: ``{"figure": name, "caption": text}`` or ``{"table": name, "caption": text}``.
+    """
+
+    metrics: Dict[str, Any] = field(default_factory=dict)
+    tables: Dict[str, Any] = field(default_factory=dict)
+    figures: Dict[str, Any] = field(default_factory=dict)
+    title: str = ""
+    summary: List[str] = field(default_factory=list)
+    items: List[Dict[str, str]] = field(default_factory=list)
+
+    def check(self) -> "StageResult":
+        """Raise ``ValueError`` if an item names a figure or table that is not there."""
+        for item in self.items:
+            if "figure" in item and item["figure"] not in self.figures:
+                raise ValueError(f"report item names figure {item['figure']!r}, not among {sorted(self.figures)}")
+            if "table" in item and item["table"] not in self.tables:
+                raise ValueError(f"report item names table {item['table']!r}, not among {sorted(self.tables)}")
+        return self
