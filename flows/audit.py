@@ -20,7 +20,7 @@ def dvc_repro() -> None:
     subprocess.run([str(dvc) if dvc.exists() else "dvc", "repro"], check=True)
 
 
-@flow(name="nightly-audit", log_prints=True)
+@flow(name="nightly-audit")
 def audit_flow() -> str:
     dvc_repro()
     report = Path("reports/index.html").resolve()

@@ -9,7 +9,7 @@ from tasks.common import lineage, run_main, stage_params
 from tasks.data import load_dataset, split, write_prepared
 
 
-@flow(name="prepare", log_prints=True)
+@flow(name="prepare")
 def prepare_flow() -> dict:
     top, p = stage_params("prepare")
     ds = load_dataset(p.source, p.label, p.root)

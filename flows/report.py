@@ -39,7 +39,7 @@ def collect(plots_root: str = "plots", metrics_root: str = "metrics"):
     return sections, figures, tables, metrics
 
 
-@flow(name="report", log_prints=True)
+@flow(name="report")
 def report_flow() -> str:
     top, p = stage_params("report")
     sections, figures, tables, metrics = collect()

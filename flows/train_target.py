@@ -9,34 +9,34 @@ from __future__ import annotations
 import flows  # noqa: F401
 from prefect import flow
 
-from tasks.common import combined_digest, digest, lineage, run_main, stage_params, write_stage_result
+from tasks.common import combined_digest, digest, lineage, run_main, source_digest, stage_params, write_stage_result
 from tasks.data import PREPARED, read_prepared
 from tasks.target import TARGET, evaluate, save_target, train_builtin
 from weakspot.metrics import accuracy, expected_calibration_error, reliability_diagram, reliability_table
-from weakspot.models import ModelSpec, TorchClassifier, build_arch, load_model
+from weakspot.models import ARCHS, TorchClassifier, load_model
 from weakspot.result import StageResult
 
 
-@flow(name="train_target", log_prints=True)
+@flow(name="train_target")
 def train_target_flow() -> dict:
     top, p = stage_params("train_target")
     train, val, test = read_prepared("train"), read_prepared("val"), read_prepared("test")
     inputs = digest([PREPARED])
     input_shape = tuple(train.image_shape) if train.image_shape else (train.X.shape[1],)
     m = p.model
-    spec = {"kind": m.kind, "arch": m.arch, "factory": m.factory, "weights": m.weights, "outputs": m.outputs,
-            "n_classes": train.n_classes, "input_shape": list(input_shape), "classes": train.classes}
+    spec = {**m.model_dump(mode="json"), "n_classes": train.n_classes, "input_shape": list(input_shape),
+            "classes": train.classes}
     history = None
     if m.kind == "builtin" and m.weights is None:
         hyper = {k: getattr(p, k) for k in ("epochs", "lr", "batch_size", "weight_decay", "seed")}
-        out = train_builtin(combined_digest(inputs), m.arch, input_shape, train.n_classes, hyper, top["device"], train, val)
-        module = build_arch(m.arch, input_shape=input_shape, n_classes=train.n_classes)
+        out = train_builtin(combined_digest(inputs), source_digest("weakspot.models"), m.arch, input_shape, train.n_classes, hyper, top["device"], train, val)
+        module = ARCHS.get(m.arch)(input_shape=input_shape, n_classes=train.n_classes)
         module.load_state_dict(out["state_dict"])
         clf = TorchClassifier(module, n_classes=train.n_classes, device=top["device"])
         state, history = out["state_dict"], out["history"]
-        spec.update(kind="torch", builtin=m.arch, weights=str(TARGET / "model.pt"))
+        spec.update(weights=str(TARGET / "model.pt"))
     else:
-        clf = load_model(ModelSpec(**{k: v for k, v in m.model_dump().items()}), n_classes=train.n_classes,
+        clf = load_model(m, n_classes=train.n_classes,
                          input_shape=input_shape, device=top["device"])
         state = None
     lin = lineage("train_target", top, p, [PREPARED])
@@ -56,7 +56,7 @@ def train_target_flow() -> dict:
                                                    title="Target model on the test split")},
         title="Target model",
         summary=[
-            f"The model under audit ({spec.get('builtin') or m.kind}) on {train.provenance.get('source', 'the data')}: "
+            f"The model under audit ({m.arch or m.factory}) on {train.provenance.get('source', 'the data')}: "
             f"train accuracy {metrics['train_accuracy']:.3f}, test accuracy {metrics['test_accuracy']:.3f} on "
             f"{metrics['n_test']} held-out samples, expected calibration error (ECE, {p.calibration_bins} bins) "
             f"{metrics['ece']:.3f}.",

@@ -16,8 +16,9 @@ def configure() -> None:
     os.environ.setdefault("PREFECT_HOME", str(home))
     os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", str(home / "results"))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # The embedded server needs ~10 s to start on a busy 2-core machine; Prefect's default wait is 20 s.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_LOGGING_LOG_PRINTS", "true")
     os.environ.setdefault("PREFECT_RESULTS_PERSIST_BY_DEFAULT", "true")
     os.environ.setdefault("PREFECT_TASKS_DEFAULT_PERSIST_RESULT", "true")
     os.environ.setdefault("MPLBACKEND", "Agg")

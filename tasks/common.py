@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import platform
 import subprocess
@@ -68,6 +69,22 @@ def combined_digest(d: Dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
 
 
+def source_digest(*modules: str) -> str:
+    """sha256 over the .py files of the named packages/modules: part of every cached task's key, so that a change
+    to the library code (which makes DVC rerun the stage) also invalidates Prefect's cached results."""
+    import importlib
+
+    h = hashlib.sha256()
+    for name in modules:
+        mod = importlib.import_module(name)
+        base = Path(mod.__file__)
+        files = sorted(base.parent.rglob("*.py")) if base.name == "__init__.py" else [base]
+        for f in files:
+            h.update(str(f.relative_to(base.parent)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
 def code_version() -> Dict[str, Any]:
     """The git commit of the code (with a dirty flag) and the library version."""
     info: Dict[str, Any] = {"weakspot": weakspot.__version__, "python": platform.python_version()}
@@ -122,6 +139,22 @@ def write_stage_result(stage: str, result: StageResult, lin: Dict[str, Any], dpi
         write_json(Path("metrics") / f"{stage}.json", result.metrics)
 
 
+class _QuietWeakspotErrors(logging.Filter):
+    """Drop Prefect's traceback for a WeakspotError: its message already names the problem; keep it for bugs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, WeakspotError):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def _quiet_expected_errors() -> None:
+    for name in ("prefect.task_runs", "prefect.flow_runs", "prefect.task_engine", "prefect.flow_engine"):
+        logging.getLogger(name).addFilter(_QuietWeakspotErrors())
+
+
 def run_main(flow_fn: Callable[..., Any], section: Optional[str]) -> None:
     """Entry point of ``python -m flows.<stage>``: validate params first, then run the flow.
 
@@ -131,6 +164,7 @@ def run_main(flow_fn: Callable[..., Any], section: Optional[str]) -> None:
     try:
         if section is not None:
             stage_params(section)  # fail fast, before Prefect starts
+        _quiet_expected_errors()
         flow_fn()
     except WeakspotError as exc:
         print(f"weakspot: error: {exc}", file=sys.stderr)

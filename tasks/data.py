@@ -29,7 +29,7 @@ def write_prepared(ds: Dataset, splits: Dict[str, Any], lin: Dict[str, Any]) -> 
     counts = {}
     for name in SPLITS:
         df = to_frame(ds, splits[name])
-        write_split_parquet(PREPARED / f"{name}.parquet", df, provenance={**ds.provenance, "lineage": lin})
+        write_split_parquet(PREPARED / f"{name}.parquet", df)
         counts[name] = int(len(df))
     write_json(PREPARED / "lineage.json", {**lin, "counts": counts, "provenance": ds.provenance})
     return counts

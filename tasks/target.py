@@ -8,24 +8,25 @@ from typing import Any, Dict, Optional
 import numpy as np
 from prefect import task
 
-from tasks.common import cached_task
+from prefect.cache_policies import INPUTS, TASK_SOURCE
 from weakspot.data import Dataset
 from weakspot.io import save_torch, write_json
 
 TARGET = Path("data/target")
 
 
-@cached_task
+# The key is the prepared data's digest (not the arrays themselves), the hyper-parameters and this code.
+@task(cache_policy=(INPUTS - "train" - "val") + TASK_SOURCE, persist_result=True)
 def train_builtin(
-    prepared_digest: str, arch: str, input_shape: tuple, n_classes: int, hyper: Dict[str, Any], device: str,
+    prepared_digest: str, code_digest: str, arch: str, input_shape: tuple, n_classes: int, hyper: Dict[str, Any], device: str,
     train: Dataset, val: Dataset,
 ) -> Dict[str, Any]:
     """Train a built-in architecture; cached on the prepared data's digest, the hyper-parameters and this code."""
     from weakspot.device import resolve_device, seed_everything
-    from weakspot.models import build_arch, train_torch_classifier
+    from weakspot.models import ARCHS, train_torch_classifier
 
     seed_everything(hyper["seed"])
-    module = build_arch(arch, input_shape=input_shape, n_classes=n_classes)
+    module = ARCHS.get(arch)(input_shape=input_shape, n_classes=n_classes)
     history = train_torch_classifier(
         module, train.X, train.y, X_val=val.X, y_val=val.y, epochs=hyper["epochs"], lr=hyper["lr"],
         batch_size=hyper["batch_size"], weight_decay=hyper["weight_decay"], seed=hyper["seed"],

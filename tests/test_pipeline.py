@@ -108,7 +108,7 @@ def _user_model(repo, body: str):
 def test_wrong_model_output_shape_stops_train_target(repo, restore_params):
     _user_model(repo, "def make():\n    return lambda x: np.full((len(x), 3), 1 / 3)\n")
     repo.set_params(train_target={"model": {"kind": "callable", "factory": "usermodels:make", "arch": None}})
-    _fails_cleanly(repo, "train_target", "(n, 10)")
+    _fails_cleanly(repo, "train_target", "expected (n, k)")
 
 
 def test_nan_probabilities_stop_train_target(repo, restore_params):

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from weakspot.errors import ConfigError
+from weakspot.models.spec import ModelSpec
 
 
 class _Section(BaseModel):
@@ -38,20 +39,10 @@ class PrepareParams(_Section):
         return v
 
 
-class TargetModelParams(_Section):
-    """The model under audit: a built-in architecture trained here, or the user's own."""
-
-    kind: Literal["builtin", "torch", "sklearn", "callable"] = "builtin"
-    arch: Optional[str] = Field("lenet", description="for kind=builtin: lenet | mlp")
-    factory: Optional[str] = Field(None, description="'pkg.module:fn' building the model (torch, sklearn, callable)")
-    weights: Optional[str] = Field(None, description="state_dict (torch) or pickle (sklearn) path; skips training")
-    outputs: Literal["logits", "probs"] = "logits"
-
-
 class TrainTargetParams(_Section):
     """Training of the built-in target model (skipped for a user model with weights)."""
 
-    model: TargetModelParams = TargetModelParams()
+    model: ModelSpec = Field(default_factory=ModelSpec, description="the model under audit (see weakspot.models.ModelSpec)")
     epochs: int = Field(60, ge=1, le=10_000)
     lr: float = Field(3e-3, gt=0, le=1)
     batch_size: int = Field(64, ge=1)

@@ -51,7 +51,7 @@ def test_unknown_key_is_an_error_listing_allowed_keys(tmp_path):
 
 def test_unknown_nested_key_lists_the_nested_allowed_keys(tmp_path):
     p = _write(tmp_path, {"train_target": {"model": {"kinda": "torch"}}})
-    with pytest.raises(ConfigError, match=r"unknown key 'train_target.model.kinda'.*kind, arch, factory"):
+    with pytest.raises(ConfigError, match=r"unknown key 'train_target.model.kinda'.*kind, factory, weights, arch"):
         load_section("train_target", p)
 
 
