@@ -56,7 +56,7 @@ def train_target_flow() -> dict:
                                                    title="Target model on the test split")},
         title="Target model",
         summary=[
-            f"The model under audit ({m.arch or m.factory}) on {train.provenance.get('source', 'the data')}: "
+            f"The model under audit ({m.arch or m.factory}) on {train.provenance.get('spec', 'the data')}: "
             f"train accuracy {metrics['train_accuracy']:.3f}, test accuracy {metrics['test_accuracy']:.3f} on "
             f"{metrics['n_test']} held-out samples, expected calibration error (ECE, {p.calibration_bins} bins) "
             f"{metrics['ece']:.3f}.",

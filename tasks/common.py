@@ -107,12 +107,14 @@ def code_version() -> Dict[str, Any]:
     return info
 
 
-def lineage(stage: str, top: Dict[str, Any], params: Any, inputs: Iterable[os.PathLike | str] = ()) -> Dict[str, Any]:
-    """What made an artifact: the stage, its params, the code version and its inputs' hashes."""
+def lineage(stage: str, top: Dict[str, Any], params: Any, inputs: Iterable[os.PathLike | str] = (),
+            section: Optional[str] = None) -> Dict[str, Any]:
+    """What made an artifact: the stage, its params (under their params.yaml section), the code version and the
+    sha256 of its inputs."""
     p = params.model_dump(mode="json") if hasattr(params, "model_dump") else params
     return {
         "stage": stage,
-        "params": {**top, stage if stage != "train_examine" else "examine": p},
+        "params": {**top, section or stage: p},
         "code": code_version(),
         "inputs": digest(inputs),
     }

@@ -1,0 +1,51 @@
+"""Tasks of the ``render`` stage and what the ``examine`` stages read back: the rendered data set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, Tuple
+
+import numpy as np
+from prefect import task
+from prefect.cache_policies import INPUTS, TASK_SOURCE
+
+from weakspot.errors import DataError
+from weakspot.io import atomic_path, write_json, write_parquet
+
+RENDER = Path("data/render")
+
+
+@task(cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
+def render_views(scene: Dict[str, Any], code_digest: str, device: str) -> Tuple[np.ndarray, Any]:
+    """Render the data set of the ``scene`` section; cached on the section, the scene code's digest and device."""
+    from weakspot.scene.config import SceneParams
+    from weakspot.scene.dataset import render_dataset
+
+    p = SceneParams.model_validate(scene)
+    with p.renderer(device=device) as renderer:
+        return render_dataset(renderer, p.classes, p.train_instances, p.views_per_instance, p.space(), p.seed,
+                              val_instances_per_class=p.val_instances)
+
+
+def write_render(images: np.ndarray, table: Any, scene: Dict[str, Any], lin: Dict[str, Any]) -> None:
+    with atomic_path(RENDER / "images.npy") as tmp:
+        with open(tmp, "wb") as fh:
+            np.save(fh, images, allow_pickle=False)
+    write_parquet(RENDER / "views.parquet", table)
+    write_json(RENDER / "scene.json", {"scene": scene, "lineage": lin})
+
+
+def read_render() -> Tuple[np.ndarray, Any, Dict[str, Any]]:
+    """(images, per-image table, the scene settings that rendered them); a DataError if the stage has not run."""
+    import pandas as pd
+
+    paths = [RENDER / "images.npy", RENDER / "views.parquet", RENDER / "scene.json"]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise DataError(f"rendered data set not found ({', '.join(missing)}); run the 'render' stage first")
+    images = np.load(paths[0], allow_pickle=False)
+    table = pd.read_parquet(paths[1])
+    if len(images) != len(table):
+        raise DataError(f"{paths[0]} holds {len(images)} images but {paths[1]} describes {len(table)}")
+    return images, table, json.loads(paths[2].read_text())["scene"]

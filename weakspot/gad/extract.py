@@ -1,0 +1,195 @@
+"""Model extraction, Algorithm 1 of seeds/001 (Sec. IV-B): a pseudo-model of the black box's confidence.
+
+Caveats first: the Latin hypercube spans the *range of the evaluation data* column by column (Step 1), so the
+pseudo-model is trusted only inside that box; the network normalises its input to the box internally, so gradients
+are taken in the data's own units. Widths, optimiser and batch size are ours (the paper gives "5 dense layers",
+"20 epochs" and N = 50,000 only). R^2 is measured on held-out design points (Table I's "Pseudo R^2") and also on the
+evaluation data itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Callable, Iterator, Optional
+
+import numpy as np
+
+from weakspot.errors import ConfigError, DataError
+
+
+@contextlib.contextmanager
+def single_thread(device) -> Iterator[None]:
+    """Run small-network CPU work on one intra-op thread (much faster than contended threads), then restore."""
+    import torch
+
+    if getattr(device, "type", str(device)) != "cpu":
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def latin_hypercube(lo: np.ndarray, hi: np.ndarray, n: int, *, seed: int = 0) -> np.ndarray:
+    """``n`` Latin-hypercube points in the box ``[lo, hi]`` (``scipy.stats.qmc.LatinHypercube``, seeded).
+
+    Each of the ``n`` equal strata of every dimension holds exactly one point (Algorithm 1, Step 1).
+    """
+    from scipy.stats import qmc
+
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    if lo.ndim != 1 or lo.shape != hi.shape:
+        raise DataError(f"latin_hypercube: lo and hi must be 1-D of equal length, got {lo.shape} and {hi.shape}")
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        raise DataError("latin_hypercube: bounds must be finite (NaN/inf in the evaluation data?)")
+    if n < 1:
+        raise ConfigError(f"latin_hypercube: n = {n}; must be >= 1")
+    span = np.where(hi > lo, hi - lo, 1.0)  # a constant column gets a unit-wide box so it is still sampled
+    unit = qmc.LatinHypercube(d=len(lo), seed=np.random.default_rng(seed)).random(n)
+    return lo + unit * span
+
+
+def _make_network(d: int, hidden: int, lo: np.ndarray, span: np.ndarray):
+    import torch
+    from torch import nn
+
+    class PseudoModel(nn.Module):
+        """Five dense layers (Sec. V-A) mapping raw features to the logit of the class-of-interest confidence."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("lo", torch.as_tensor(lo, dtype=torch.float32))
+            self.register_buffer("span", torch.as_tensor(span, dtype=torch.float32))
+            self.net = nn.Sequential(
+                nn.Linear(d, hidden), nn.ReLU(),
+                nn.Linear(hidden, hidden), nn.ReLU(),
+                nn.Linear(hidden, hidden), nn.ReLU(),
+                nn.Linear(hidden, hidden), nn.ReLU(),
+                nn.Linear(hidden, 1),
+            )
+
+        def logit(self, x: "torch.Tensor") -> "torch.Tensor":
+            return self.net((x - self.lo) / self.span * 2.0 - 1.0).squeeze(-1)
+
+        def forward(self, x: "torch.Tensor") -> "torch.Tensor":
+            return torch.sigmoid(self.logit(x))
+
+    return PseudoModel()
+
+
+@dataclass
+class Extraction:
+    """What Algorithm 1 returns: the pseudo-model and how well it mimics the black box."""
+
+    model: object  # torch.nn.Module with .logit(x) and forward(x) -> confidence
+    r2_design: float  # R^2 on held-out design points (Table I)
+    r2_eval: float  # R^2 on the evaluation data
+    n_design: int
+    lo: np.ndarray
+    hi: np.ndarray
+    final_mse: float
+
+    def confidence(self, X: np.ndarray, device: str = "cpu") -> np.ndarray:
+        import torch
+
+        dev = next(self.model.parameters()).device
+        with torch.no_grad():
+            return self.model(torch.as_tensor(np.asarray(X), dtype=torch.float32, device=dev)).cpu().numpy().astype(np.float64)
+
+
+def r2_score(y: np.ndarray, yhat: np.ndarray) -> float:
+    """Coefficient of determination 1 - SS_res / SS_tot (NaN when y is constant)."""
+    y = np.asarray(y, dtype=np.float64)
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    return float("nan") if ss_tot == 0 else 1.0 - float(((y - np.asarray(yhat)) ** 2).sum()) / ss_tot
+
+
+def extract_pseudo_model(
+    black_box,
+    X_eval: np.ndarray,
+    *,
+    class_index: int = 1,
+    n_points: int = 50_000,
+    epochs: int = 20,
+    hidden: int = 64,
+    batch_size: int = 256,
+    lr: float = 1e-3,
+    holdout_fraction: float = 0.1,
+    seed: int = 0,
+    device: str = "auto",
+    progress: Optional[Callable[[str, int, int], None]] = None,
+) -> Extraction:
+    """Algorithm 1: LHS design over the evaluation data's ranges, labelled by the black box, fitted by MSE.
+
+    Parameters
+    ----------
+    black_box : BlackBox
+        Queried once on the whole design (``predict_proba``).
+    X_eval : ndarray (n, d)
+        The representative evaluation data ``D``; only its column ranges define the design.
+    class_index : int
+        Column of ``predict_proba`` for the class of interest.
+    n_points : int
+        Design size N (paper: 50,000, Sec. V-A).
+    epochs : int
+        Training epochs e (paper: 20, Sec. V-A).
+    hidden, batch_size, lr : network width, mini-batch size and Adam step (ours: 64, 256, 1e-3).
+    holdout_fraction : float
+        Share of the design kept out of training to measure R^2.
+    """
+    import torch
+
+    from weakspot.device import resolve_device
+
+    X_eval = np.asarray(X_eval, dtype=np.float64)
+    if X_eval.ndim != 2 or len(X_eval) < 2:
+        raise DataError(f"extract_pseudo_model: X_eval must be (n>=2, d), got shape {X_eval.shape}")
+    if not np.isfinite(X_eval).all():
+        raise DataError("extract_pseudo_model: X_eval holds NaN/inf; impute or drop those rows first")
+    dev = resolve_device(device)
+    lo, hi = X_eval.min(axis=0), X_eval.max(axis=0)
+    design = latin_hypercube(lo, hi, n_points, seed=seed)
+    target = black_box.predict_proba(design)
+    if not 0 <= class_index < target.shape[1]:
+        raise ConfigError(f"class_index {class_index} out of range for {target.shape[1]} classes")
+    target = target[:, class_index]
+    span = np.where(hi > lo, hi - lo, 1.0)
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n_points)
+    n_hold = max(1, int(round(holdout_fraction * n_points)))
+    hold, train = perm[:n_hold], perm[n_hold:]
+
+    with torch.random.fork_rng(devices=[]), single_thread(dev):
+        torch.manual_seed(seed)
+        model = _make_network(X_eval.shape[1], hidden, lo, span).to(dev)
+        gen = torch.Generator().manual_seed(seed)
+        xt = torch.as_tensor(design[train], dtype=torch.float32, device=dev)
+        yt = torch.as_tensor(target[train], dtype=torch.float32, device=dev)
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        loss_fn = torch.nn.MSELoss()  # Algorithm 1, Step 2: MSE between M_O and M_P confidences
+        n_train = len(train)
+        last = float("nan")
+        for epoch in range(epochs):
+            order = torch.randperm(n_train, generator=gen).to(dev)
+            total = 0.0
+            for start in range(0, n_train, batch_size):
+                idx = order[start : start + batch_size]
+                opt.zero_grad(set_to_none=True)
+                loss = loss_fn(model(xt[idx]), yt[idx])
+                loss.backward()
+                opt.step()
+                total += float(loss.detach()) * len(idx)
+            last = total / n_train
+            if progress is not None:
+                progress("extract: epochs", epoch + 1, epochs)
+    model.eval()
+    ext = Extraction(model=model, r2_design=float("nan"), r2_eval=float("nan"), n_design=n_points, lo=lo, hi=hi, final_mse=last)
+    with single_thread(dev):
+        ext.r2_design = r2_score(target[hold], ext.confidence(design[hold]))
+        ext.r2_eval = r2_score(black_box.predict_proba(X_eval)[:, class_index], ext.confidence(X_eval))
+    return ext
