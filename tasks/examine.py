@@ -1,0 +1,65 @@
+"""Tasks of the ``train_examine`` and ``examine`` stages: target models trained on rendered scenes, examinations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict
+
+from prefect import task
+from prefect.cache_policies import INPUTS, TASK_SOURCE
+
+from tasks.scene import read_render
+from weakspot.errors import DataError
+from weakspot.io import save_torch, write_json
+
+MODELS = Path("data/examine/models")
+
+
+def _progress(prefix: str):
+    last = {"what": None}
+
+    def cb(what: str, done: int, total: int) -> None:
+        if what != last["what"] or done == total:
+            print(f"  {prefix}: {what} {done}/{total}", flush=True)
+            last["what"] = what
+
+    return cb
+
+
+@task(cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
+def train_models(params: Dict[str, Any], render_digest: str, code_digest: str) -> Dict[str, Dict[str, Any]]:
+    """Train every target model of the ``examine`` section on the rendered training split (cached on the rendered
+    data's digest, the params and the library code)."""
+    from weakspot.examine import ExamineParams, train_targets
+
+    p = ExamineParams.model_validate(params)
+    images, table, _ = read_render()
+    targets = train_targets(images, table, p, progress=_progress("train_examine"))
+    return {name: {"arch": t.arch, "classes": t.classes, "resolution": t.resolution, "info": t.info,
+                   "state": t.state()} for name, t in targets.items()}
+
+
+def save_models(models: Dict[str, Dict[str, Any]], lin: Dict[str, Any]) -> None:
+    index = {}
+    for name, m in models.items():
+        save_torch(MODELS / f"{name}.pt", m["state"])
+        index[name] = {k: v for k, v in m.items() if k != "state"}
+    write_json(MODELS / "index.json", {"models": index, "lineage": lin})
+
+
+def load_models(device: str) -> Dict[str, Any]:
+    import torch
+
+    from weakspot.examine import TargetModel
+
+    index_file = MODELS / "index.json"
+    if not index_file.is_file():
+        raise DataError(f"{index_file} not found; run the 'train_examine' stage first")
+    index = json.loads(index_file.read_text())["models"]
+    out = {}
+    for name, m in index.items():
+        state = torch.load(MODELS / f"{name}.pt", map_location="cpu", weights_only=True)
+        out[name] = TargetModel.from_state(name, m["arch"], m["classes"], m["resolution"], state, device=device,
+                                           info=m.get("info"))
+    return out
