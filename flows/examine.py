@@ -22,7 +22,6 @@ def examine_flow() -> dict:
     from weakspot.scene.config import SceneParams
 
     top, p = stage_params("examine")
-    p = p.model_copy(update={"device": top["device"]})
     t0 = time.time()
     images, table, scene = read_render()
     sp = SceneParams.model_validate(scene)  # render with exactly the settings that rendered the training data

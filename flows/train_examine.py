@@ -18,10 +18,9 @@ from weakspot.result import StageResult
 @flow(name="train_examine")
 def train_examine_flow() -> dict:
     top, p = stage_params("examine")
-    p = p.model_copy(update={"device": top["device"]})
     t0 = time.time()
     models = train_models(p.model_dump(mode="json"), combined_digest(digest([RENDER])),
-                          source_digest("weakspot.examine"))
+                          source_digest("weakspot.examine"), top["device"])
     lin = lineage("train_examine", top, p, [RENDER], section="examine")
     save_models(models, lin)
     # accuracy of each model on the validation instances' random views (the unexamined baseline)

@@ -28,14 +28,14 @@ def _progress(prefix: str):
 
 
 @task(cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
-def train_models(params: Dict[str, Any], render_digest: str, code_digest: str) -> Dict[str, Dict[str, Any]]:
+def train_models(params: Dict[str, Any], render_digest: str, code_digest: str, device: str) -> Dict[str, Dict[str, Any]]:
     """Train every target model of the ``examine`` section on the rendered training split (cached on the rendered
     data's digest, the params and the library code)."""
     from weakspot.examine import ExamineParams, train_targets
 
     p = ExamineParams.model_validate(params)
     images, table, _ = read_render()
-    targets = train_targets(images, table, p, progress=_progress("train_examine"))
+    targets = train_targets(images, table, p, device=device, progress=_progress("train_examine"))
     return {name: {"arch": t.arch, "classes": t.classes, "resolution": t.resolution, "info": t.info,
                    "state": t.state()} for name, t in targets.items()}
 

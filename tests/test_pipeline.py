@@ -1,6 +1,6 @@
 """The pipeline end to end, as a user runs it: `dvc repro` of Prefect flows, incremental reruns, bad inputs.
 
-Runs in a throwaway copy of the repository with a small training budget, restricted to the foundation stages.
+Runs in a throwaway copy of the repository with the `smoke` profile (every stage, tiny budgets).
 """
 
 import hashlib
@@ -11,7 +11,8 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-FOUNDATION = ["prepare", "train_target", "report"]
+ROOT = Path(__file__).resolve().parents[1]
+STAGES = ["prepare", "train_target", "gad", "render", "train_examine", "examine", "report"]
 
 
 def _sha(path: Path) -> str:
@@ -20,7 +21,7 @@ def _sha(path: Path) -> str:
 
 def _snapshot(root: Path) -> dict:
     out = {}
-    for d in ("data/prepared", "data/target", "metrics", "plots", "reports"):
+    for d in ("data/prepared", "data/target", "data/render", "data/examine", "metrics", "plots", "reports"):
         for f in sorted((root / d).rglob("*")):
             if f.is_file():
                 out[str(f.relative_to(root))] = _sha(f)
@@ -29,10 +30,11 @@ def _snapshot(root: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def repo(repo_factory):
+    import yaml
+
     r = repo_factory("pipeline")
-    r.set_params(train_target={"epochs": 25})
-    for stage in FOUNDATION:
-        r.dvc("repro", "--single-item", stage)
+    r.set_params(**yaml.safe_load((ROOT / "profiles/smoke.yaml").read_text()))
+    r.dvc("repro")
     return r
 
 
@@ -42,6 +44,12 @@ def test_full_run_writes_model_metrics_and_report(repo):
     assert 0.0 <= m["ece"] <= 0.2
     page = (repo.path / "reports/index.html").read_text()
     assert "Target model" in page and "data:image/png;base64," in page
+    for stage in STAGES[:-1]:  # every stage added its section through the same mechanism
+        assert f"id='{stage}'" in page, stage
+    gad = json.loads((repo.path / "metrics/gad.json").read_text())
+    assert set(gad["phoneme"]["sdr"]) == {"gad", "random", "lakkaraju", "bansal_weld", "facility_location", "low_confidence"}
+    ex = json.loads((repo.path / "metrics/examine.json").read_text())
+    assert set(ex["small_cnn"]) == {"random", "bo", "rl"} and "artificial_weakness" in ex
     lin = json.loads((repo.path / "plots/train_target/section.json").read_text())["lineage"]
     assert lin["params"]["train_target"]["epochs"] == 25
     assert lin["code"]["git_commit"] and all(len(h) == 64 for h in lin["inputs"].values())
@@ -51,11 +59,11 @@ def test_full_run_writes_model_metrics_and_report(repo):
 def test_changing_a_report_param_reruns_only_the_report(repo):
     before = _snapshot(repo.path)
     repo.set_params(report={"title": "nightly audit of the digits model"})
-    status = repo.dvc("status", *FOUNDATION).stdout
-    assert "report" in status and "train_target:" not in status and "prepare:" not in status
-    out = repo.dvc("repro", *FOUNDATION).stdout
+    status = repo.dvc("status").stdout
+    assert "report:" in status and all(f"{s}:" not in status for s in STAGES[:-1]), status
+    out = repo.dvc("repro").stdout
     assert "Running stage 'report'" in out
-    assert "Running stage 'train_target'" not in out and "Running stage 'prepare'" not in out
+    assert all(f"Running stage '{s}'" not in out for s in STAGES[:-1]), out
     after = _snapshot(repo.path)
     changed = {k for k in after if before.get(k) != after[k]}
     assert changed == {"reports/index.html"}

@@ -95,6 +95,8 @@ def _format_validation_error(err: ValidationError, prefix: str, source: str) -> 
             model = _model_at(prefix, e["loc"][:-1])
             allowed = ", ".join(model.model_fields) if model is not None else "see the schema"
             lines.append(f"{source}: unknown key {loc!r} (value {value!r}); allowed keys under {parent or 'the top'}: {allowed}")
+        elif isinstance(value, dict):  # a rule across several keys of a section: the message names them
+            lines.append(f"{source}: {loc}: {e['msg']}")
         else:
             lines.append(f"{source}: {loc} = {value!r}: {e['msg']}")
     return "\n".join(lines)

@@ -1,0 +1,137 @@
+"""Examiners on a black-box function on the 9-d box whose worst region is known (a basin near one corner)."""
+
+import numpy as np
+import pytest
+
+from weakspot.errors import ConfigError, DataError
+from weakspot.examine.examiners import EXAMINERS, make_examiner, run_examination
+
+NAMES = [f"f{i}" for i in range(9)]
+# different scales per factor: the examiners must work in the unit cube
+BOUNDS = {k: (-float(i + 1), 10.0 * (i + 1)) for i, k in enumerate(NAMES)}
+CORNER = np.full(9, 0.85)  # the worst region, in unit coordinates
+
+
+def _unit(q):
+    lo = np.array([BOUNDS[k][0] for k in NAMES])
+    hi = np.array([BOUNDS[k][1] for k in NAMES])
+    return (np.array([[p[k] for k in NAMES] for p in q]) - lo) / (hi - lo)
+
+
+def prob(q):
+    """A 'true-class probability' that is ~1 almost everywhere and drops to 0.05 at CORNER."""
+    d2 = ((_unit(q) - CORNER) ** 2).sum(1)
+    return 1 - 0.95 * np.exp(-d2 / (2 * 0.3**2))
+
+
+SUCCESS = 0.5  # found the basin: a query with p below this (its ball holds ~2e-4 of the box's volume)
+RL_FAST = dict(lr=0.05, batch_size=16)  # the fast profile's RL settings
+RL_BUDGET = 40 * 16  # 40 policy-gradient iterations
+BO_BUDGET = 40
+
+
+def test_registry_lists_the_three_examiners():
+    assert EXAMINERS.names() == ["bo", "random", "rl"]
+    with pytest.raises(ConfigError, match="valid names: bo, random, rl"):
+        make_examiner("cmaes", bounds=BOUNDS)
+
+
+def test_bo_finds_the_basin_random_does_not():
+    bo = sum(run_examination(make_examiner("bo", bounds=BOUNDS, seed=s), prob, BO_BUDGET)[1].min() < SUCCESS
+             for s in range(3))
+    rnd = sum(run_examination(make_examiner("random", bounds=BOUNDS, seed=s), prob, BO_BUDGET)[1].min() < SUCCESS
+              for s in range(3))
+    assert bo == 3
+    assert rnd < bo
+
+
+def test_rl_finds_the_basin_random_does_not():
+    rl, rnd = 0, 0
+    for s in range(3):
+        _, p = run_examination(make_examiner("rl", bounds=BOUNDS, seed=s, **RL_FAST), prob, RL_BUDGET)
+        rl += p.min() < SUCCESS
+        # the policy concentrates: its last iterations are much worse for the model than its first
+        assert p[-64:].mean() < p[:64].mean() - 0.3
+        _, p = run_examination(make_examiner("random", bounds=BOUNDS, seed=s), prob, RL_BUDGET)
+        rnd += p.min() < SUCCESS
+    assert rl == 3
+    assert rnd < rl
+
+
+def test_rl_paper_settings_learn_with_paper_iterations():
+    # paper Sec. 4.1: lr 0.001, batch 32; like Table 2, little changes in the first 100 iterations, then it drops
+    _, p = run_examination(make_examiner("rl", bounds=BOUNDS, seed=0), prob, 300 * 32)
+    assert p[:32].mean() > 0.95 and p[-320:].mean() < 0.7
+
+
+@pytest.mark.parametrize("name,budget,opts", [("random", 40, {}), ("bo", 12, {}), ("rl", 64, RL_FAST)])
+def test_same_seed_same_trajectory(name, budget, opts):
+    q1, p1 = run_examination(make_examiner(name, bounds=BOUNDS, seed=3, **opts), prob, budget)
+    q2, p2 = run_examination(make_examiner(name, bounds=BOUNDS, seed=3, **opts), prob, budget)
+    q3, _ = run_examination(make_examiner(name, bounds=BOUNDS, seed=4, **opts), prob, budget)
+    assert q1 == q2 and np.array_equal(p1, p2)
+    assert q1 != q3
+
+
+@pytest.mark.parametrize("name,budget,opts", [("bo", BO_BUDGET, {}), ("rl", RL_BUDGET, RL_FAST)])
+def test_strength_mode_finds_the_maximum(name, budget, opts):
+    def strong(q):  # the model is sure (0.95 + ...) only near CORNER
+        return 1.0 - prob(q)
+
+    _, p = run_examination(make_examiner(name, bounds=BOUNDS, seed=0, mode="strength", **opts), strong, budget)
+    _, pr = run_examination(make_examiner("random", bounds=BOUNDS, seed=0), strong, budget)
+    assert p.max() > 1 - SUCCESS > pr.max()
+    # and weakness mode on the same function does not go there
+    _, pw = run_examination(make_examiner(name, bounds=BOUNDS, seed=0, **opts), strong, budget)
+    assert pw[-10:].mean() < 0.1
+
+
+def test_suggestions_lie_in_bounds_and_rl_on_its_grid():
+    for name in ("random", "bo", "rl"):
+        ex = make_examiner(name, bounds=BOUNDS, seed=0, **(RL_FAST if name == "rl" else {}))
+        q = ex.suggest(5)
+        assert len(q) == 5 and all(set(p) == set(NAMES) for p in q)
+        u = _unit(q)
+        assert np.all((u >= -1e-12) & (u <= 1 + 1e-12))
+    u = _unit(make_examiner("rl", bounds=BOUNDS, seed=0, bins=11).suggest(50))
+    assert np.allclose(u * 10, np.round(u * 10))
+
+
+def test_bo_batch_constant_liar_gives_distinct_points_and_keeps_only_real_data():
+    ex = make_examiner("bo", bounds=BOUNDS, seed=0)
+    q = ex.suggest(2)
+    ex.observe(q, prob(q))
+    batch = ex.suggest(4)
+    assert len(ex.space_) == 2  # the lies are gone
+    u = _unit(batch)
+    assert min(np.abs(u[i] - u[j]).max() for i in range(4) for j in range(i)) > 1e-6
+    ex.observe(batch, prob(batch))
+    assert len(ex.space_) == 6 and len(ex.history_) == 6
+
+
+def test_rl_order_is_a_permutation_and_changes_the_sampling():
+    order = NAMES[-4:] + NAMES[:-4]
+    a = make_examiner("rl", bounds=BOUNDS, seed=0, order=order).suggest(8)
+    b = make_examiner("rl", bounds=BOUNDS, seed=0).suggest(8)
+    assert a != b
+    with pytest.raises(ConfigError, match="permutation"):
+        make_examiner("rl", bounds=BOUNDS, order=NAMES[:3]).suggest(1)
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ConfigError, match=r"bounds\['x'\]"):
+        make_examiner("random", bounds={"x": (1.0, 0.0)}).suggest(1)
+    with pytest.raises(ConfigError, match="mode"):
+        make_examiner("bo", bounds=BOUNDS, mode="sideways").suggest(1)
+    ex = make_examiner("rl", bounds=BOUNDS)
+    q = ex.suggest(2)
+    with pytest.raises(DataError, match="2 params but 3 losses"):
+        ex.observe(q, [0.1, 0.2, 0.3])
+    with pytest.raises(DataError, match="NaN"):
+        ex.observe(q, [0.1, float("nan")])
+    with pytest.raises(DataError, match="'f0'"):
+        ex.observe([{"f1": 0.0}], [0.5])
+    with pytest.raises(ConfigError, match="positive int"):
+        ex.suggest(0)
+    with pytest.raises(ConfigError, match="bad option"):
+        make_examiner("random", bounds=BOUNDS, kappa=3.0)

@@ -1,0 +1,119 @@
+"""params.yaml schema of the examine stage family (paper ``seeds/000``, "Identifying Model Weakness with
+Adversarial Examiner").
+
+Defaults are the paper's (each commented with its section); the fast CPU profile overrides them in params.yaml.
+"""
+
+from __future__ import annotations
+
+from typing import List, Literal, Optional, Tuple
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Arch = Literal["resnet34", "alexnet", "small_cnn"]
+ExaminerName = Literal["random", "bo", "rl"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class RLParams(_Section):
+    """LSTM policy examiner (paper Sec. 2.2 and 4.1)."""
+
+    bins: int = Field(100, ge=2, le=10_000)  # Sec. 4.1: 100 choices per factor
+    embedding_size: int = Field(30, ge=1)  # Sec. 4.1
+    hidden_size: int = Field(30, ge=1)  # Sec. 4.1
+    lr: float = Field(0.001, gt=0, le=1)  # Sec. 4.1, Adam
+    batch_size: int = Field(32, ge=1)  # Sec. 4.1: B in Eq. 5; one iteration = one batch
+    baseline_decay: float = Field(0.9, ge=0, lt=1)  # REINFORCE baseline (EMA); not given in the paper
+
+
+class BOParams(_Section):
+    """GP-UCB examiner on the bayesian-optimization package (paper Sec. 2.2 and 4.1)."""
+
+    init_points: int = Field(2, ge=1)  # Sec. 4.1: "we allow 2 random examples at the very beginning"
+    kappa: float = Field(2.576, ge=0)  # package default UCB weight; not given in the paper
+    n_restarts_optimizer: int = Field(0, ge=0)  # speed tuning (package: 5); warm-started fits instead
+    refit_every: int = Field(5, ge=1)  # GP hyperparameters re-optimised every k steps (speed tuning)
+    n_random: int = Field(2000, ge=1)  # acquisition candidates (package: 10000)
+    n_smart: int = Field(0, ge=0)  # L-BFGS-B starts (package: 10); 0 = batched local search instead
+    n_local: int = Field(300, ge=1)  # local-search candidates per round (speed tuning)
+    n_seeds: int = Field(5, ge=1)  # best points perturbed per round
+    local_scales: List[float] = [0.1, 0.03, 0.01]  # perturbation scale per round (unit cube)
+    stock: bool = False  # True: the package exactly as shipped (slow, ~0.9 s a step at 300 points)
+
+
+class ArtificialWeaknessParams(_Section):
+    """Sec. 4.4: train with viewpoint elevation limited, see whether examiners' late queries leave that range."""
+
+    enabled: bool = True
+    factor: str = "view_elevation"  # U_v, Table 1
+    train_range: Tuple[float, float] = (-30.0, 30.0)  # Sec. 4.4: [-30, 30] degrees instead of [-90, 90]
+    arch: Arch = "resnet34"  # Sec. 4.4 / Fig. 4: ResNet34
+    examiners: List[ExaminerName] = ["rl", "bo", "random"]
+    classes: Optional[List[str]] = None  # None: every class (Fig. 4 shows "can")
+    T: int = Field(250, ge=1)  # Fig. 4: T = 250
+    tail: int = Field(50, ge=1)  # metrics/examine.json: the last 50 queries
+
+
+class MStudyParams(_Section):
+    """Sec. 4.3 / Table 3: training-set size m (images per training instance)."""
+
+    enabled: bool = True
+    values: List[int] = [1, 2, 5, 10]  # Table 3
+    arch: Arch = "resnet34"  # Sec. 4.3: ResNet34
+    examiners: List[ExaminerName] = ["rl", "bo"]  # Table 3
+    T: int = Field(200, ge=1)  # Table 3: T = 200
+    classes: Optional[List[str]] = None
+
+    @model_validator(mode="after")
+    def _positive(self):
+        if not self.values or any(v < 1 for v in self.values):
+            raise ValueError(f"values: need positive image counts per instance, got {self.values}")
+        return self
+
+
+class ExamineParams(_Section):
+    """The examine stage family: target models, examiners and the paper's experiments (Sec. 4)."""
+
+    models: List[Arch] = ["resnet34", "alexnet"]  # Sec. 4.1
+    epochs: int = Field(40, ge=1)  # Sec. 4.1: 40 epochs
+    lr: Optional[float] = Field(None, gt=0, le=1)  # None: 0.005 ResNet34, 0.001 AlexNet (Sec. 4.1)
+    batch_size: int = Field(64, ge=1)  # training batch; not given in the paper
+    examiners: List[ExaminerName] = ["random", "bo", "rl"]  # Sec. 2.2 (random = T = 0 protocol)
+    T: int = Field(500, ge=1)  # Sec. 4.1: 500 iterations (RL: one batch each, BO: one query each)
+    checkpoints: List[int] = [0, 100, 300, 500]  # Table 2
+    checkpoint_names: Optional[List[int]] = None  # names (the paper's T) for scaled checkpoints; None: as is
+    window: int = Field(1, ge=1)  # iterations averaged at a checkpoint (paper: the T-th, Algorithm 1)
+    random_batch: int = Field(1, ge=1)  # queries per iteration of the random examiner
+    n_random: int = Field(50, ge=2)  # T = 0 protocol and t-SNE's random set (Fig. 3: 50 random)
+    tail: int = Field(50, ge=1)  # Fig. 3: the last 50 examined images
+    classes: Optional[List[str]] = None  # None: every class (Sec. 4.1: one validation instance per class)
+    tsne_class: Optional[str] = None  # Fig. 3 uses "cap"; None: the first examined class
+    n_worst: int = Field(3, ge=1)  # worst images shown per model and examiner
+    order_check: bool = True  # Sec. 4.5
+    strength: bool = True  # Sec. 4.6 / Fig. 5
+    strength_examiner: ExaminerName = "rl"
+    render_chunk: int = Field(512, ge=1)  # scenes per renderer call
+    seed: int = 0
+    rl: RLParams = RLParams()
+    bo: BOParams = BOParams()
+    artificial_weakness: ArtificialWeaknessParams = ArtificialWeaknessParams()
+    m_study: MStudyParams = MStudyParams()
+
+    @model_validator(mode="after")
+    def _checkpoints(self):
+        cps = self.checkpoints
+        if not cps or sorted(set(cps)) != list(cps) or cps[0] < 0 or cps[-1] > self.T:
+            raise ValueError(f"checkpoints: need increasing iterations within [0, T={self.T}], got {cps}")
+        if self.checkpoint_names is not None and len(self.checkpoint_names) != len(cps):
+            raise ValueError(f"checkpoint_names: need one name per checkpoint ({len(cps)}), "
+                             f"got {self.checkpoint_names}")
+        if not self.models:
+            raise ValueError("models: name at least one of resnet34, alexnet, small_cnn")
+        return self
+
+    def names(self) -> List[str]:
+        """Metric keys of the checkpoints: ``T<paper T>``."""
+        return [f"T{n}" for n in (self.checkpoint_names or self.checkpoints)]
