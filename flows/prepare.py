@@ -17,7 +17,7 @@ def prepare_flow() -> dict:
     top, p = stage_params("prepare")
     ds = load_dataset(p.source, p.label, p.root)
     splits = split(ds, p.fractions, p.seed)
-    lin = lineage("prepare", top, p, list((ds.provenance.get("files") or {}).keys()))
+    lin = lineage("prepare", top, p, dict(ds.provenance.get("files") or {}))
     counts = write_prepared(ds, splits, lin)
     table = pd.DataFrame({"class": ds.classes})
     for name in SPLITS:

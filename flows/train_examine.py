@@ -7,11 +7,13 @@ import time
 
 import flows  # noqa: F401
 import numpy as np
+import pandas as pd
 from prefect import flow
 
 from tasks.common import combined_digest, digest, lineage, run_main, source_digest, stage_params, write_stage_result
 from tasks.examine import MODELS, load_models, save_models, train_models
 from tasks.scene import RENDER, read_render
+from weakspot.examine import predict_proba
 from weakspot.result import StageResult
 
 
@@ -29,14 +31,10 @@ def train_examine_flow() -> dict:
     labels = table["label"].to_numpy()
     rows = []
     for name, t in load_models(top["device"]).items():
-        pt = t.true_class_proba(images[val], labels[val])
-        from weakspot.examine import predict_proba
-
-        acc = float((predict_proba(t.model, images[val]).argmax(1) == labels[val]).mean())
+        proba = predict_proba(t.model, images[val])
         rows.append({"model": name, "arch": t.arch, "n_train": t.info.get("n_train"), "role": t.info.get("role"),
-                     "val_accuracy": acc, "val_true_class_p": float(np.mean(pt))})
-    import pandas as pd
-
+                     "val_accuracy": float((proba.argmax(1) == labels[val]).mean()),
+                     "val_true_class_p": float(proba[np.arange(len(proba)), labels[val]].mean())})
     df = pd.DataFrame(rows)
     metrics = {r["model"]: {"val_accuracy": r["val_accuracy"], "val_true_class_p": r["val_true_class_p"]} for r in rows}
     result = StageResult(

@@ -107,16 +107,16 @@ def code_version() -> Dict[str, Any]:
     return info
 
 
-def lineage(stage: str, top: Dict[str, Any], params: Any, inputs: Iterable[os.PathLike | str] = (),
+def lineage(stage: str, top: Dict[str, Any], params: Any, inputs: "Iterable[os.PathLike | str] | Dict[str, str]" = (),
             section: Optional[str] = None) -> Dict[str, Any]:
     """What made an artifact: the stage, its params (under their params.yaml section), the code version and the
-    sha256 of its inputs."""
+    sha256 of its inputs (paths to hash, or a ready {name: sha256} mapping such as a data source's provenance)."""
     p = params.model_dump(mode="json") if hasattr(params, "model_dump") else params
     return {
         "stage": stage,
         "params": {**top, section or stage: p},
         "code": code_version(),
-        "inputs": digest(inputs),
+        "inputs": dict(inputs) if isinstance(inputs, dict) else digest(inputs),
     }
 
 
