@@ -16,6 +16,24 @@ from tasks.examine import MODELS, _progress, load_models
 from tasks.scene import RENDER, read_render
 
 
+def _headline(metrics: dict) -> list:
+    out = []
+    for model, by_ex in metrics.items():
+        if model == "artificial_weakness" or not isinstance(by_ex, dict):
+            continue
+        parts = []
+        for ex, cps in by_ex.items():
+            keys = list(cps)
+            parts.append(f"{ex} {cps[keys[0]]:.2f} -> {cps[keys[-1]]:.2f}")
+        out.append(f"{model}: mean true-class probability under examination ({keys[0]} -> {keys[-1]}): "
+                   + ", ".join(parts) + ".")
+    aw = metrics.get("artificial_weakness")
+    if aw:
+        out.append("Planted weakness (trained on elevations in [-30, 30] only): share of the last queries outside that "
+                   "range: " + ", ".join(f"{k} {v['frac_extreme_elevation']:.0%}" for k, v in aw.items()) + ".")
+    return out
+
+
 @flow(name="examine")
 def examine_flow() -> dict:
     from weakspot.examine import run_examinations
@@ -28,6 +46,7 @@ def examine_flow() -> dict:
     targets = load_models(top["device"])
     with sp.renderer(device=top["device"]) as renderer:
         result = run_examinations(renderer, sp.space(), targets, images, table, p, progress=_progress("examine"))
+    result.headline = _headline(result.metrics)
     write_stage_result("examine", result, lineage("examine", top, p, [RENDER, MODELS]))
     print(f"examine: done in {time.time() - t0:.0f} s -> metrics/examine.json")
     return result.metrics

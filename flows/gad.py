@@ -15,6 +15,19 @@ from tasks.gad import gad_dataset
 from weakspot.gad.experiment import result_of
 
 
+def _headline(metrics: dict, budget: int) -> list:
+    out = []
+    for name, m in metrics.items():
+        if not isinstance(m, dict) or "sdr" not in m:
+            continue
+        lo, hi = m["sdr_ci95"]["gad"]
+        best = max(m["sdr"], key=m["sdr"].get)
+        out.append(f"{name}: with {budget} labels, GAD finds {m['errors']['gad']:.1f} high-confidence errors, "
+                   f"SDR {m['sdr']['gad']:.2f} [{lo:.2f}, {hi:.2f}] against random {m['sdr']['random']:.2f} "
+                   f"(SDR > 1: more errors than the model's confidence admits); best search here: {best}.")
+    return out
+
+
 @flow(name="gad")
 def gad_flow() -> dict:
     top, p = stage_params("gad")
@@ -29,6 +42,7 @@ def gad_flow() -> dict:
         print(f"gad: {d.name} ...", flush=True)
         outcomes.append(gad_dataset(d.model_dump(mode="json"), params_json, in_digest, code, top["device"]))
     result = result_of(outcomes, p)
+    result.headline = _headline(result.metrics, p.budget)
     write_stage_result("gad", result, lineage("gad", top, p, inputs))
     line = ", ".join(f"{name}: GAD SDR {m['sdr'].get('gad', float('nan')):.2f} vs random {m['sdr'].get('random', float('nan')):.2f}"
                      for name, m in result.metrics.items() if isinstance(m, dict) and "sdr" in m)

@@ -42,6 +42,8 @@ def train_examine_flow() -> dict:
         summary=[f"{len(rows)} classifiers trained on the rendered training views in {time.time() - t0:.0f} s and "
                  "measured on random views of the held-out validation instances: the average-case picture that the "
                  "adversarial examiner then challenges."],
+        headline=[", ".join(f"{r['model']} {r['val_accuracy']:.0%}" for r in rows if r["role"] == "main")
+                  + " accuracy on random views of unseen object instances."],
         items=[{"table": "models", "caption": "Target models: accuracy and mean true-class probability on random "
                 "validation views."}],
     )

@@ -49,9 +49,10 @@ def train_target_flow() -> dict:
         "n_test": int(len(test.y)),
     }
     save_target(state, spec, lin)
+    rel = reliability_table(p_test, test.y, n_bins=p.calibration_bins)
     result = StageResult(
         metrics=metrics,
-        tables={"reliability": reliability_table(p_test, test.y, n_bins=p.calibration_bins)},
+        tables={"reliability": rel[rel["count"] > 0]},
         figures={"reliability": reliability_diagram(p_test, test.y, n_bins=p.calibration_bins,
                                                    title="Target model on the test split")},
         title="Target model",
@@ -63,8 +64,10 @@ def train_target_flow() -> dict:
             "The reliability diagram compares the model's confidence with its accuracy in each confidence bin; bars "
             "below the diagonal are overconfident bins, the first place to look for weak spots.",
         ],
+        headline=[f"The model under audit scores {metrics['test_accuracy']:.1%} on {metrics['n_test']} held-out samples "
+                  f"(train {metrics['train_accuracy']:.1%}); expected calibration error {metrics['ece']:.3f}."],
         items=[{"figure": "reliability", "caption": "Reliability diagram (test split)."},
-               {"table": "reliability", "caption": "Confidence and accuracy per bin (test split)."}],
+               {"table": "reliability", "caption": "Confidence and accuracy per non-empty bin (test split)."}],
     )
     if history:
         import pandas as pd

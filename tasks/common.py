@@ -134,6 +134,7 @@ def write_stage_result(stage: str, result: StageResult, lin: Dict[str, Any], dpi
         "title": result.title or stage,
         "summary": list(result.summary),
         "items": list(result.items),
+        "headline": list(result.headline),
         "lineage": lin,
     }
     write_json(plots / "section.json", section)

@@ -17,12 +17,19 @@ MODELS = Path("data/examine/models")
 
 
 def _progress(prefix: str):
-    last = {"what": None}
+    """A progress printer: a line when a phase starts, every ~10% of it, and when it ends (counts and rate)."""
+    import time
+
+    state = {"what": None, "next": 0, "t0": 0.0}
 
     def cb(what: str, done: int, total: int) -> None:
-        if what != last["what"] or done == total:
-            print(f"  {prefix}: {what} {done}/{total}", flush=True)
-            last["what"] = what
+        if what != state["what"]:
+            state.update(what=what, next=0, t0=time.time())
+        if done >= state["next"] or done == total:
+            secs = time.time() - state["t0"]
+            rate = f" ({done / secs:.1f}/s)" if secs > 1 else ""
+            print(f"  {prefix}: {what} {done}/{total}{rate}", flush=True)
+            state["next"] = done + max(1, total // 10)
 
     return cb
 

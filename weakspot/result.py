@@ -29,6 +29,8 @@ class StageResult:
         Paragraphs of plain text (no HTML) that open the section: what was measured and what it means.
     items : list of dict
         Ordered report items: ``{"figure": name, "caption": text}`` or ``{"table": name, "caption": text}``.
+    headline : list of str
+        One-sentence findings for the report's "At a glance" box (the numbers a reader must not miss).
     """
 
     metrics: Dict[str, Any] = field(default_factory=dict)
@@ -37,6 +39,7 @@ class StageResult:
     title: str = ""
     summary: List[str] = field(default_factory=list)
     items: List[Dict[str, str]] = field(default_factory=list)
+    headline: List[str] = field(default_factory=list)
 
     def check(self) -> "StageResult":
         """Raise ``ValueError`` if an item names a figure or table that is not there."""

@@ -40,3 +40,9 @@ def test_long_table_is_cut_and_says_so():
 def test_missing_figure_is_flagged_not_silently_dropped():
     page = render_report([_section("gad", 2, items=[{"figure": "nope", "caption": ""}])], figures={}, tables={}, metrics={})
     assert "figure gad/nope is missing" in page
+
+
+def test_headlines_open_the_page_in_stage_order():
+    secs = [_section("gad", 2, headline=["GAD finds 9 errors"]), _section("train_target", 1, headline=["acc 0.99"])]
+    page = render_report(secs, figures={}, tables={}, metrics={})
+    assert page.index("At a glance") < page.index("acc 0.99") < page.index("GAD finds 9 errors") < page.index("id='train_target'")

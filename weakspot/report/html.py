@@ -43,6 +43,9 @@ details { margin-top: 14px; font-size: 13px; }
 summary { cursor: pointer; color: var(--muted); }
 pre { background: #f4f6f9; padding: 10px; border-radius: 4px; overflow-x: auto; font-size: 12px; }
 .missing { color: var(--accent); }
+.glance { border-left: 4px solid var(--accent); }
+.glance li { margin: 4px 0; }
+.glance .stage { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .5px; }
 footer { color: var(--muted); font-size: 12px; text-align: center; padding: 20px; }
 """
 
@@ -106,6 +109,11 @@ def render_report(
     sections = sorted(sections, key=lambda s: (s.get("order", 99), s.get("stage", "")))
     nav = "".join(f"<a href='#{html.escape(s['stage'])}'>{html.escape(s.get('title', s['stage']))}</a>" for s in sections)
     body = []
+    glance = [(s, h) for s in sections for h in s.get("headline", [])]
+    if glance:
+        items = "".join(f"<li><span class='stage'>{html.escape(s.get('title', s['stage']))}</span><br>{html.escape(h)}</li>"
+                        for s, h in glance)
+        body.append(f"<section class='glance' id='glance'><h2>At a glance</h2><ul>{items}</ul></section>")
     for s in sections:
         stage = s["stage"]
         parts = [f"<section id='{html.escape(stage)}'><h2>{html.escape(s.get('title', stage))}</h2>"]
