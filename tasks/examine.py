@@ -27,7 +27,7 @@ def _progress(prefix: str):
             state.update(what=what, next=0, t0=time.time())
         if done >= state["next"] or done == total:
             secs = time.time() - state["t0"]
-            rate = f" ({done / secs:.1f}/s)" if secs > 1 else ""
+            rate = "" if secs <= 1 or not done else (f" ({done / secs:.1f}/s)" if done >= secs else f" ({secs / done:.1f} s each)")
             print(f"  {prefix}: {what} {done}/{total}{rate}", flush=True)
             state["next"] = done + max(1, total // 10)
 
