@@ -10,6 +10,17 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """The tests' tensors are tiny; on a shared 2-core machine extra intra-op threads only spin-wait."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def _copy_repo(dst: Path) -> Path:
     """A fresh git checkout-like copy of the working tree's tracked and new (non-ignored) files."""
     files = subprocess.run(

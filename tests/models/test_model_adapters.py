@@ -17,13 +17,6 @@ from weakspot.models import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # small tensors on a shared CPU: one intra-op thread avoids oversubscription
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
 
 
 # ------------------------------------------------------------------------------------------- check_probabilities

@@ -12,12 +12,6 @@ from weakspot.metrics import accuracy
 from weakspot.models import MLP, LeNet, TorchClassifier, train_torch_classifier
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
 
 
 @pytest.mark.parametrize("c, s", [(1, 8), (1, 28), (3, 32), (2, 5)])
