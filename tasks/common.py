@@ -20,6 +20,7 @@ from prefect.cache_policies import INPUTS, TASK_SOURCE
 
 import weakspot
 from weakspot.config import load_section
+from weakspot.data import sha256_file
 from weakspot.errors import DataError, WeakspotError
 from weakspot.io import save_figure, write_json, write_text
 from weakspot.result import StageResult
@@ -37,17 +38,6 @@ cached_task = task(cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
 def stage_params(section: str) -> Tuple[Dict[str, Any], Any]:
     """(top-level settings, validated section) from params.yaml; raises ConfigError before any work."""
     return load_section(section, PARAMS_FILE)
-
-
-def sha256_file(path: os.PathLike | str, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while True:
-            block = fh.read(chunk)
-            if not block:
-                break
-            h.update(block)
-    return h.hexdigest()
 
 
 def digest(paths: Iterable[os.PathLike | str]) -> Dict[str, str]:
