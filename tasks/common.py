@@ -30,8 +30,9 @@ PARAMS_FILE = os.environ.get("WEAKSPOT_PARAMS", "params.yaml")
 #: The order in which stages appear in the report (and in the pipeline).
 STAGE_ORDER = ("prepare", "train_target", "gad", "render", "train_examine", "examine", "report")
 
-#: Cached tasks: the key is the task's inputs (paths *with their content digests*) and its source code, so a
-#: rerun after a crash, or with unchanged inputs, reuses the stored result instead of recomputing.
+#: The decorator of every cached task: the key is the task's inputs (content digests of the files it reads and of
+#: the library code it calls, passed as arguments) and its own source, so a rerun after a crash, or with unchanged
+#: inputs, reuses the stored result instead of recomputing.
 cached_task = task(cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
 
 

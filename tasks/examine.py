@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Dict
 
-from prefect import task
-from prefect.cache_policies import INPUTS, TASK_SOURCE
+from tasks.common import cached_task
 
 from tasks.scene import read_render
 from weakspot.errors import DataError
@@ -34,7 +33,7 @@ def _progress(prefix: str):
     return cb
 
 
-@task(cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
+@cached_task
 def train_models(params: Dict[str, Any], render_digest: str, code_digest: str, device: str) -> Dict[str, Dict[str, Any]]:
     """Train every target model of the ``examine`` section on the rendered training split (cached on the rendered
     data's digest, the params and the library code)."""

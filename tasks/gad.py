@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from prefect import task
-from prefect.cache_policies import INPUTS, TASK_SOURCE
+from tasks.common import cached_task
 
 from weakspot.gad.config import GadDatasetParams, GadParams
 from weakspot.gad.datasets import split_from_params
 from weakspot.gad.experiment import dataset_seed, run_dataset
 
 
-@task(cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
+@cached_task
 def gad_dataset(ds: Dict[str, Any], params: Dict[str, Any], inputs_digest: str, code_digest: str, device: str):
     """GAD on one data set; the key holds its params, the input files' digest and the library code's digest."""
     p = GadParams.model_validate(params)

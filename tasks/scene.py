@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any, Dict, Tuple
 
 import numpy as np
-from prefect import task
-from prefect.cache_policies import INPUTS, TASK_SOURCE
+from tasks.common import cached_task
 
 from weakspot.errors import DataError
 from weakspot.io import atomic_path, write_json, write_parquet
@@ -16,7 +15,7 @@ from weakspot.io import atomic_path, write_json, write_parquet
 RENDER = Path("data/render")
 
 
-@task(cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
+@cached_task
 def render_views(scene: Dict[str, Any], code_digest: str, device: str) -> Tuple[np.ndarray, Any]:
     """Render the data set of the ``scene`` section; cached on the section, the scene code's digest and device."""
     from weakspot.scene.config import SceneParams

@@ -31,6 +31,7 @@ from typing import Callable, Dict, List, Literal, Mapping, Optional, Sequence, T
 
 import numpy as np
 
+from weakspot.device import single_thread
 from weakspot.errors import ConfigError, DataError
 from weakspot.registry import Registry
 
@@ -438,16 +439,14 @@ class RLExaminer(Examiner):
     def _suggest_unit(self, n: int) -> np.ndarray:
         import torch
 
-        with _one_torch_thread(self.device_), torch.no_grad():
+        with single_thread(self.device_), torch.no_grad():
             idx = self.policy_.sample(n, self.gen_, self.device_)  # (n, C) in sampling order
         u = np.empty((n, len(self.names_)))
         u[:, self.perm_] = self.grid_[idx.cpu().numpy()]
         return u
 
     def _observe_unit(self, u: np.ndarray, objective: np.ndarray) -> None:
-        import torch
-
-        with _one_torch_thread(self.device_):
+        with single_thread(self.device_):
             self._reinforce(u, objective)
 
     def _reinforce(self, u: np.ndarray, objective: np.ndarray) -> None:
@@ -477,21 +476,6 @@ class RLExaminer(Examiner):
             return self.policy_.greedy_probs(self.device_).cpu().numpy()
 
 
-@contextlib.contextmanager
-def _one_torch_thread(device):
-    """Run the tiny LSTM on one CPU thread: its ops are too small to split, and extra intra-op threads spin-wait
-    against the renderer's workers (20x slower on a loaded 2-core machine). Results do not depend on it."""
-    import torch
-
-    if getattr(device, "type", "cpu") != "cpu":
-        yield
-        return
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
 
 
 def _policy_module():

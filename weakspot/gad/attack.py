@@ -75,7 +75,7 @@ def gad_attack(
     import torch
 
     from weakspot.device import resolve_device
-    from weakspot.gad.extract import single_thread
+    from weakspot.device import single_thread
 
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:

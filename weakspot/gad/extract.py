@@ -9,29 +9,13 @@ evaluation data itself.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional
+from typing import Callable, Optional
 
 import numpy as np
 
+from weakspot.device import single_thread
 from weakspot.errors import ConfigError, DataError
-
-
-@contextlib.contextmanager
-def single_thread(device) -> Iterator[None]:
-    """Run small-network CPU work on one intra-op thread (much faster than contended threads), then restore."""
-    import torch
-
-    if getattr(device, "type", str(device)) != "cpu":
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def latin_hypercube(lo: np.ndarray, hi: np.ndarray, n: int, *, seed: int = 0) -> np.ndarray:
