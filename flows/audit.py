@@ -1,4 +1,4 @@
-"""The nightly audit: one Prefect flow that runs the DVC pipeline (only what changed reruns) and reports.
+"""The nightly audit: one Prefect flow that runs `weakspot audit` (the DVC pipeline (only what changed reruns) and reports.
 
 ``python -m flows.audit`` runs it once; ``python -m flows.audit --serve "0 2 * * *"`` (or ``weakspot schedule``)
 serves it on a cron schedule against the Prefect server (the embedded one by default, or PREFECT_API_URL).
@@ -15,14 +15,14 @@ from prefect import flow, task
 
 
 @task(retries=1, retry_delay_seconds=60)
-def dvc_repro() -> None:
-    dvc = Path(sys.executable).parent / "dvc"
-    subprocess.run([str(dvc) if dvc.exists() else "dvc", "repro"], check=True)
+def run_audit() -> None:
+    """`weakspot audit`: regenerate dvc.yaml from params.yaml, then `dvc repro` (only what changed reruns)."""
+    subprocess.run([sys.executable, "-m", "weakspot.cli", "audit"], check=True)
 
 
 @flow(name="nightly-audit")
 def audit_flow() -> str:
-    dvc_repro()
+    run_audit()
     report = Path("reports/index.html").resolve()
     print(f"nightly audit finished: {report}")
     return str(report)

@@ -1,56 +1,39 @@
-"""Stage ``examine``: adversarial examiners (random, BO, RL) search the rendering conditions under which each target
-model fails each class (seeds/000), and the paper's experiments (Table 2 and 3, Fig. 2-5, Sec. 4.4-4.6).
+"""Stage ``examine@<target>``: adversarial examiners (random, BO, RL; seeds/000) search the rendering conditions
+under which the target's model fails each object class, by rendering the scene and querying ``predict_proba``.
 
-Writes ``metrics/examine.json`` and the report's examiner section under ``plots/examine/``.
+Writes ``metrics/examine/<t>.json``, the report section under ``plots/examine/<t>/`` and ``findings/<t>/examine.parquet``.
 """
 
 from __future__ import annotations
 
-import time
-
 import flows  # noqa: F401
 from prefect import flow
 
-from tasks.common import lineage, run_main, stage_params, write_stage_result
-from tasks.examine import MODELS, _progress, load_models
-from tasks.scene import RENDER, read_render
-
-
-def _headline(metrics: dict) -> list:
-    out = []
-    for model, by_ex in metrics.items():
-        if model == "artificial_weakness" or not isinstance(by_ex, dict):
-            continue
-        parts = []
-        for ex, cps in by_ex.items():
-            keys = list(cps)
-            parts.append(f"{ex} {cps[keys[0]]:.2f} -> {cps[keys[-1]]:.2f}")
-        out.append(f"{model}: mean true-class probability under examination ({keys[0]} -> {keys[-1]}): "
-                   + ", ".join(parts) + ".")
-    aw = metrics.get("artificial_weakness")
-    if aw:
-        out.append("Planted weakness (trained on elevations in [-30, 30] only): share of the last queries outside that "
-                   "range: " + ", ".join(f"{k} {v['frac_extreme_elevation']:.0%}" for k, v in aw.items()) + ".")
-    return out
+from tasks import paths
+from tasks.common import lineage, run_main, stage_params, target_params, write_stage_result
+from tasks.scene import read_render
+from tasks.target import load_target_model
+from weakspot.examine import examine_target
+from weakspot.progress import printer
+from weakspot.scene.config import SceneParams
 
 
 @flow(name="examine")
-def examine_flow() -> dict:
-    from weakspot.examine import run_examinations
-    from weakspot.scene.config import SceneParams
-
-    top, p = stage_params("examine")
-    t0 = time.time()
+def examine_flow(target: str) -> dict:
+    top, t = target_params(target)
+    _, p = stage_params("examine")
     images, table, scene = read_render()
-    sp = SceneParams.model_validate(scene)  # render with exactly the settings that rendered the training data
-    targets = load_models(top["device"])
+    sp = SceneParams.model_validate(scene)  # render with exactly the settings that rendered the data
+    clf, spec = load_target_model(target, top["device"])
+    classes = [(t.class_map or {}).get(c, c) for c in spec["classes"]]
     with sp.renderer(device=top["device"]) as renderer:
-        result = run_examinations(renderer, sp.space(), targets, images, table, p, progress=_progress("examine"))
-    result.headline = _headline(result.metrics)
-    write_stage_result("examine", result, lineage("examine", top, p, [RENDER, MODELS]))
-    print(f"examine: done in {time.time() - t0:.0f} s -> metrics/examine.json")
+        result, found = examine_target(renderer, sp.space(), clf, classes, images, table, p,
+                                       progress=printer(f"examine@{target}"))
+    write_stage_result("examine", result, lineage("examine", top, p, [paths.RENDER, paths.model_dir(target)]),
+                       target=target, findings=found)
+    print(f"examine@{target}: {len(found)} classes examined -> {paths.findings(target, 'examine')}")
     return result.metrics
 
 
 if __name__ == "__main__":
-    run_main(examine_flow, "examine")
+    run_main(examine_flow, "examine", per_target=True)

@@ -1,54 +1,41 @@
-"""Stage ``gad``: Generalized Adversarial Distance (seeds/001) on every data set of the ``gad`` section.
+"""Stage ``gad@<target>``: Generalized Adversarial Distance (seeds/001) on a tabular target: a black-box search for
+the target's high-confidence errors among its unlabeled test rows.
 
-Writes ``metrics/gad.json`` and the figures and tables of the report's GAD section under ``plots/gad/``.
+Writes ``metrics/gad/<t>.json``, the report section under ``plots/gad/<t>/``, the findings
+``findings/<t>/gad.parquet`` and the ranked rows to hand to a person for labelling,
+``findings/<t>/gad_to_label.parquet`` and ``.csv``.
 """
 
 from __future__ import annotations
 
-import time
-
 import flows  # noqa: F401
 from prefect import flow
 
-from tasks.common import combined_digest, digest, lineage, run_main, source_digest, stage_params, write_stage_result
-from tasks.gad import gad_dataset
-from weakspot.gad.experiment import result_of
-
-
-def _headline(metrics: dict, budget: int) -> list:
-    out = []
-    for name, m in metrics.items():
-        if not isinstance(m, dict) or "sdr" not in m:
-            continue
-        lo, hi = m["sdr_ci95"]["gad"]
-        best = max(m["sdr"], key=m["sdr"].get)
-        out.append(f"{name}: with {budget} labels, GAD finds {m['errors']['gad']:.1f} high-confidence errors, "
-                   f"SDR {m['sdr']['gad']:.2f} [{lo:.2f}, {hi:.2f}] against random {m['sdr']['random']:.2f} "
-                   f"(SDR > 1: more errors than the model's confidence admits); best search here: {best}.")
-    return out
+from tasks import paths
+from tasks.common import combined_digest, digest, lineage, run_main, source_digest, stage_params, target_params, \
+    write_stage_result
+from tasks.gad import gad_target
+from weakspot.gad.experiment import findings_of, result_of
+from weakspot.io import write_parquet, write_text
 
 
 @flow(name="gad")
-def gad_flow() -> dict:
-    top, p = stage_params("gad")
-    t0 = time.time()
-    inputs = [p.keel_root] + [d.source.split(":", 1)[1] for d in p.datasets
-                              if d.source and d.source.split(":", 1)[0] in ("csv", "parquet")]
-    in_digest = combined_digest(digest(inputs))
-    code = source_digest("weakspot.gad", "weakspot.models", "weakspot.data")
-    params_json = p.model_dump(mode="json")
-    outcomes = []
-    for d in p.datasets:
-        print(f"gad: {d.name} ...", flush=True)
-        outcomes.append(gad_dataset(d.model_dump(mode="json"), params_json, in_digest, code, top["device"]))
-    result = result_of(outcomes, p)
-    result.headline = _headline(result.metrics, p.budget)
-    write_stage_result("gad", result, lineage("gad", top, p, inputs))
-    line = ", ".join(f"{name}: GAD SDR {m['sdr'].get('gad', float('nan')):.2f} vs random {m['sdr'].get('random', float('nan')):.2f}"
-                     for name, m in result.metrics.items() if isinstance(m, dict) and "sdr" in m)
-    print(f"gad: {line} ({time.time() - t0:.0f} s) -> metrics/gad.json")
+def gad_flow(target: str) -> dict:
+    top, t = target_params(target)
+    _, p = stage_params("gad")
+    inputs = [paths.prepared(target), paths.model_dir(target)]
+    outcome = gad_target(target, p.model_dump(mode="json"), combined_digest(digest(inputs[:1])),
+                         combined_digest(digest(inputs[1:])), source_digest("weakspot.gad", "weakspot.models",
+                                                                             "weakspot.data"), top["device"])
+    weak_spots, to_label = findings_of(outcome)
+    result = result_of([outcome], p)
+    lin = lineage("gad", top, p, inputs)
+    write_stage_result("gad", result, lin, target=target, findings=weak_spots)
+    write_parquet(paths.findings_extra(target, "gad", "to_label.parquet"), to_label)
+    write_text(paths.findings_extra(target, "gad", "to_label.csv"), to_label.to_csv(index=False))
+    print(f"gad@{target}: {len(to_label)} rows ranked for labelling -> {paths.findings_extra(target, 'gad', 'to_label.csv')}")
     return result.metrics
 
 
 if __name__ == "__main__":
-    run_main(gad_flow, "gad")
+    run_main(gad_flow, "gad", per_target=True)

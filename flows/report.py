@@ -1,4 +1,5 @@
-"""Stage ``report``: gather every stage's section, metrics, figures and tables into ``reports/index.html``."""
+"""Stage ``report``: the weak spots of every target first (every method's findings side by side, with examples),
+then every stage's section, into ``reports/index.html``."""
 
 from __future__ import annotations
 
@@ -10,38 +11,64 @@ import flows  # noqa: F401
 import pandas as pd
 from prefect import flow, task
 
+from tasks import paths
 from tasks.common import code_version, run_main, stage_params
 from weakspot.io import write_text
 from weakspot.report import render_report
+from weakspot.targets import METHODS, fits
 
-REPORT = Path("reports/index.html")
+GROUPS = {"prepare": "Targets: data and models", "train": "Targets: data and models",
+          "gad": METHODS.get("gad").title + " (seeds/001)", "examine": "Adversarial examiner (seeds/000)",
+          "examine_study": "Adversarial examiner (seeds/000)", "render": "Rendered scenes"}
 
 
 @task
-def collect(plots_root: str = "plots", metrics_root: str = "metrics"):
+def collect():
     sections, figures, tables, metrics = [], {}, {}, {}
-    for sec_file in sorted(Path(plots_root).glob("*/section.json")):
+    for sec_file in sorted(paths.PLOTS.glob("**/section.json")):
         section = json.loads(sec_file.read_text())
-        stage = section["stage"]
+        key = f"{section['stage']}/{section['target']}" if section.get("target") else section["stage"]
         sections.append(section)
         for item in section.get("items", []):
             if "figure" in item:
                 png = sec_file.parent / f"{item['figure']}.png"
                 if png.is_file():
-                    figures[f"{stage}/{item['figure']}"] = png.read_bytes()
+                    figures[f"{key}/{item['figure']}"] = png.read_bytes()
             if "table" in item:
                 csv = sec_file.parent / f"{item['table']}.csv"
                 if csv.is_file():
-                    tables[f"{stage}/{item['table']}"] = pd.read_csv(csv)
-        mfile = Path(metrics_root) / f"{stage}.json"
+                    tables[f"{key}/{item['table']}"] = pd.read_csv(csv)
+        mfile = paths.metrics(section["stage"], section.get("target"))
         if mfile.is_file():
-            metrics[stage] = json.loads(mfile.read_text())
+            metrics[key] = json.loads(mfile.read_text())
     return sections, figures, tables, metrics
+
+
+def weak_spots(targets: dict, metrics: dict) -> list:
+    """Per target: a line on its model and every method's findings (or why the method did not run)."""
+    out = []
+    for name, t in targets.items():
+        m = metrics.get(f"train/{name}", {})
+        intro = f"Data {t.data.source}; model {t.model.kind} {t.model.arch or t.model.weights or t.model.factory}"
+        if "test_accuracy" in m:
+            intro += f"; test accuracy {m['test_accuracy']:.1%}, ECE {m['ece']:.3f}"
+        methods = []
+        for method, reason in fits(t).items():
+            meta = METHODS.get(method)
+            entry = {"name": method, "title": meta.title, "paper": meta.paper, "anchor": f"{method}-{name}"}
+            if reason:
+                entry["reason"] = reason
+            elif paths.findings(name, method).is_file():
+                entry["findings"] = pd.read_parquet(paths.findings(name, method))
+            methods.append(entry)
+        out.append({"name": name, "intro": intro + ".", "methods": methods})
+    return out
 
 
 @flow(name="report")
 def report_flow() -> str:
     top, p = stage_params("report")
+    _, targets = stage_params("targets")
     sections, figures, tables, metrics = collect()
     code = code_version()
     run_info = {
@@ -49,13 +76,14 @@ def report_flow() -> str:
         "code": (code.get("git_commit") or "unknown")[:12] + (" (uncommitted changes)" if code.get("git_dirty") else ""),
         "weakspot": code["weakspot"],
         "device": top["device"],
-        "stages": len(sections),
+        "targets": len(targets.root),
     }
     page = render_report(sections, figures=figures, tables=tables, metrics=metrics, title=p.title,
-                         run_info=run_info, max_table_rows=p.max_table_rows)
-    write_text(REPORT, page)
-    print(f"report: {len(sections)} sections, {len(figures)} figures -> {REPORT.resolve()}")
-    return str(REPORT)
+                         run_info=run_info, max_table_rows=p.max_table_rows,
+                         targets=weak_spots(targets.root, metrics), groups=GROUPS)
+    write_text(paths.REPORT, page)
+    print(f"report: {len(targets.root)} targets, {len(sections)} sections -> {Path(paths.REPORT).resolve()}")
+    return str(paths.REPORT)
 
 
 if __name__ == "__main__":

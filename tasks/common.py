@@ -19,16 +19,18 @@ from prefect import task
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 
 import weakspot
-from weakspot.config import load_section
+from weakspot.config import load_section, load_target
 from weakspot.data import sha256_file
 from weakspot.errors import DataError, WeakspotError
 from weakspot.io import save_figure, write_json, write_text
 from weakspot.result import StageResult
 
-PARAMS_FILE = os.environ.get("WEAKSPOT_PARAMS", "params.yaml")
+from tasks import paths
 
-#: The order in which stages appear in the report (and in the pipeline).
-STAGE_ORDER = ("prepare", "train_target", "gad", "render", "train_examine", "examine", "report")
+PARAMS_FILE = str(paths.PARAMS)
+
+#: The order in which stages' sections appear in the report (and in the pipeline).
+STAGE_ORDER = ("prepare", "train", "render", "gad", "examine", "examine_study", "report")
 
 #: The decorator of every cached task: the key is the task's inputs (content digests of the files it reads and of
 #: the library code it calls, passed as arguments) and its own source, so a rerun after a crash, or with unchanged
@@ -39,6 +41,11 @@ cached_task = task(cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
 def stage_params(section: str) -> Tuple[Dict[str, Any], Any]:
     """(top-level settings, validated section) from params.yaml; raises ConfigError before any work."""
     return load_section(section, PARAMS_FILE)
+
+
+def target_params(name: str) -> Tuple[Dict[str, Any], Any]:
+    """(top-level settings, the validated target ``name``) from params.yaml."""
+    return load_target(name, PARAMS_FILE)
 
 
 def digest(paths: Iterable[os.PathLike | str]) -> Dict[str, str]:
@@ -111,16 +118,24 @@ def lineage(stage: str, top: Dict[str, Any], params: Any, inputs: "Iterable[os.P
     }
 
 
-def write_stage_result(stage: str, result: StageResult, lin: Dict[str, Any], dpi: int = 110) -> None:
-    """metrics/<stage>.json, plots/<stage>/<table>.csv and <figure>.png, and plots/<stage>/section.json."""
+def write_stage_result(stage: str, result: StageResult, lin: Dict[str, Any], *, target: Optional[str] = None,
+                       findings: Any = None, dpi: int = 110) -> None:
+    """A stage's artifacts: ``metrics/<stage>[/<target>].json``, ``plots/<stage>[/<target>]/`` (tables as CSV,
+    figures as PNG, ``section.json`` for the report) and, for a method, ``findings/<target>/<stage>.parquet``."""
+    from weakspot.findings import normalise
+    from weakspot.io import write_parquet
+
     result.check()
-    plots = Path("plots") / stage
+    plots = paths.plots(stage, target)
     for name, table in result.tables.items():
         write_text(plots / f"{name}.csv", table.to_csv(index=False))
     for name, fig in result.figures.items():
         save_figure(plots / f"{name}.png", fig, dpi=dpi)
+    if findings is not None:
+        write_parquet(paths.findings(target, stage), normalise(findings, where=f"{stage}@{target}"))
     section = {
         "stage": stage,
+        "target": target,
         "order": STAGE_ORDER.index(stage) if stage in STAGE_ORDER else len(STAGE_ORDER),
         "title": result.title or stage,
         "summary": list(result.summary),
@@ -129,8 +144,7 @@ def write_stage_result(stage: str, result: StageResult, lin: Dict[str, Any], dpi
         "lineage": lin,
     }
     write_json(plots / "section.json", section)
-    if result.metrics:
-        write_json(Path("metrics") / f"{stage}.json", result.metrics)
+    write_json(paths.metrics(stage, target), result.metrics)
 
 
 class _QuietWeakspotErrors(logging.Filter):
@@ -149,17 +163,23 @@ def _quiet_expected_errors() -> None:
         logging.getLogger(name).addFilter(_QuietWeakspotErrors())
 
 
-def run_main(flow_fn: Callable[..., Any], section: Optional[str]) -> None:
-    """Entry point of ``python -m flows.<stage>``: validate params first, then run the flow.
+def run_main(flow_fn: Callable[..., Any], section: Optional[str], *, per_target: bool = False) -> None:
+    """Entry point of ``python -m flows.<stage> [TARGET]``: validate params first, then run the flow.
 
     A WeakspotError (bad params, missing file, bad model output) ends the run with its message and exit code 2,
-    before any artifact is touched.
+    before any artifact is touched. A per-target stage takes the target's name as its one argument.
     """
     try:
+        args: Tuple[str, ...] = ()
+        if per_target:
+            if len(sys.argv) != 2:
+                raise WeakspotError(f"usage: python -m {flow_fn.__module__} TARGET (a name under targets: in params.yaml)")
+            args = (sys.argv[1],)
+            target_params(args[0])  # fail fast, before Prefect starts
         if section is not None:
-            stage_params(section)  # fail fast, before Prefect starts
+            stage_params(section)
         _quiet_expected_errors()
-        flow_fn()
+        flow_fn(*args)
     except WeakspotError as exc:
         print(f"weakspot: error: {exc}", file=sys.stderr)
         sys.exit(2)

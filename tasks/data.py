@@ -1,39 +1,53 @@
-"""Tasks of the ``prepare`` stage: load a data source, split it, write Parquet."""
+"""Tasks of the per-target ``prepare`` stage: load a target's data source, split it, write Parquet."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Tuple
 
-from prefect import task
+import numpy as np
 
-from weakspot.data import Dataset, load_source, read_split_parquet, split_dataset, to_frame, write_split_parquet
+from tasks import paths
+from tasks.common import cached_task
+from tasks.scene import read_render
+from weakspot.data import Dataset, read_split_parquet, to_frame, write_split_parquet
 from weakspot.io import write_json
 
-PREPARED = Path("data/prepared")
 SPLITS = ("train", "val", "test")
 
 
-@task(retries=0)
-def load_dataset(source: str, label: Optional[str], root: Optional[str]) -> Dataset:
-    return load_source(source, label=label, root=root)
+@cached_task
+def load_and_split(data: Dict[str, Any], class_of_interest: Any, inputs_digest: str, code_digest: str
+                   ) -> Tuple[Dataset, Dict[str, np.ndarray], Dict[str, Any]]:
+    """Load a target's data source and split it (stratified, or biased as the GAD paper does); cached on the data
+    section, the input files' digest and the library code."""
+    from weakspot.data.prepare import prepare_target_data
+    from weakspot.targets import DataParams
+
+    p = DataParams.model_validate(data)
+    scene = None
+    if p.kind == "scenes":
+        scene = read_render()
+    return prepare_target_data(p, class_of_interest=class_of_interest, scene=scene)
 
 
-@task
-def split(ds: Dataset, fractions, seed: int) -> Dict[str, Any]:
-    return split_dataset(ds.y, fractions=tuple(fractions), seed=seed)
-
-
-@task
-def write_prepared(ds: Dataset, splits: Dict[str, Any], lin: Dict[str, Any]) -> Dict[str, int]:
+def write_prepared(target: str, ds: Dataset, splits: Dict[str, Any], lin: Dict[str, Any], info: Dict[str, Any]
+                   ) -> Dict[str, int]:
     counts = {}
     for name in SPLITS:
         df = to_frame(ds, splits[name])
-        write_split_parquet(PREPARED / f"{name}.parquet", df)
+        write_split_parquet(paths.prepared(target) / f"{name}.parquet", df)
         counts[name] = int(len(df))
-    write_json(PREPARED / "lineage.json", {**lin, "counts": counts, "provenance": ds.provenance})
+    write_json(paths.prepared(target) / "lineage.json", {**lin, "counts": counts, "provenance": ds.provenance,
+                                                         "split": info})
     return counts
 
 
-def read_prepared(name: str) -> Dataset:
-    return read_split_parquet(PREPARED / f"{name}.parquet")
+def read_prepared(target: str, name: str) -> Dataset:
+    return read_split_parquet(paths.prepared(target) / f"{name}.parquet")
+
+
+def read_prepared_info(target: str) -> Dict[str, Any]:
+    import json
+
+    f = paths.prepared(target) / "lineage.json"
+    return json.loads(f.read_text()) if f.is_file() else {}

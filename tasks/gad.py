@@ -1,4 +1,5 @@
-"""Tasks of the ``gad`` stage: one cached task per data set (black box, extraction, attacks, LOESS, searches)."""
+"""Tasks of the per-target ``gad`` stage: GAD on the target's test split, the target's model seen only through
+``predict_proba``."""
 
 from __future__ import annotations
 
@@ -6,23 +7,27 @@ from typing import Any, Dict
 
 from tasks.common import cached_task
 
-from weakspot.gad.config import GadDatasetParams, GadParams
-from weakspot.gad.datasets import split_from_params
-from weakspot.gad.experiment import dataset_seed, run_dataset
-
 
 @cached_task
-def gad_dataset(ds: Dict[str, Any], params: Dict[str, Any], inputs_digest: str, code_digest: str, device: str):
-    """GAD on one data set; the key holds its params, the input files' digest and the library code's digest."""
+def gad_target(target: str, params: Dict[str, Any], prepared_digest: str, model_digest: str, code_digest: str,
+               device: str):
+    """GAD (seeds/001) on one target; the key holds the gad params, the prepared data's and the model's digests and
+    the library code's digest. Returns the :class:`~weakspot.gad.experiment.DatasetOutcome` (arrays, no weights)."""
+    from tasks.data import read_prepared, read_prepared_info
+    from tasks.target import load_target_model
+    from weakspot.gad.config import GadParams
+    from weakspot.gad.datasets import Split
+    from weakspot.gad.experiment import dataset_seed, run_target
+    from weakspot.progress import printer
+
     p = GadParams.model_validate(params)
-    d = GadDatasetParams.model_validate(ds)
-    seed = dataset_seed(p.seed, d.name)
-    split = split_from_params(d, keel_root=p.keel_root, seed=seed)
-    last = {"msg": None}
-
-    def progress(message: str, done: int, total: int) -> None:
-        if message != last["msg"] or done == total:
-            print(f"  gad[{d.name}]: {message} {done}/{total}", flush=True)
-            last["msg"] = message
-
-    return run_dataset(split, p, device=device, progress=progress, seed=seed)
+    train, test = read_prepared(target, "train"), read_prepared(target, "test")
+    info = read_prepared_info(target).get("split", {})
+    clf, spec = load_target_model(target, device)
+    split = Split(name=target, X_train=train.X.astype("float64"), y_train=train.y, X_test=test.X.astype("float64"),
+                  y_test=test.y, feature_names=list(test.feature_names or []), log_mae=bool(info.get("log_mae", True)),
+                  description=str(info.get("description", "")),
+                  info={**info.get("bias", {}), **info, "n_train": len(train), "n_test": len(test)}, classes=list(test.classes))
+    return run_target(clf, split, p, class_index=int(info.get("class_of_interest", 1)), device=device,
+                      progress=printer(f"gad@{target}"), seed=dataset_seed(p.seed, target),
+                      model_info=spec.get("info") or {"arch": spec.get("arch") or spec.get("kind")})

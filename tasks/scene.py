@@ -12,7 +12,7 @@ from tasks.common import cached_task
 from weakspot.errors import DataError
 from weakspot.io import atomic_path, write_json, write_parquet
 
-RENDER = Path("data/render")
+from tasks.paths import RENDER
 
 
 @cached_task

@@ -1,47 +1,97 @@
-"""Tasks of the ``train_target`` stage: train (or load) the model under audit and measure it."""
+"""Tasks of the per-target ``train`` stage, and how every later stage loads the model under audit.
+
+Weights never travel through Prefect's result store: a cached training task writes them to a content-addressed
+blob (``.prefect/blobs/<sha256>``) and returns its path; the flow copies the blob into ``data/targets/<t>/model/``.
+A cache hit whose blob is gone is recomputed.
+"""
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Tuple
 
 import numpy as np
-from prefect import task
 
-from prefect.cache_policies import INPUTS, TASK_SOURCE
-from weakspot.data import Dataset
-from weakspot.io import save_torch, write_json
-
-TARGET = Path("data/target")
+from tasks import paths
+from tasks.common import cached_task
+from weakspot.errors import DataError
+from weakspot.io import write_bytes, write_json
 
 
-# The key is the prepared data's digest (not the arrays themselves), the hyper-parameters and this code.
-@task(cache_policy=(INPUTS - "train" - "val") + TASK_SOURCE, persist_result=True)
-def train_builtin(
-    prepared_digest: str, code_digest: str, arch: str, input_shape: tuple, n_classes: int, hyper: Dict[str, Any], device: str,
-    train: Dataset, val: Dataset,
-) -> Dict[str, Any]:
-    """Train a built-in architecture; cached on the prepared data's digest, the hyper-parameters and this code."""
+def _blob(data: bytes, suffix: str) -> str:
+    import hashlib
+
+    path = paths.BLOBS / f"{hashlib.sha256(data).hexdigest()}{suffix}"
+    if not path.is_file():
+        write_bytes(path, data)
+    return str(path)
+
+
+@cached_task
+def train_builtin(target: str, arch: str, train_params: Dict[str, Any], prepared_digest: str, code_digest: str,
+                  device: str) -> Dict[str, Any]:
+    """Train a built-in architecture on the target's training split; cached on the prepared data's digest, the
+    training params and the library code. Returns ``{"blob", "file", "history" | "info"}``."""
+    import torch
+
+    from tasks.data import read_prepared
     from weakspot.device import resolve_device, seed_everything
-    from weakspot.models import ARCHS, train_torch_classifier
+    from weakspot.models import ARCHS, SKLEARN_ARCHS, train_torch_classifier
+    from weakspot.progress import printer
+    from weakspot.targets import TrainParams
 
-    seed_everything(hyper["seed"])
-    module = ARCHS.get(arch)(input_shape=input_shape, n_classes=n_classes)
-    history = train_torch_classifier(
-        module, train.X, train.y, X_val=val.X, y_val=val.y, epochs=hyper["epochs"], lr=hyper["lr"],
-        batch_size=hyper["batch_size"], weight_decay=hyper["weight_decay"], seed=hyper["seed"],
-        device=resolve_device(device),
-    )
-    return {"state_dict": {k: v.detach().cpu() for k, v in module.state_dict().items()}, "history": history}
+    p = TrainParams.model_validate(train_params)
+    train, val = read_prepared(target, "train"), read_prepared(target, "val")
+    if arch in ARCHS:
+        seed_everything(p.seed)
+        module = ARCHS.get(arch)(train.input_shape, train.n_classes)
+        history = train_torch_classifier(
+            module, train.X, train.y, X_val=val.X, y_val=val.y, epochs=p.epochs, lr=p.lr, batch_size=p.batch_size,
+            weight_decay=p.weight_decay, seed=p.seed, augment=p.augment, device=resolve_device(device),
+            progress=printer(f"train@{target}"))
+        buf = io.BytesIO()
+        torch.save({k: v.detach().cpu() for k, v in module.state_dict().items()}, buf)
+        return {"blob": _blob(buf.getvalue(), ".pt"), "file": "model.pt", "history": history}
+    import joblib
+
+    est, info = SKLEARN_ARCHS.get(arch)(train.X.reshape(len(train), -1), train.y, seed=p.seed, **p.options)
+    buf = io.BytesIO()
+    joblib.dump(est, buf)
+    return {"blob": _blob(buf.getvalue(), ".joblib"), "file": "model.joblib", "info": info}
 
 
-@task
-def save_target(state_dict: Optional[Dict[str, Any]], spec: Dict[str, Any], lin: Dict[str, Any]) -> None:
-    if state_dict is not None:
-        save_torch(TARGET / "model.pt", state_dict)
-    write_json(TARGET / "model.json", {**spec, "lineage": lin})
+def train_cached(*args: Any) -> Dict[str, Any]:
+    out = train_builtin(*args)
+    if not Path(out["blob"]).is_file():  # the cached result outlived its blob: train again
+        out = train_builtin.with_options(refresh_cache=True)(*args)
+    return out
 
 
-def evaluate(clf: Any, ds: Dataset) -> np.ndarray:
-    """Probabilities of a classifier on a data set (checked for shape, NaNs and normalisation by the adapter)."""
-    return clf.predict_proba(ds.X)
+def save_model(target: str, blob: str, file: str) -> Path:
+    dest = paths.model_dir(target) / file
+    write_bytes(dest, Path(blob).read_bytes())
+    return dest
+
+
+def write_spec(target: str, spec: Dict[str, Any], lin: Dict[str, Any]) -> None:
+    write_json(paths.model_dir(target) / "model.json", {**spec, "lineage": lin})
+
+
+def load_target_model(target: str, device: str = "auto") -> Tuple[Any, Dict[str, Any]]:
+    """The model under audit, as the ``train`` stage left it: (classifier, its spec with classes and input shape)."""
+    from weakspot.models import ModelSpec, load_model
+
+    f = paths.model_dir(target) / "model.json"
+    if not f.is_file():
+        raise DataError(f"{f} not found; run the 'train@{target}' stage first (weakspot audit)")
+    spec = json.loads(f.read_text())
+    ms = ModelSpec.model_validate({k: spec[k] for k in ModelSpec.model_fields if k in spec})
+    clf = load_model(ms, n_classes=spec["n_classes"], input_shape=spec["input_shape"], device=device)
+    return clf, spec
+
+
+def evaluate(clf: Any, X: np.ndarray) -> np.ndarray:
+    """Probabilities of a classifier (checked for shape, NaNs and normalisation by the adapter)."""
+    return clf.predict_proba(X)

@@ -64,8 +64,12 @@ class Repo:
     def dvc(self, *args, check=True):
         return self.run(str(Path(sys.executable).parent / "dvc"), *args, check=check)
 
-    def stage(self, name, check=False):
-        return self.run(sys.executable, "-m", f"flows.{name}", check=check)
+    def stage(self, name, target=None, check=False):
+        return self.run(sys.executable, "-m", f"flows.{name}", *([target] if target else []), check=check)
+
+    def audit(self, *args):
+        """`weakspot audit` as a user runs it (regenerates dvc.yaml, one shared Prefect server, dvc repro)."""
+        return self.run(str(Path(sys.executable).parent / "weakspot"), "audit", *args)
 
     def set_params(self, **sections):
         import yaml

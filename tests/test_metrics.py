@@ -103,3 +103,17 @@ def test_bad_inputs(p, y, err):
 def test_bad_bins():
     with pytest.raises(ConfigError, match="n_bins"):
         expected_calibration_error(np.full((2, 2), 0.5), np.array([0, 1]), n_bins=0)
+
+
+def test_reliability_bins_on_a_sub_interval_is_the_one_binning():
+    from weakspot.gad.sdr import reliability
+    from weakspot.metrics import reliability_bins
+
+    edges, count, conf_sum, corr_sum = reliability_bins([0.5, 0.6, 0.61, 1.0], [1, 0, 1, 1], 5, lo=0.5)
+    np.testing.assert_allclose(edges, [0.5, 0.6, 0.7, 0.8, 0.9, 1.0])
+    assert count.tolist() == [2, 1, 0, 0, 1]  # bins are (lo, hi]; lo itself goes to the first bin
+    assert corr_sum.tolist() == [1.0, 1.0, 0.0, 0.0, 1.0]
+    r = reliability(np.array([0.5, 0.6, 0.61, 1.0]), np.array([1, 0, 1, 1]), bins=5)
+    assert r["count"].tolist() == count.tolist() and np.isnan(r["accuracy"][2]) and r["accuracy"][0] == 0.5
+    with pytest.raises(ConfigError, match="lo"):
+        reliability_bins([0.5], [1], 5, lo=1.0)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from weakspot.config import check_params, deep_merge, load_section, read_yaml, validate_section
+from weakspot.config import check_params, deep_merge, load_section, load_target, read_yaml, validate_section
 from weakspot.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,7 +19,7 @@ def _write(tmp_path, data) -> Path:
 
 def test_repository_params_are_valid():
     params = check_params(ROOT / "params.yaml")
-    assert params["prepare"]["source"] == "digits"
+    assert params["targets"]["digits"]["data"]["source"] == "digits"
     assert params["device"] in ("auto", "cpu", "cuda")
 
 
@@ -31,7 +31,7 @@ def test_every_profile_is_valid_when_merged(tmp_path):
 
 
 def test_malformed_yaml_names_file_and_line(tmp_path):
-    p = _write(tmp_path, "prepare:\n  source: digits\n  fractions: [0.7, 0.15\n")
+    p = _write(tmp_path, "targets:\n  digits:\n    data: {fractions: [0.7, 0.15}\n")
     with pytest.raises(ConfigError, match=r"malformed YAML at line \d+"):
         read_yaml(p)
 
@@ -42,61 +42,73 @@ def test_missing_params_file(tmp_path):
 
 
 def test_unknown_key_is_an_error_listing_allowed_keys(tmp_path):
-    p = _write(tmp_path, {"train_target": {"epoch": 3}})
+    p = _write(tmp_path, {"targets": {"digits": {"train": {"epoch": 3}}}})
     with pytest.raises(ConfigError) as exc:
-        load_section("train_target", p)
+        load_target("digits", p)
     msg = str(exc.value)
-    assert "unknown key 'train_target.epoch'" in msg and "epochs" in msg and "(value 3)" in msg
+    assert "unknown key 'targets.digits.train.epoch'" in msg and "epochs" in msg and "(value 3)" in msg
 
 
 def test_unknown_nested_key_lists_the_nested_allowed_keys(tmp_path):
-    p = _write(tmp_path, {"train_target": {"model": {"kinda": "torch"}}})
-    with pytest.raises(ConfigError, match=r"unknown key 'train_target.model.kinda'.*kind, factory, weights, arch"):
-        load_section("train_target", p)
+    p = _write(tmp_path, {"targets": {"digits": {"model": {"kinda": "torch"}}}})
+    with pytest.raises(ConfigError, match=r"unknown key 'targets.digits.model.kinda'.*kind, factory, weights, arch"):
+        load_target("digits", p)
 
 
 def test_unknown_top_level_section(tmp_path):
     p = _write(tmp_path, {"prepair": {}})
-    with pytest.raises(ConfigError, match=r"unknown key 'prepair'; allowed top-level keys: .*prepare"):
+    with pytest.raises(ConfigError, match=r"unknown key 'prepair'; allowed top-level keys: .*targets"):
         check_params(p)
 
 
 def test_wrong_type_names_key_value_and_rule(tmp_path):
-    p = _write(tmp_path, {"train_target": {"epochs": "many"}})
-    with pytest.raises(ConfigError, match=r"train_target.epochs = 'many': Input should be a valid integer"):
-        load_section("train_target", p)
+    p = _write(tmp_path, {"targets": {"digits": {"train": {"epochs": "many"}}}})
+    with pytest.raises(ConfigError, match=r"targets.digits.train.epochs = 'many': Input should be a valid integer"):
+        load_target("digits", p)
 
 
 def test_out_of_range_value(tmp_path):
-    p = _write(tmp_path, {"train_target": {"lr": -1}})
-    with pytest.raises(ConfigError, match=r"train_target.lr = -1: Input should be greater than 0"):
-        load_section("train_target", p)
+    p = _write(tmp_path, {"targets": {"digits": {"train": {"lr": -1}}}})
+    with pytest.raises(ConfigError, match=r"targets.digits.train.lr = -1: Input should be greater than 0"):
+        load_target("digits", p)
 
 
 def test_bad_device_lists_allowed(tmp_path):
     p = _write(tmp_path, {"device": "tpu"})
     with pytest.raises(ConfigError, match="device = 'tpu': allowed: auto, cpu, cuda"):
-        load_section("prepare", p)
+        load_section("report", p)
 
 
 def test_fractions_must_sum_to_one(tmp_path):
-    p = _write(tmp_path, {"prepare": {"fractions": [0.5, 0.2, 0.2]}})
+    p = _write(tmp_path, {"targets": {"digits": {"data": {"fractions": [0.5, 0.2, 0.2]}}}})
     with pytest.raises(ConfigError, match="summing to 1"):
-        load_section("prepare", p)
+        load_target("digits", p)
 
 
 def test_check_reports_every_bad_section_at_once(tmp_path):
-    p = _write(tmp_path, {"prepare": {"seed": "x"}, "report": {"titel": "x"}})
+    p = _write(tmp_path, {"targets": {"digits": {"data": {"seed": "x"}}}, "report": {"titel": "x"}})
     with pytest.raises(ConfigError) as exc:
         check_params(p)
-    assert "prepare.seed" in str(exc.value) and "report.titel" in str(exc.value)
+    assert "targets.digits.data.seed" in str(exc.value) and "report.titel" in str(exc.value)
 
 
 def test_a_stage_ignores_other_sections(tmp_path):
-    # each stage validates only its own section: a typo in `report` must not stop `prepare`
-    p = _write(tmp_path, {"report": {"titel": "x"}, "prepare": {"seed": 3}})
-    top, prep = load_section("prepare", p)
-    assert prep.seed == 3 and top["device"] == "auto"
+    # each stage validates only its own section: a typo in `report` must not stop a target's stages
+    p = _write(tmp_path, {"report": {"titel": "x"}, "targets": {"digits": {"data": {"seed": 3}}}})
+    top, t = load_target("digits", p)
+    assert t.data.seed == 3 and top["device"] == "auto"
+
+
+def test_unknown_target_lists_the_targets(tmp_path):
+    p = _write(tmp_path, {"targets": {"digits": {}, "phoneme": {"data": {"source": "keel:phoneme"}}}})
+    with pytest.raises(ConfigError, match="no target 'digts'; targets: digits, phoneme"):
+        load_target("digts", p)
+
+
+def test_bad_target_name(tmp_path):
+    p = _write(tmp_path, {"targets": {"my model": {}}})
+    with pytest.raises(ConfigError, match="target name 'my model'"):
+        check_params(p)
 
 
 def test_missing_section_gets_defaults():

@@ -1,8 +1,11 @@
-"""The ``weakspot`` command: validate params, run the audit pipeline, switch profiles, schedule the nightly run."""
+"""The ``weakspot`` command: validate params, generate dvc.yaml, run the audit pipeline, switch profiles, schedule the
+nightly run. Every command works on ``params.yaml`` in the current folder (the repository root), which is the file
+DVC's stages read."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
@@ -18,6 +21,7 @@ from weakspot.errors import ConfigError, WeakspotError
 from weakspot.io import write_text
 
 REPORT = Path("reports/index.html")
+PARAMS = "params.yaml"
 
 
 def _env() -> dict:
@@ -39,23 +43,85 @@ def _dvc() -> List[str]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    params = check_params(args.params)
+    params = check_params(args.file)
     sections = [k for k in params if isinstance(params[k], dict)]
-    print(f"{args.params}: valid ({len(sections)} sections: {', '.join(sections)}; device={params['device']})")
+    print(f"{args.file}: valid ({len(sections)} sections: {', '.join(sections)}; targets: "
+          f"{', '.join(params['targets'])}; device={params['device']})")
     return 0
+
+
+def _pipeline() -> bool:
+    """Regenerate dvc.yaml from params.yaml (tasks.pipeline); True when it changed."""
+    sys.path.insert(0, str(Path.cwd()))
+    from tasks.pipeline import write_dvc_yaml
+
+    return write_dvc_yaml(PARAMS, "dvc.yaml")
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    changed = _pipeline()
+    print(f"dvc.yaml {'regenerated' if changed else 'already current'} from {PARAMS}")
+    return 0
+
+
+@contextlib.contextmanager
+def prefect_server(env: dict):
+    """One Prefect server for every stage of a run (each stage would otherwise start its own temporary server, about
+    12 s each here). Steps aside when PREFECT_API_URL points at the user's server; stopped when the run ends."""
+    if env.get("PREFECT_API_URL") or os.environ.get("WEAKSPOT_NO_SHARED_SERVER"):
+        yield env
+        return
+    import socket
+    import urllib.request
+
+    home = Path(env.get("PREFECT_HOME") or Path.cwd() / ".prefect")
+    home.mkdir(parents=True, exist_ok=True)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**env, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    log = open(home / "server.log", "ab")
+    prefect = Path(sys.executable).parent / "prefect"
+    proc = subprocess.Popen([str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/api"
+    try:
+        deadline = time.time() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise ConfigError(f"the Prefect server did not start (see {home / 'server.log'}); "
+                                  "set PREFECT_API_URL to a running server, or WEAKSPOT_NO_SHARED_SERVER=1")
+            time.sleep(0.5)
+        yield {**env, "PREFECT_API_URL": url}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
     if args.profile:
-        cmd_profile(argparse.Namespace(name=args.profile, params=args.params))
-    check_params(args.params)
-    if not Path("dvc.yaml").is_file():
-        raise ConfigError(f"dvc.yaml not found in {Path.cwd()}: run `weakspot audit` from the weakspot repository root")
+        cmd_profile(argparse.Namespace(name=args.profile))
+    check_params(PARAMS)
+    if not Path("flows").is_dir() or not Path(".dvc").is_dir():
+        raise ConfigError(f"no weakspot pipeline in {Path.cwd()}: run `weakspot audit` from the weakspot repository root")
+    if _pipeline():
+        print("weakspot: dvc.yaml regenerated from params.yaml (targets or methods changed)", flush=True)
     repro = ["repro"] + (["--force"] if args.force else []) + list(args.stages or [])
     cmd = _dvc() + repro
     print("weakspot: running the audit pipeline: dvc " + " ".join(repro), flush=True)
     t0 = time.time()
-    rc = subprocess.call(cmd, env=_env())
+    with prefect_server(_env()) as env:
+        rc = subprocess.call(cmd, env=env)
     if rc != 0:
         print(f"weakspot: the pipeline failed (exit {rc}); the message above names the stage and the problem. "
               "Artifacts of earlier successful stages are intact.", file=sys.stderr)
@@ -65,7 +131,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
-    return subprocess.call([sys.executable, "-m", f"flows.{args.name}"], env=_env())
+    return subprocess.call([sys.executable, "-m", f"flows.{args.name}", *([args.target] if args.target else [])],
+                           env=_env())
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -73,18 +140,18 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if not prof.is_file():
         names = sorted(p.stem for p in Path("profiles").glob("*.yaml"))
         raise ConfigError(f"profile {args.name!r} not found at {prof}; available: {', '.join(names) or '(none)'}")
-    merged = deep_merge(read_yaml(args.params), read_yaml(prof))
-    tmp = Path(args.params).with_suffix(".candidate.yaml")
+    merged = deep_merge(read_yaml(PARAMS), read_yaml(prof))
+    tmp = Path(PARAMS).with_suffix(".candidate.yaml")
     write_text(tmp, yaml.safe_dump(merged, sort_keys=False))
     try:
         check_params(tmp)
     finally:
         tmp.unlink(missing_ok=True)
-    backup = Path(args.params).with_suffix(".yaml.bak")
-    shutil.copyfile(args.params, backup)
-    write_text(args.params, f"# profile {args.name} merged in by `weakspot profile`; previous file: {backup}\n"
+    backup = Path(PARAMS).with_suffix(".yaml.bak")
+    shutil.copyfile(PARAMS, backup)
+    write_text(PARAMS, f"# profile {args.name} merged in by `weakspot profile`; previous file: {backup}\n"
                + yaml.safe_dump(merged, sort_keys=False))
-    print(f"{args.params}: profile {args.name!r} merged in (previous file kept as {backup})")
+    print(f"{PARAMS}: profile {args.name!r} merged in (previous file kept as {backup})")
     return 0
 
 
@@ -94,16 +161,20 @@ def cmd_schedule(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="weakspot", description=__doc__)
-    ap.add_argument("--params", default="params.yaml", help="the params file (default: params.yaml)")
     sub = ap.add_subparsers(dest="command", required=True)
-    sub.add_parser("check", help="validate params.yaml against the schema").set_defaults(fn=cmd_check)
+    ch = sub.add_parser("check", help="validate params.yaml (or another params file) against the schema")
+    ch.add_argument("file", nargs="?", default=PARAMS)
+    ch.set_defaults(fn=cmd_check)
+    sub.add_parser("pipeline", help="regenerate dvc.yaml from params.yaml (weakspot audit does it too)"
+                   ).set_defaults(fn=cmd_pipeline)
     a = sub.add_parser("audit", help="run the audit pipeline (dvc repro) and print where the report is")
     a.add_argument("stages", nargs="*", help="only these stages (and what they need)")
     a.add_argument("--force", action="store_true", help="rerun every stage even if nothing changed")
     a.add_argument("--profile", help="merge profiles/NAME.yaml into params.yaml first (e.g. paper)")
     a.set_defaults(fn=cmd_audit)
     s = sub.add_parser("stage", help="run one stage's flow directly (python -m flows.NAME)")
-    s.add_argument("name")
+    s.add_argument("name", help="the stage: prepare, train, gad, examine (these take a target), render, report...")
+    s.add_argument("target", nargs="?", help="the target, for a per-target stage")
     s.set_defaults(fn=cmd_stage)
     p = sub.add_parser("profile", help="merge profiles/NAME.yaml into params.yaml (keeps a .bak)")
     p.add_argument("name")

@@ -1,8 +1,9 @@
 """The params.yaml schema: one section per stage, validated before any stage does work.
 
 Caveats first: an unknown key is an error, not ignored (a typo must not silently fall back to a default); each
-stage validates only its own section plus the top-level ``device`` and ``seed``, so a bad ``gad`` section does not
-stop ``prepare``, while ``weakspot check`` validates the whole file.
+stage validates only its own section plus the top-level ``device``, so a bad ``gad`` section does not stop a
+target's ``prepare``, while ``weakspot check`` validates the whole file. Every random draw takes its seed from the
+section that uses it (``targets.<name>.data.seed``, ``targets.<name>.train.seed``, ``gad.seed``, ``scene.seed``...).
 """
 
 from __future__ import annotations
@@ -12,43 +13,17 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
 
 from weakspot.errors import ConfigError
-from weakspot.models.spec import ModelSpec
+from weakspot.examine.config import ExamineParams
+from weakspot.gad.config import GadParams
+from weakspot.scene.config import SceneParams
+from weakspot.targets import TargetParams, check_target_name
 
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
-
-
-class PrepareParams(_Section):
-    """Which data set to audit on and how to split it."""
-
-    source: str = Field("digits", description="digits | keel:phoneme | keel:yeast1 | csv:PATH | parquet:PATH | torchvision:NAME")
-    label: Optional[str] = Field(None, description="label column for csv:/parquet: sources")
-    root: Optional[str] = Field(None, description="local folder for torchvision: and keel: sources")
-    fractions: Tuple[float, float, float] = Field((0.7, 0.15, 0.15), description="train, validation, test")
-    seed: int = 0
-
-    @field_validator("fractions")
-    @classmethod
-    def _fractions_sum_to_one(cls, v: Tuple[float, float, float]) -> Tuple[float, float, float]:
-        if any(f <= 0 for f in v) or abs(sum(v) - 1.0) > 1e-6:
-            raise ValueError(f"must be three positive numbers summing to 1 (train, val, test), got {list(v)}")
-        return v
-
-
-class TrainTargetParams(_Section):
-    """Training of the built-in target model (skipped for a user model with weights)."""
-
-    model: ModelSpec = Field(default_factory=ModelSpec, description="the model under audit (see weakspot.models.ModelSpec)")
-    epochs: int = Field(60, ge=1, le=10_000)
-    lr: float = Field(3e-3, gt=0, le=1)
-    batch_size: int = Field(64, ge=1)
-    weight_decay: float = Field(0.0, ge=0)
-    seed: int = 0
-    calibration_bins: int = Field(15, ge=2, le=100)
 
 
 class ReportParams(_Section):
@@ -58,31 +33,29 @@ class ReportParams(_Section):
     max_table_rows: int = Field(20, ge=1, le=10_000)
 
 
+class TargetsParams(RootModel[Dict[str, TargetParams]]):
+    """The ``targets`` mapping: name -> :class:`~weakspot.targets.TargetParams` (see :mod:`weakspot.targets`)."""
+
+    @field_validator("root")
+    @classmethod
+    def _names(cls, v: Dict[str, TargetParams]) -> Dict[str, TargetParams]:
+        if not v:
+            raise ValueError("name at least one target (the models under audit)")
+        for name in v:
+            check_target_name(name)
+        return v
+
+
 SECTION_MODELS: Dict[str, type] = {
-    "prepare": PrepareParams,
-    "train_target": TrainTargetParams,
+    "targets": TargetsParams,
     "report": ReportParams,
+    "gad": GadParams,
+    "scene": SceneParams,
+    "examine": ExamineParams,
 }
 
 
-def _register_optional_sections() -> None:
-    """Stage families that live in their own packages contribute their section models here."""
-    import importlib
-
-    for section, (module, name) in {
-        "gad": ("weakspot.gad.config", "GadParams"),
-        "scene": ("weakspot.scene.config", "SceneParams"),
-        "examine": ("weakspot.examine.config", "ExamineParams"),
-    }.items():
-        try:
-            SECTION_MODELS[section] = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError):  # a stage family not installed in this build
-            continue
-
-
-_register_optional_sections()
-
-TOP_LEVEL: Dict[str, Any] = {"device": ("auto", "cpu", "cuda"), "seed": int}
+TOP_LEVEL: Dict[str, Any] = {"device": ("auto", "cpu", "cuda")}
 
 
 def _format_validation_error(err: ValidationError, prefix: str, source: str) -> str:
@@ -105,6 +78,9 @@ def _format_validation_error(err: ValidationError, prefix: str, source: str) -> 
 def _model_at(section: str, loc: tuple) -> Optional[type]:
     model = SECTION_MODELS.get(section)
     for part in loc:
+        if isinstance(model, type) and issubclass(model, RootModel):  # a mapping of name -> model: skip the name
+            model = TargetParams
+            continue
         if model is None or not isinstance(part, str):
             return model
         field = model.model_fields.get(part)
@@ -141,10 +117,6 @@ def validate_top_level(data: Dict[str, Any], source: str = "params.yaml") -> Dic
     if not isinstance(device, str) or not (device in TOP_LEVEL["device"] or device.startswith("cuda:")):
         raise ConfigError(f"{source}: device = {device!r}: allowed: auto, cpu, cuda (or cuda:N)")
     out["device"] = device
-    seed = data.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise ConfigError(f"{source}: seed = {seed!r}: must be an integer")
-    out["seed"] = seed
     return out
 
 
@@ -168,6 +140,14 @@ def load_section(section: str, path: os.PathLike | str = "params.yaml") -> Tuple
     data = read_yaml(path)
     top = validate_top_level(data, str(path))
     return top, validate_section(section, data, str(path))
+
+
+def load_target(name: str, path: os.PathLike | str = "params.yaml") -> Tuple[Dict[str, Any], TargetParams]:
+    """(top-level settings, the validated target ``name``); a ConfigError lists the targets when it is unknown."""
+    top, targets = load_section("targets", path)
+    if name not in targets.root:
+        raise ConfigError(f"{path}: no target {name!r}; targets: {', '.join(targets.root)}")
+    return top, targets.root[name]
 
 
 def check_params(path: os.PathLike | str = "params.yaml") -> Dict[str, Any]:

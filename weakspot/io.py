@@ -46,6 +46,7 @@ def write_bytes(path: PathLike, data: bytes) -> Path:
 
 
 def _json_default(obj: Any) -> Any:
+    """``json.dumps(default=...)``: numpy scalars and arrays as Python numbers and lists, paths as strings."""
     try:
         import numpy as np
 
@@ -55,8 +56,8 @@ def _json_default(obj: Any) -> Any:
             return obj.tolist()
     except ImportError:  # pragma: no cover
         pass
-    if isinstance(obj, Path):
-        return str(obj)
+    if isinstance(obj, (Path, os.PathLike)):
+        return os.fspath(obj)
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 

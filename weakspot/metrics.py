@@ -52,17 +52,39 @@ def accuracy(p: Any, y: Any) -> float:
     return float(np.mean(p.argmax(axis=1) == y))
 
 
-def _binned(p: np.ndarray, y: np.ndarray, n_bins: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(edges, count, summed confidence, summed correctness) per bin, all bins at once."""
-    conf = p.max(axis=1)
-    correct = (p.argmax(axis=1) == y).astype(np.float64)
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    # bin b holds edges[b] < conf <= edges[b+1]; a confidence of 0 (impossible for probabilities) goes to bin 0
+def reliability_bins(
+    confidence: Any, correct: Any, n_bins: int = DEFAULT_BINS, *, lo: float = 0.0
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Equal-width confidence bins on ``[lo, 1]``: ``(edges, count, summed confidence, summed correctness)``.
+
+    Bin ``b`` holds ``edges[b] < confidence <= edges[b+1]``; a confidence at or below ``lo`` goes to bin 0. The one
+    binning of the project: the reliability table and ECE here and the GAD paper's Fig. 2 (``lo = 0.5``, predictions
+    of one class of a binary problem, :func:`weakspot.gad.sdr.reliability`) use it.
+
+    Examples
+    --------
+    >>> edges, count, _, corr = reliability_bins([0.55, 0.95, 0.97], [1, 0, 1], 5, lo=0.5)
+    >>> count.tolist(), corr.tolist()
+    ([1, 0, 0, 0, 2], [1.0, 0.0, 0.0, 0.0, 1.0])
+    """
+    n_bins = _check_bins(n_bins)
+    conf = np.asarray(confidence, dtype=np.float64)
+    correct = np.asarray(correct, dtype=np.float64)
+    if conf.ndim != 1 or conf.shape != correct.shape:
+        raise DataError(f"confidence and correct must be 1-D of one length, got {conf.shape} and {correct.shape}")
+    if not 0.0 <= lo < 1.0:
+        raise ConfigError(f"lo must lie in [0, 1), got {lo!r}")
+    edges = np.linspace(float(lo), 1.0, n_bins + 1)
     idx = np.clip(np.searchsorted(edges, conf, side="left") - 1, 0, n_bins - 1)
     count = np.bincount(idx, minlength=n_bins).astype(np.int64)
     conf_sum = np.bincount(idx, weights=conf, minlength=n_bins)
     corr_sum = np.bincount(idx, weights=correct, minlength=n_bins)
     return edges, count, conf_sum, corr_sum
+
+
+def _binned(p: np.ndarray, y: np.ndarray, n_bins: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(edges, count, summed confidence, summed correctness) per bin of [0, 1], for top-label probabilities."""
+    return reliability_bins(p.max(axis=1), (p.argmax(axis=1) == y), n_bins)
 
 
 def expected_calibration_error(p: Any, y: Any, n_bins: int = DEFAULT_BINS) -> float:

@@ -76,3 +76,19 @@ def test_reserved_label_feature_name():
     ds = Dataset(X=np.zeros((2, 2)), y=np.array([0, 1]), classes=["a", "b"], feature_names=["x", "label"])
     with pytest.raises(DataError, match="reserved"):
         to_frame(ds)
+
+
+def test_provenance_paths_are_written_as_text():
+    import json
+    import os
+
+    from weakspot.data.frames import META_KEY
+
+    class Where(os.PathLike):
+        def __fspath__(self):
+            return "data/x.csv"
+
+    ds = Dataset(X=np.zeros((2, 1), np.float32), y=np.array([0, 1]), classes=["a", "b"], feature_names=["f"],
+                 provenance={"file": Where(), "sha": np.str_("ab")})
+    meta = json.loads(to_frame(ds).attrs[META_KEY])
+    assert meta["provenance"] == {"file": "data/x.csv", "sha": "ab"}

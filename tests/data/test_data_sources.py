@@ -190,3 +190,18 @@ def test_dataset_validates_its_fields():
         Dataset(X=np.zeros((3, 1, 4, 4)), y=np.zeros(3, int), classes=["a"], image_shape=(1, 8, 8))
     with pytest.raises(DataError, match=r"\(3,\)"):
         Dataset(X=np.zeros((3, 2)), y=np.zeros(4, int), classes=["a"])
+
+
+def test_sklearn_breast_cancer_source():
+    ds = load_source("sklearn:breast_cancer")
+    assert ds.X.shape == (569, 10) and ds.classes == ["malignant", "benign"]  # benign = code 1
+    assert ds.class_counts() == {"malignant": 212, "benign": 357}
+    assert all(f.startswith("mean ") for f in ds.feature_names)
+    assert "Wisconsin" in ds.provenance["description"] and ds.provenance["spec"] == "sklearn:breast_cancer"
+    with pytest.raises(ConfigError, match="sklearn:breast_cancer"):
+        load_source("sklearn:iris")
+
+
+def test_keel_class_codes_put_the_class_of_interest_at_1():
+    assert load_source("keel:phoneme").classes == ["nasal", "oral"]  # GAD paper: "misclassified as oral"
+    assert load_source("keel:yeast1").classes == ["negative", "positive"]  # positive = NUC

@@ -19,8 +19,12 @@ class LinearLogistic:
     def __init__(self, w, b=0.0):
         self.w = np.asarray(w, dtype=np.float64)
         self.b = float(b)
+        self.n_calls_ = 0
+        self.n_rows_ = 0
 
     def predict_proba(self, X):
+        self.n_calls_ += 1
+        self.n_rows_ += len(X)
         z = np.asarray(X) @ self.w + self.b
         p = 1.0 / (1.0 + np.exp(-z))
         return np.column_stack([1 - p, p])
@@ -43,6 +47,13 @@ class LinearPseudo:
 
     def logit(self, x):
         return self.lin(x).squeeze(-1)
+
+
+def black_box(estimator):
+    """The checked black box GAD is given: a scikit-learn-like estimator behind weakspot's SklearnClassifier."""
+    from weakspot.models import SklearnClassifier
+
+    return SklearnClassifier(estimator)
 
 
 @pytest.fixture

@@ -3,17 +3,17 @@ import pytest
 
 from weakspot.errors import DataError, ModelError
 from weakspot.gad.attack import gad_attack
-from weakspot.gad.blackbox import BlackBox
+from weakspot.models import CallableClassifier
 from weakspot.gad.distance import mae
 
-from .conftest import LinearLogistic, LinearPseudo
+from .conftest import LinearLogistic, LinearPseudo, black_box
 
 
 def test_attack_flips_a_linear_model_at_the_analytic_distance():
     w, b, eps = np.array([2.0, -1.0, 0.5]), 0.3, 0.01
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, size=(300, 3))
-    bb = BlackBox(LinearLogistic(w, b))
+    bb = black_box(LinearLogistic(w, b))
     margin = X @ w + b
     res = gad_attack(bb, LinearPseudo(w, b), X, step_size=eps, max_steps=2000, refine_iters=0, device="cpu")
     assert res.flipped.all()
@@ -30,7 +30,7 @@ def test_attack_flips_a_linear_model_at_the_analytic_distance():
 def test_refinement_lands_on_the_boundary_and_stays_flipped():
     w, b, eps = np.array([1.0, 1.0]), 0.0, 0.05
     X = np.array([[0.3, 0.4], [-0.2, -0.5], [0.01, 0.02]])
-    bb = BlackBox(LinearLogistic(w, b))
+    bb = black_box(LinearLogistic(w, b))
     res = gad_attack(bb, LinearPseudo(w, b), X, step_size=eps, refine_iters=12, device="cpu")
     m_adv = res.x_adv @ w + b
     assert np.all(bb.predict(res.x_adv)[0] != bb.predict(X)[0])  # still on the flipped side
@@ -42,7 +42,7 @@ def test_refinement_lands_on_the_boundary_and_stays_flipped():
 def test_step_cap_marks_instances_that_never_flip():
     w = np.array([1.0, 0.0])
     X = np.array([[0.05, 0.0], [5.0, 0.0]])
-    res = gad_attack(BlackBox(LinearLogistic(w)), LinearPseudo(w), X, step_size=0.01, max_steps=20, device="cpu")
+    res = gad_attack(black_box(LinearLogistic(w)), LinearPseudo(w), X, step_size=0.01, max_steps=20, device="cpu")
     assert res.flipped.tolist() == [True, False]
     assert res.never_flipped.tolist() == [False, True] and res.steps[1] == 20
 
@@ -50,17 +50,17 @@ def test_step_cap_marks_instances_that_never_flip():
 def test_attack_batches_black_box_calls_over_unflipped_rows():
     w = np.array([1.0])
     X = np.linspace(-1, 1, 101)[:, None] + 0.005
-    bb = BlackBox(LinearLogistic(w))
-    res = gad_attack(bb, LinearPseudo(w), X, step_size=0.01, refine_iters=0, device="cpu")
+    est = LinearLogistic(w)
+    res = gad_attack(black_box(est), LinearPseudo(w), X, step_size=0.01, refine_iters=0, device="cpu")
     # one call for the original predictions plus one per step, never one per instance
-    assert bb.n_calls_ == 1 + res.steps.max()
-    assert bb.n_rows_ < 101 * (1 + res.steps.max())
+    assert est.n_calls_ == 1 + res.steps.max()
+    assert est.n_rows_ < 101 * (1 + res.steps.max())
 
 
 def test_bad_input():
     w = np.array([1.0, 1.0])
     with pytest.raises(DataError, match="NaN"):
-        gad_attack(BlackBox(LinearLogistic(w)), LinearPseudo(w), np.array([[np.nan, 0.0]]), device="cpu")
-    bad = BlackBox(lambda x: np.ones((len(x), 3)) / 3, n_classes=2)
-    with pytest.raises(ModelError, match="3 columns; expected 2"):
+        gad_attack(black_box(LinearLogistic(w)), LinearPseudo(w), np.array([[np.nan, 0.0]]), device="cpu")
+    bad = CallableClassifier(lambda x: np.ones((len(x), 3)) / 3, n_classes=2)
+    with pytest.raises(ModelError, match=r"shape \(2, 3\), expected"):
         gad_attack(bad, LinearPseudo(w), np.zeros((2, 2)), device="cpu")

@@ -58,7 +58,8 @@ def test_training_learns_separable_blobs_and_reports_progress():
     h = train_torch_classifier(m, X[:150], y[:150], X_val=X[150:], y_val=y[150:], epochs=5, lr=5e-2,
                                batch_size=32, seed=0, device="cpu", progress=lambda *a: calls.append(a))
     assert torch.equal(torch.get_rng_state(), rng_before)  # the global RNG is left alone
-    assert [c[:2] for c in calls] == [(e, 5) for e in range(1, 6)]
+    assert [c[1:] for c in calls] == [(e, 5) for e in range(1, 6)]  # progress(what, done, total)
+    assert calls[0][0].startswith("epoch (loss ") and "val acc" in calls[0][0]
     assert h["epoch"] == [1, 2, 3, 4, 5] and len(h["val_accuracy"]) == 5 and h["steps"] == [5, 10, 15, 20, 25]
     assert all(len(v) == 5 for v in h.values()) and np.all(np.diff(h["seconds"]) >= 0)
     assert h["val_accuracy"][-1] >= 0.95 and h["train_loss"][-1] < h["train_loss"][0]

@@ -30,7 +30,7 @@ def test_table_matches_images_and_splits():
     r = EchoRenderer()
     seen = []
     images, table = render_dataset(r, ["mug", "bowl", "can"], 3, 4, SceneSpace(), seed=5, val_instances_per_class=2,
-                                   val_views_per_instance=1, batch_size=7, progress=lambda d, t: seen.append((d, t)))
+                                   val_views_per_instance=1, batch_size=7, progress=lambda w, d, t: seen.append((d, t)))
     n = 3 * 3 * 4 + 3 * 2 * 1
     assert images.shape == (n, 4, 4, 3) and len(table) == n
     assert list(table.columns) == ["class", "label", "instance", "split", "view", *FACTORS]
@@ -77,7 +77,7 @@ def test_bad_input():
             return np.zeros((len(params), 4, 4), np.uint8)
 
     with pytest.raises(RenderError, match=r"expected uint8 \(2, H, W, 3\)"):
-        render_dataset(Broken(), ["mug"], 2, 1, progress=lambda d, t: None)
+        render_dataset(Broken(), ["mug"], 2, 1, progress=lambda w, d, t: None)
     with pytest.raises(ConfigError, match=r"\(n, H, W, 3\)"):
         contact_sheet(np.zeros((2, 4, 4)), 2)
 
@@ -91,7 +91,7 @@ def test_contact_sheet_layout():
 
 @needs_bpy
 def test_real_render_is_traceable(renderer):
-    images, table = render_dataset(renderer, ["bowl", "barrel"], 1, 2, seed=0, progress=lambda d, t: None)
+    images, table = render_dataset(renderer, ["bowl", "barrel"], 1, 2, seed=0, progress=lambda w, d, t: None)
     assert images.shape == (4, 32, 32, 3)
     again = renderer.render(scenes_from_table(table.iloc[[2]]))
     assert np.array_equal(again[0], images[2])

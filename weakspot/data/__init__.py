@@ -1,4 +1,4 @@
-"""Data sources, stratified splits and the Parquet form of prepared data.
+"""Data sources, stratified splits, deliberately biased splits and the Parquet form of prepared data.
 
 Caveats first: nothing here downloads anything; images are float32 ``(n, C, H, W)`` in [0, 1]; labels are int64
 codes into ``Dataset.classes``. See :mod:`weakspot.data.sources` for the spec strings.
@@ -11,6 +11,7 @@ Examples
 >>> train = ds.subset(parts["train"])
 """
 
+from weakspot.data.bias import BIAS_PRESETS, BiasRule, Preset, biased_split_indices
 from weakspot.data.dataset import Dataset
 from weakspot.data.frames import from_frame, read_split_parquet, to_frame, write_split_parquet
 from weakspot.data.sources import SOURCES, SPEC_FORMS, load_source, register_source, sha256_file
@@ -19,9 +20,13 @@ from weakspot.data.split import split_dataset
 register = register_source
 
 __all__ = [
+    "BIAS_PRESETS",
+    "BiasRule",
     "Dataset",
+    "Preset",
     "SOURCES",
     "SPEC_FORMS",
+    "biased_split_indices",
     "from_frame",
     "load_source",
     "read_split_parquet",

@@ -18,21 +18,12 @@ import numpy as np
 
 from weakspot.data.dataset import Dataset
 from weakspot.errors import DataError
+from weakspot.io import _json_default
 
 META_KEY = "weakspot"
 LABEL = "label"
 PIXEL_PREFIX = "px_"
 FORMAT_VERSION = 1
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, (Path, os.PathLike)):
-        return os.fspath(obj)
-    raise TypeError(f"not JSON serialisable in provenance: {type(obj).__name__}")
 
 
 def to_frame(ds: Dataset, idx: Optional[Any] = None) -> "Any":

@@ -43,6 +43,7 @@ SPEC_FORMS = (
     "digits",
     "keel:phoneme",
     "keel:yeast1",
+    "sklearn:breast_cancer",
     "csv:PATH (with label=COLUMN)",
     "parquet:PATH (with label=COLUMN)",
     "torchvision:MNIST|FashionMNIST|CIFAR10|SVHN (read from root=FOLDER)",
@@ -77,7 +78,8 @@ def load_source(spec: str, *, label: Optional[str] = None, root: Optional[PathLi
     ----------
     spec : str
         One of ``digits`` (scikit-learn's bundled 8x8 digits as 1x8x8 images in [0, 1]), ``keel:phoneme``,
-        ``keel:yeast1`` (the KEEL files the GAD paper, seeds/001 Sec. V-A, uses), ``csv:PATH``, ``parquet:PATH``
+        ``keel:yeast1`` (the KEEL files the GAD paper, seeds/001 Sec. V-A, uses), ``sklearn:breast_cancer``
+        (scikit-learn's bundled Wisconsin diagnostic data, the ten ``mean ...`` features), ``csv:PATH``, ``parquet:PATH``
         (tabular, with ``label``) or ``torchvision:MNIST|FashionMNIST|CIFAR10|SVHN`` (a local copy under ``root``),
         or any kind added with :func:`register_source`.
     label : str, optional
@@ -211,6 +213,42 @@ def _load_keel(arg: str, *, label: Optional[str] = None, root: Optional[PathLike
             "spec": f"keel:{arg}",
             "files": {(f"data/external/keel/{fname}" if root is None else str(path)): sha},
             "description": description,
+        },
+    )
+
+
+# --------------------------------------------------------------------------------------------------- scikit-learn
+
+
+@register_source("sklearn")
+def _load_sklearn(arg: str, *, label: Optional[str] = None, root: Optional[PathLike] = None) -> Dataset:
+    """``sklearn:breast_cancer``: scikit-learn's bundled Wisconsin diagnostic breast-cancer data, the ten ``mean ...``
+    features, classes ``["malignant", "benign"]`` (benign = code 1, scikit-learn's own coding)."""
+    if arg != "breast_cancer":
+        raise ConfigError(f"unknown scikit-learn data set 'sklearn:{arg}'; valid: sklearn:breast_cancer")
+    import importlib.resources
+
+    import sklearn
+    from sklearn.datasets import load_breast_cancer
+
+    bunch = load_breast_cancer()
+    cols = [i for i, c in enumerate(bunch.feature_names) if str(c).startswith("mean ")]
+    classes = [str(c) for c in bunch.target_names]
+    if classes != ["malignant", "benign"]:  # pragma: no cover - scikit-learn's coding since 0.x
+        raise DataError(f"sklearn:breast_cancer: unexpected target_names {classes}; expected ['malignant', 'benign']")
+    data_file = importlib.resources.files("sklearn.datasets.data") / "breast_cancer.csv"
+    return Dataset(
+        X=bunch.data[:, cols].astype(np.float32),
+        y=bunch.target.astype(np.int64),
+        classes=classes,
+        feature_names=[str(bunch.feature_names[i]) for i in cols],
+        provenance={
+            "spec": "sklearn:breast_cancer",
+            "files": {"sklearn/datasets/data/breast_cancer.csv": sha256_file(str(data_file))},
+            "description": (
+                f"scikit-learn {sklearn.__version__} load_breast_cancer(): Wisconsin diagnostic breast cancer (UCI), "
+                "569 rows, the ten 'mean ...' features of 30; malignant (0) vs benign (1)"
+            ),
         },
     )
 

@@ -6,12 +6,36 @@ Defaults are the paper's (each commented with its section); the fast CPU profile
 
 from __future__ import annotations
 
-from typing import List, Literal, Optional, Tuple
+from typing import Annotated, List, Literal, Optional, Tuple
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-Arch = Literal["resnet34", "alexnet", "small_cnn"]
-ExaminerName = Literal["random", "bo", "rl"]
+
+def _check_examiners(names):
+    """Each name must be a registered examiner (``weakspot.examine.examiners.EXAMINERS``)."""
+    from weakspot.examine.examiners import EXAMINERS
+
+    single = isinstance(names, str)
+    bad = [n for n in ([names] if single else names) if n not in EXAMINERS]
+    if bad:
+        raise ValueError(f"unknown examiner(s) {bad}; valid names: {', '.join(EXAMINERS.names())}")
+    return names
+
+
+def _check_arch(name: str) -> str:
+    """The name must be a registered architecture (``weakspot.models.ARCHS``)."""
+    from weakspot.models.archs import ARCHS
+
+    if name not in ARCHS:
+        raise ValueError(f"unknown architecture {name!r}; valid names: {', '.join(ARCHS.names())}")
+    return name
+
+
+ExaminerName = Annotated[str, AfterValidator(_check_examiners)]
+"""A registered examiner's name (checked against ``EXAMINERS`` when the params are validated)."""
+ExaminerNames = Annotated[List[str], AfterValidator(_check_examiners)]
+ArchName = Annotated[str, AfterValidator(_check_arch)]
+"""A registered architecture's name (checked against ``weakspot.models.ARCHS``)."""
 
 
 class _Section(BaseModel):
@@ -50,11 +74,11 @@ class ArtificialWeaknessParams(_Section):
     enabled: bool = True
     factor: str = "view_elevation"  # U_v, Table 1
     train_range: Tuple[float, float] = (-30.0, 30.0)  # Sec. 4.4: [-30, 30] degrees instead of [-90, 90]
-    arch: Arch = "resnet34"  # Sec. 4.4 / Fig. 4: ResNet34
-    examiners: List[ExaminerName] = ["rl", "bo", "random"]
-    classes: Optional[List[str]] = None  # None: every class (Fig. 4 shows "can")
+    examiners: ExaminerNames = ["rl", "bo", "random"]
+    classes: Optional[List[str]] = None  # None: every examined class (Fig. 4 shows "can")
     T: int = Field(250, ge=1)  # Fig. 4: T = 250
-    tail: int = Field(50, ge=1)  # metrics/examine.json: the last 50 queries
+    tail: int = Field(50, ge=1)  # metrics: the last 50 queries
+
 
 
 class MStudyParams(_Section):
@@ -62,10 +86,10 @@ class MStudyParams(_Section):
 
     enabled: bool = True
     values: List[int] = [1, 2, 5, 10]  # Table 3
-    arch: Arch = "resnet34"  # Sec. 4.3: ResNet34
-    examiners: List[ExaminerName] = ["rl", "bo"]  # Table 3
+    examiners: ExaminerNames = ["rl", "bo"]  # Table 3
     T: int = Field(200, ge=1)  # Table 3: T = 200
-    classes: Optional[List[str]] = None
+    classes: Optional[List[str]] = None  # None: every examined class
+
 
     @model_validator(mode="after")
     def _positive(self):
@@ -74,14 +98,35 @@ class MStudyParams(_Section):
         return self
 
 
-class ExamineParams(_Section):
-    """The examine stage family: target models, examiners and the paper's experiments (Sec. 4)."""
+class StudyParams(_Section):
+    """The paper's experiments that need their own models (Sec. 4.3-4.6), trained by ``run_study`` itself with
+    ``weakspot.models.ARCHS[arch]`` and ``train_torch_classifier``."""
 
-    models: List[Arch] = ["resnet34", "alexnet"]  # Sec. 4.1
+    arch: ArchName = "small_cnn"  # the paper uses resnet34 (Sec. 4.3, 4.4); small_cnn trains ~6x faster on a CPU
     epochs: int = Field(40, ge=1)  # Sec. 4.1: 40 epochs
-    lr: Optional[float] = Field(None, gt=0, le=1)  # None: 0.005 ResNet34, 0.001 AlexNet (Sec. 4.1)
-    batch_size: int = Field(64, ge=1)  # training batch; not given in the paper
-    examiners: List[ExaminerName] = ["random", "bo", "rl"]  # Sec. 2.2 (random = T = 0 protocol)
+    lr: Optional[float] = Field(None, gt=0, le=1)  # None: weakspot.models.PAPER_LR[arch] (Sec. 4.1), else 0.001
+    batch_size: int = Field(64, ge=1)  # not given in the paper
+    augment: Optional[Literal["hflip"]] = "hflip"  # random horizontal flips; not given in the paper
+    m_study: MStudyParams = MStudyParams()  # Sec. 4.3 / Table 3
+    artificial_weakness: ArtificialWeaknessParams = ArtificialWeaknessParams()  # Sec. 4.4
+    order_check: bool = True  # Sec. 4.5
+    strength: bool = True  # Sec. 4.6 / Fig. 5
+    strength_examiner: ExaminerName = "rl"
+
+    def learning_rate(self) -> float:
+        """``lr``, or the paper's learning rate of ``arch`` (0.005 ResNet34, 0.001 AlexNet and small_cnn)."""
+        from weakspot.models.archs import PAPER_LR
+
+        return float(self.lr) if self.lr is not None else float(PAPER_LR.get(self.arch, 0.001))
+
+
+class ExamineParams(_Section):
+    """The examine stage family: examiners, their budget and checkpoints (Sec. 4.1-4.2), and the study (Sec. 4.3-4.6).
+
+    The audited model is not configured here: :func:`weakspot.examine.examine_target` is given it.
+    """
+
+    examiners: ExaminerNames = ["random", "bo", "rl"]  # Sec. 2.2 (random = T = 0 protocol); names of EXAMINERS
     T: int = Field(500, ge=1)  # Sec. 4.1: 500 iterations (RL: one batch each, BO: one query each)
     checkpoints: List[int] = [0, 100, 300, 500]  # Table 2
     checkpoint_names: Optional[List[int]] = None  # names (the paper's T) for scaled checkpoints; None: as is
@@ -91,16 +136,13 @@ class ExamineParams(_Section):
     tail: int = Field(50, ge=1)  # Fig. 3: the last 50 examined images
     classes: Optional[List[str]] = None  # None: every class (Sec. 4.1: one validation instance per class)
     tsne_class: Optional[str] = None  # Fig. 3 uses "cap"; None: the first examined class
-    n_worst: int = Field(3, ge=1)  # worst images shown per model and examiner
-    order_check: bool = True  # Sec. 4.5
-    strength: bool = True  # Sec. 4.6 / Fig. 5
-    strength_examiner: ExaminerName = "rl"
+    n_worst: int = Field(3, ge=1)  # worst images shown per examiner
     render_chunk: int = Field(512, ge=1)  # scenes per renderer call
     seed: int = 0
     rl: RLParams = RLParams()
     bo: BOParams = BOParams()
-    artificial_weakness: ArtificialWeaknessParams = ArtificialWeaknessParams()
-    m_study: MStudyParams = MStudyParams()
+    study: StudyParams = StudyParams()
+
 
     @model_validator(mode="after")
     def _checkpoints(self):
@@ -110,9 +152,15 @@ class ExamineParams(_Section):
         if self.checkpoint_names is not None and len(self.checkpoint_names) != len(cps):
             raise ValueError(f"checkpoint_names: need one name per checkpoint ({len(cps)}), "
                              f"got {self.checkpoint_names}")
-        if not self.models:
-            raise ValueError("models: name at least one of resnet34, alexnet, small_cnn")
+        if not self.examiners:
+            raise ValueError(f"examiners: name at least one of {self._examiner_names()}")
         return self
+
+    @staticmethod
+    def _examiner_names() -> List[str]:
+        from weakspot.examine.examiners import EXAMINERS
+
+        return EXAMINERS.names()
 
     def names(self) -> List[str]:
         """Metric keys of the checkpoints: ``T<paper T>``."""

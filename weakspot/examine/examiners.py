@@ -33,6 +33,7 @@ import numpy as np
 
 from weakspot.device import single_thread
 from weakspot.errors import ConfigError, DataError
+from weakspot.progress import Progress
 from weakspot.registry import Registry
 
 EXAMINERS = Registry("examiner")
@@ -544,6 +545,12 @@ def _Policy(*args):
     return _policy_module()(*args)
 
 
+def register_examiner(name: str) -> Callable:
+    """Decorator that adds an :class:`Examiner` subclass to :data:`EXAMINERS` under ``name`` (then it is a valid
+    name in ``ExamineParams.examiners``)."""
+    return EXAMINERS.register(name)
+
+
 def make_examiner(name: str, *, bounds: Bounds, seed: int = 0, mode: str = "weakness", **options) -> Examiner:
     """Build a registered examiner by name (``random``, ``bo``, ``rl``) with its options."""
     cls = EXAMINERS.get(name)
@@ -559,12 +566,13 @@ def run_examination(
     budget: int,
     *,
     batch: Optional[int] = None,
-    progress: Optional[Callable[[int, int], None]] = None,
+    progress: Optional[Progress] = None,
 ) -> Tuple[List[dict], np.ndarray]:
     """Algorithm 1 for one instance: ask, evaluate ``loss_fn`` (true-class probabilities), tell, ``budget`` times.
 
     Returns the queried params and their probabilities in order. ``batch`` defaults to the examiner's natural batch
-    (RL: 32, BO: 1, random: 32).
+    (RL: 32, BO: 1, random: 32). ``progress("examine", queries_done, budget)`` after each batch
+    (:data:`weakspot.progress.Progress`).
     """
     if budget < 1:
         raise ConfigError(f"budget: must be >= 1, got {budget!r}")
@@ -578,5 +586,5 @@ def run_examination(
         qs.extend(q)
         ps.extend(p.tolist())
         if progress is not None:
-            progress(len(qs), budget)
+            progress("examine", len(qs), budget)
     return qs, np.asarray(ps)

@@ -1,21 +1,26 @@
-"""The examiner experiments of the paper (Sec. 4), as two pure stages a pipeline can call separately:
+"""The examiner experiments of the paper (Sec. 4), as two pure entry points:
 
-1. :func:`train_targets` trains the target models (and the Sec. 4.3 / 4.4 variants) from rendered images and their
-   metadata (the dataset stage's output);
-2. :func:`run_examinations` examines them with the registered examiners through a renderer and returns a
-   :class:`weakspot.result.StageResult` whose ``metrics`` have the shape of ``metrics/examine.json``.
+1. :func:`examine_target` examines ONE classifier (the model under audit) per class with every examiner of
+   ``params.examiners`` (Table 2, Fig. 1-3, the worst images) and returns the weak spots found as a findings table;
+2. :func:`run_study` runs the experiments that need models of their own (Sec. 4.3 training-set size, Sec. 4.4
+   artificial weakness, Sec. 4.5 factor order, Sec. 4.6 strength mode): it trains them with
+   ``weakspot.models.ARCHS[params.study.arch]`` and ``weakspot.models.train_torch_classifier``, then examines them.
 
 Caveats first:
 
+* A classifier here is anything with ``predict_proba(x) -> (n, k)`` taking float32 images ``(n, 3, H, W)`` in
+  [0, 1] (``weakspot.scene.images_to_input`` of the rendered uint8 images), e.g. a ``weakspot.models.TorchClassifier``;
+  ``classes[i]`` names its output ``i`` with a scene class.
 * An *iteration* is the paper's unit of T (Sec. 4.1): one batch of ``rl.batch_size`` queries for RL (one policy
   gradient step, Eq. 5), one query for BO, ``random_batch`` queries for random search. The probability at a
   checkpoint T is the mean true-class probability of the queries of iterations (T - window, T], averaged over the
   examined classes (Algorithm 1 returns the T-th; ``window`` > 1 smooths it). T = 0 is the standard protocol:
   ``n_random`` uniformly random scenes with the same (fixed) sun.
-* All sessions (every model, class and examiner, plus the Sec. 4.3-4.6 runs) advance in lockstep so that each round
-  asks the renderer for all their scenes in one call (split into ``render_chunk``-sized calls).
-* The sun angles are drawn at random once per (model, class) and held fixed; the other 9 factors are searched
-  (Sec. 4.1). Each class is examined on the validation instance the model is most sure of (Sec. 4.1).
+* All sessions (every class and examiner, and in the study every model) advance in lockstep so that each round asks
+  the renderer for all their scenes in one call (split into ``render_chunk``-sized calls).
+* The sun angles are drawn at random once per (model, class) and held fixed; the other factors are searched
+  (Sec. 4.1). Each class is examined on the unseen instance (a row with ``split != "train"``) the model is most sure
+  of (Sec. 4.1: a validation instance).
 
 Reference: M. Shu, C. Liu, W. Qiu, A. Yuille, "Identifying Model Weakness with Adversarial Examiner", AAAI 2020
 (``seeds/000``): Table 2, Fig. 2, Fig. 3, Table 3, Sec. 4.4 (Fig. 4), Sec. 4.5 (Fig. 6), Sec. 4.6 (Fig. 5).
@@ -24,50 +29,42 @@ Reference: M. Shu, C. Liu, W. Qiu, A. Yuille, "Identifying Model Weakness with A
 from __future__ import annotations
 
 import collections
+import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from weakspot.errors import ConfigError, DataError
+from weakspot.errors import ConfigError, DataError, ModelError
 from weakspot.examine.config import ExamineParams
 from weakspot.examine.examiners import make_examiner
-from weakspot.examine.models import load_model, model_state, predict_proba, train_model
+from weakspot.findings import to_png
+from weakspot.progress import Progress
 from weakspot.result import StageResult
-
-Progress = Optional[Callable[[str, int, int], None]]
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# target models
-# ----------------------------------------------------------------------------------------------------------------
-@dataclass
-class TargetModel:
-    """A trained classifier with what is needed to rebuild it: ``arch``, ``classes`` (label order), ``resolution``."""
-
-    name: str
-    arch: str
-    classes: List[str]
-    resolution: int
-    model: Any
-    info: Dict[str, Any] = field(default_factory=dict)
-
-    def state(self) -> Dict[str, Any]:
-        """The ``state_dict`` on CPU, for ``weakspot.io.save_torch``."""
-        return model_state(self.model)
-
-    @classmethod
-    def from_state(cls, name: str, arch: str, classes: Sequence[str], resolution: int, state: Mapping,
-                   device: str = "auto", info: Optional[dict] = None) -> "TargetModel":
-        m = load_model(arch, dict(state), len(classes), resolution, device)
-        return cls(name=name, arch=arch, classes=list(classes), resolution=int(resolution), model=m, info=info or {})
-
-    def true_class_proba(self, images: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        p = predict_proba(self.model, images)
-        return p[np.arange(len(labels)), np.asarray(labels)]
-
+from weakspot.scene.dataset import images_to_input
 
 REQUIRED_COLUMNS = ("class", "label", "instance", "split")
+TARGET = "target"  # the session key of the audited model in examine_target
+FINDING_COLUMNS = ("weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence",
+                   "factors", "image")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# inputs
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass
+class _Model:
+    """A classifier (``predict_proba`` on [0, 1] images) and the scene class name of each of its outputs."""
+
+    clf: Any
+    classes: List[str]
+
+    def proba(self, images: np.ndarray) -> np.ndarray:
+        p = np.asarray(self.clf.predict_proba(images_to_input(images)), dtype=np.float64)
+        if p.shape != (len(images), len(self.classes)):
+            raise ModelError(f"predict_proba returned shape {p.shape} for {len(images)} images; expected "
+                             f"({len(images)}, {len(self.classes)}) (one column per name in classes)")
+        return p
 
 
 def _check_meta(images: np.ndarray, meta, factor: Optional[str] = None) -> None:
@@ -76,10 +73,41 @@ def _check_meta(images: np.ndarray, meta, factor: Optional[str] = None) -> None:
         missing.append(factor)
     if missing:
         raise DataError(f"metadata: missing column(s) {missing}; need {list(REQUIRED_COLUMNS)} and the factors")
+    images = np.asarray(images) if not hasattr(images, "shape") else images
+    if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8:
+        raise DataError(f"images: expected uint8 (n, H, W, 3), got {images.dtype} {tuple(images.shape)}")
     if len(images) != len(meta):
         raise DataError(f"images ({len(images)}) and metadata ({len(meta)} rows) differ in length")
-    if not set(meta["split"]).issubset({"train", "validation", "val", "test"}):
-        raise DataError(f"metadata 'split': unexpected values {sorted(set(meta['split']))}; use train/validation")
+
+
+def _params(params: Any) -> ExamineParams:
+    """``params`` as :class:`ExamineParams` (a dict of the ``examine`` section is validated)."""
+    if isinstance(params, ExamineParams):
+        return params
+    from pydantic import ValidationError
+
+    try:
+        return ExamineParams.model_validate(params.model_dump() if hasattr(params, "model_dump") else dict(params))
+    except ValidationError as exc:
+        raise ConfigError(f"examine params are not valid: {exc}") from None
+
+
+def _check_space(space) -> None:
+    for k in list(space.fixed) + list(space.searched):
+        if k not in space.bounds:
+            raise ConfigError(f"space: factor {k!r} has no bounds")
+
+
+def _model(clf: Any, classes: Sequence[str]) -> _Model:
+    if not callable(getattr(clf, "predict_proba", None)):
+        raise ModelError(f"clf: {type(clf).__name__} has no predict_proba")
+    classes = [str(c) for c in classes]
+    if len(set(classes)) != len(classes):
+        raise ConfigError(f"classes: names must be unique, got {classes}")
+    n = getattr(clf, "n_classes", None)
+    if n is not None and int(n) != len(classes):
+        raise ConfigError(f"classes: the classifier has {n} outputs but {len(classes)} class names were given")
+    return _Model(clf=clf, classes=classes)
 
 
 def class_order(meta) -> List[str]:
@@ -90,81 +118,47 @@ def class_order(meta) -> List[str]:
     labels = pairs["label"].to_numpy()
     if not np.array_equal(labels, np.arange(len(labels))):
         raise DataError(f"metadata 'label': expected 0..k-1, got {labels.tolist()}")
-    return pairs["class"].tolist()
+    return [str(c) for c in pairs["class"]]
 
 
-def train_targets(images: np.ndarray, meta, params: ExamineParams, *, device: str = "auto",
-                  progress: Progress = None) -> Dict[str, TargetModel]:
-    """Train the target models of Sec. 4.1 (``params.models``), the Sec. 4.3 training-size variants
-    (``<arch>_m<m>``) and the Sec. 4.4 artificial-weakness model (``<arch>_limited``) on the training split.
+def _unseen(meta):
+    return meta[meta["split"].astype(str) != "train"]
+
+
+def select_instances(clf: Any, classes: Sequence[str], images: np.ndarray, meta,
+                     examined: Optional[Sequence[str]] = None) -> Dict[str, int]:
+    """For each examined class, the unseen instance (``split != "train"``) with the highest mean true-class
+    probability (paper Sec. 4.1: "the validation instance the model is most sure of"); ties go to the lower id.
 
     Parameters
     ----------
-    images : uint8 array (n, H, W, 3)
-        The rendered data set (all splits).
-    meta : pandas.DataFrame
-        One row per image: ``class``, ``label``, ``instance``, ``split`` and the factor values.
-    params : ExamineParams
-    device : {"auto", "cpu", "cuda"}
-        Where the models train (the top-level ``device`` setting).
-    progress : callable(stage, done, total), optional
-
-    Returns
-    -------
-    dict of name -> TargetModel
+    clf : classifier with ``predict_proba`` on [0, 1] images ``(n, 3, H, W)``
+    classes : list of str
+        Scene class name of each output of ``clf``.
+    images, meta :
+        The rendered data set and its metadata (``class``, ``instance``, ``split``).
+    examined : list of str, optional
+        The classes to choose for; default every name in ``classes`` that has an unseen instance.
     """
-    _check_meta(images, meta, params.artificial_weakness.factor if params.artificial_weakness.enabled else None)
-    classes = class_order(meta)
-    train = meta[meta["split"] == "train"]
-    if len(train) == 0:
-        raise DataError("metadata: no rows with split == 'train'")
-    res = int(images.shape[1])
-    out: Dict[str, TargetModel] = {}
-    val = meta[meta["split"].isin(["validation", "val"])]
-    val_pos = meta.index.get_indexer(val.index)
-    val_labels = val["label"].to_numpy()
-
-    def fit(name: str, arch: str, rows, seed: int, info: dict) -> None:
-        idx = rows.index.to_numpy() if hasattr(rows, "index") else rows
-        pos = meta.index.get_indexer(idx)
-
-        def cb(ep, n_ep, loss):
-            if progress is not None:
-                progress(f"train {name}", ep, n_ep)
-
-        m = train_model(arch, images[pos], meta["label"].to_numpy()[pos], num_classes=len(classes),
-                        epochs=params.epochs, lr=params.lr, batch_size=params.batch_size, seed=seed,
-                        device=device, progress=cb)
-        t = TargetModel(name=name, arch=arch, classes=classes, resolution=res, model=m,
-                        info={**info, "n_train": int(len(pos))})
-        if len(val_pos):  # accuracy on random views of the validation instances (the standard protocol)
-            pv = predict_proba(m, images[val_pos])
-            t.info["val_accuracy"] = float((pv.argmax(1) == val_labels).mean())
-            t.info["val_true_class_proba"] = float(pv[np.arange(len(val_pos)), val_labels].mean())
-        out[name] = t
-
-    for i, arch in enumerate(params.models):
-        fit(arch, arch, train, params.seed + i, {"role": "main"})
-    if params.m_study.enabled:
-        # the view index within an instance (the dataset's ``view`` column, else the row order)
-        view = train["view"] if "view" in train.columns else train.groupby(["class", "instance"]).cumcount()
-        m_max = int(view.max()) + 1
-        for m in params.m_study.values:
-            name = f"{params.m_study.arch}_m{m}"
-            if m >= m_max and params.m_study.arch in out:
-                out[name] = TargetModel(name=name, arch=params.m_study.arch, classes=classes, resolution=res,
-                                        model=out[params.m_study.arch].model,
-                                        info={"role": "m_study", "m": m, "n_train": int(len(train))})
-                continue
-            fit(name, params.m_study.arch, train[view.to_numpy() < m], params.seed + 100 + m,
-                {"role": "m_study", "m": m})
-    if params.artificial_weakness.enabled:
-        aw = params.artificial_weakness
-        lo, hi = aw.train_range
-        rows = train[(train[aw.factor] >= lo) & (train[aw.factor] <= hi)]
-        if len(rows) == 0:
-            raise DataError(f"artificial_weakness: no training image has {aw.factor} in [{lo}, {hi}]")
-        fit(f"{aw.arch}_limited", aw.arch, rows, params.seed + 200, {"role": "artificial", "range": [lo, hi]})
+    m = clf if isinstance(clf, _Model) else _model(clf, classes)
+    unseen = _unseen(meta)
+    if len(unseen) == 0:
+        raise DataError("metadata: no rows with split != 'train' to choose the examined instances from")
+    if examined is None:
+        examined = [c for c in m.classes if c in set(unseen["class"].astype(str))]
+    rows = unseen[unseen["class"].astype(str).isin(list(examined))]
+    pos = meta.index.get_indexer(rows.index)
+    p_all = m.proba(images[pos]) if len(pos) else np.zeros((0, len(m.classes)))
+    cols = np.array([m.classes.index(c) for c in rows["class"].astype(str)], dtype=np.int64)
+    p = p_all[np.arange(len(pos)), cols] if len(pos) else np.zeros(0)
+    df = rows[["class", "instance"]].assign(p=p, **{"class": rows["class"].astype(str)})
+    df = df.groupby(["class", "instance"])["p"].mean().reset_index()
+    out = {}
+    for c in examined:
+        d = df[df["class"] == c]
+        if len(d) == 0:
+            raise DataError(f"metadata: class {c!r} has no unseen instance (split != 'train') to examine")
+        out[c] = int(d.sort_values(["p", "instance"], ascending=[False, True]).iloc[0]["instance"])
     return out
 
 
@@ -173,11 +167,11 @@ def train_targets(images: np.ndarray, meta, params: ExamineParams, *, device: st
 # ----------------------------------------------------------------------------------------------------------------
 @dataclass
 class _Session:
-    group: str  # "main", "t0", "order", "strength", "m_study", "artificial"
+    group: str  # "main", "main_t0", "order", "strength", "m_study", "m_study_t0", "artificial"
     model: str
     examiner_name: str
     cls: str
-    label: int
+    label: int  # the true class's output index in the model
     instance: int
     sun: Dict[str, float]
     examiner: Any
@@ -191,7 +185,8 @@ class _Session:
     tail_probs: Any = None
     tail_pred: Any = None
     tail_params: Any = None
-    worst: Optional[Tuple[float, dict, np.ndarray]] = None
+    worst: Optional[Tuple[float, dict, np.ndarray]] = None  # (p_true, params, image)
+    worst_pred: Tuple[int, float] = (-1, float("nan"))  # (predicted output, its probability) at ``worst``
 
     def __post_init__(self):
         self.tail_images = collections.deque(maxlen=self.tail)
@@ -212,23 +207,6 @@ class _Session:
         return float(np.concatenate(seg).mean())
 
 
-def select_instances(target: TargetModel, images: np.ndarray, meta, classes: Sequence[str]) -> Dict[str, int]:
-    """For each class, the validation instance with the highest mean true-class probability (paper Sec. 4.1)."""
-    val = meta[meta["split"].isin(["validation", "val"])]
-    if len(val) == 0:
-        raise DataError("metadata: no rows with split == 'validation' to choose the examined instances from")
-    pos = meta.index.get_indexer(val.index)
-    p = target.true_class_proba(images[pos], val["label"].to_numpy())
-    df = val[["class", "instance"]].assign(p=p).groupby(["class", "instance"])["p"].mean().reset_index()
-    out = {}
-    for c in classes:
-        d = df[df["class"] == c]
-        if len(d) == 0:
-            raise DataError(f"metadata: class {c!r} has no validation instance to examine")
-        out[c] = int(d.sort_values(["p", "instance"], ascending=[False, True]).iloc[0]["instance"])
-    return out
-
-
 def _searched_bounds(space) -> Dict[str, Tuple[float, float]]:
     b = space.bounds
     return {k: tuple(b[k]) for k in space.searched}
@@ -236,15 +214,14 @@ def _searched_bounds(space) -> Dict[str, Tuple[float, float]]:
 
 def _examiner_options(name: str, params: ExamineParams) -> Tuple[dict, int]:
     if name == "rl":
-        o = params.rl.model_dump()
-        return o, params.rl.batch_size
+        return params.rl.model_dump(), params.rl.batch_size
     if name == "bo":
         return params.bo.model_dump(), 1
     return {}, params.random_batch
 
 
-def _run(sessions: List[_Session], renderer, targets: Mapping[str, TargetModel], chunk: int,
-         progress: Progress) -> None:
+def _run(sessions: List[_Session], renderer, models: Mapping[str, _Model], chunk: int,
+         progress: Optional[Progress]) -> None:
     total = sum(s.T * s.batch for s in sessions)
     done = 0
     while True:
@@ -263,13 +240,15 @@ def _run(sessions: List[_Session], renderer, targets: Mapping[str, TargetModel],
         owner_a = np.asarray(owner)
         probs = np.empty(len(scenes))
         preds = np.empty(len(scenes), dtype=int)
+        confs = np.empty(len(scenes))
         for mname in sorted({s.model for s in active}):
             js = [j for j, s in enumerate(active) if s.model == mname]
             sel = np.flatnonzero(np.isin(owner_a, js))
             lab = np.array([active[j].label for j in owner_a[sel]])
-            pp = predict_proba(targets[mname].model, imgs[sel])
+            pp = models[mname].proba(imgs[sel])
             probs[sel] = pp[np.arange(len(sel)), lab]
             preds[sel] = pp.argmax(1)
+            confs[sel] = pp.max(1)
         for j, s in enumerate(active):
             sel = np.flatnonzero(owner_a == j)
             p = probs[sel]
@@ -286,19 +265,21 @@ def _run(sessions: List[_Session], renderer, targets: Mapping[str, TargetModel],
             better = s.worst is None or (p[k] < s.worst[0] if s.examiner.mode == "weakness" else p[k] > s.worst[0])
             if better:
                 s.worst = (float(p[k]), dict(pending[j][k]), imgs[sel[k]])
+                s.worst_pred = (int(preds[sel[k]]), float(confs[sel[k]]))
         done += len(scenes)
         if progress is not None:
             progress("examine", done, total)
 
 
-def _make_sessions(params: ExamineParams, space, targets, instances, classes_of, group, model, examiners, T, *,
-                   mode="weakness", order=None, sun_key=0) -> List[_Session]:
+def _make_sessions(params: ExamineParams, space, models: Mapping[str, _Model], instances, classes_of, group, model,
+                   examiners, T, *, mode="weakness", order=None, sun_key=0, tail=None) -> List[_Session]:
     bounds = _searched_bounds(space)
     fixed = list(space.fixed)
-    mi = sorted(targets).index(model)
+    mi = sorted(models).index(model)
+    tail = params.tail if tail is None else tail
     out = []
     for ci, c in enumerate(classes_of):
-        label = targets[model].classes.index(c)
+        label = models[model].classes.index(c)
         rng = np.random.default_rng([params.seed, mi, ci, sun_key])
         sun = {k: float(space.bounds[k][0] + rng.random() * (space.bounds[k][1] - space.bounds[k][0])) for k in fixed}
         for ei, name in enumerate(examiners):
@@ -308,8 +289,7 @@ def _make_sessions(params: ExamineParams, space, targets, instances, classes_of,
             ex = make_examiner(name, bounds=bounds, seed=int(params.seed * 7919 + mi * 1009 + ci * 101 + ei),
                                mode=mode, **opts)
             out.append(_Session(group=group, model=model, examiner_name=name, cls=c, label=label,
-                                instance=instances[model][c], sun=sun, examiner=ex, T=T, batch=batch,
-                                tail=params.tail))
+                                instance=instances[model][c], sun=sun, examiner=ex, T=T, batch=batch, tail=tail))
         # the T = 0 protocol: n_random uniform scenes, same sun (Table 2's T = 0, Fig. 3's 50 random)
         ex = make_examiner("random", bounds=bounds, seed=int(params.seed * 7919 + mi * 1009 + ci * 101 + 99))
         out.append(_Session(group=f"{group}_t0", model=model, examiner_name="t0", cls=c, label=label,
@@ -318,117 +298,151 @@ def _make_sessions(params: ExamineParams, space, targets, instances, classes_of,
     return out
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# the stage
-# ----------------------------------------------------------------------------------------------------------------
-def run_examinations(renderer, space, targets: Mapping[str, TargetModel], images: np.ndarray, meta,
-                     params: ExamineParams, *, progress: Progress = None) -> StageResult:
-    """Examine every target model with every examiner (Table 2, Fig. 2, Fig. 3, worst images) and run the Sec. 4.3
-    (Table 3), 4.4 (artificial weakness), 4.5 (factor order) and 4.6 (strength) experiments.
-
-    Parameters
-    ----------
-    renderer : object with ``render(list of dict) -> uint8 (n, H, W, 3)``
-        ``weakspot.scene.renderer.BlenderRenderer`` (or ``weakspot.examine.fake.FakeRenderer`` for tests).
-    space : SceneSpace
-        ``.bounds``, ``.searched`` (9 names) and ``.fixed`` (the sun angles).
-    targets : dict of name -> TargetModel
-        From :func:`train_targets`.
-    images, meta :
-        The rendered data set and its metadata; the validation split chooses the examined instance per class.
-    params : ExamineParams
-    progress : callable(stage, done, total), optional
-
-    Returns
-    -------
-    StageResult
-        ``metrics``: ``{model: {examiner: {"T0": p, "T100": p, ...}}, "artificial_weakness": {examiner:
-        {"frac_extreme_elevation": f}}}``; tables, figures and the report section.
-    """
-    _check_meta(images, meta)
-    if not targets:
-        raise ConfigError("targets: no trained model given; run train_targets first")
-    for m in params.models:
-        if m not in targets:
-            raise ConfigError(f"targets: model {m!r} (params.models) is missing; have {sorted(targets)}")
-    for k in list(space.fixed) + list(space.searched):
-        if k not in space.bounds:
-            raise ConfigError(f"space: factor {k!r} has no bounds")
-    all_classes = targets[params.models[0]].classes
-    classes = params.classes or all_classes
-    unknown = [c for c in classes if c not in all_classes]
-    if unknown:
-        raise ConfigError(f"classes: unknown {unknown}; the models know {all_classes}")
-    aw, ms = params.artificial_weakness, params.m_study
-    names_needed = list(params.models)
-    if aw.enabled:
-        names_needed.append(f"{aw.arch}_limited")
-    if ms.enabled:
-        names_needed += [f"{ms.arch}_m{m}" for m in ms.values]
-    for n in names_needed:
-        if n not in targets:
-            raise ConfigError(f"targets: model {n!r} is missing (train_targets makes it); have {sorted(targets)}")
-    instances = {n: select_instances(targets[n], images, meta, all_classes) for n in names_needed}
-
-    sessions: List[_Session] = []
-    for m in params.models:
-        sessions += _make_sessions(params, space, targets, instances, classes, "main", m, params.examiners, params.T)
-    first = params.models[0]
-    if params.order_check:
-        searched = list(space.searched)
-        order = searched[-4:] + searched[:-4]  # Sec. 4.5 / Fig. 6(b): viewpoint factors first
-        sessions += [s for s in _make_sessions(params, space, targets, instances, classes, "order", first, ["rl"],
-                                               params.T, order=order) if s.examiner_name != "t0"]
-    if params.strength:
-        sessions += [s for s in _make_sessions(params, space, targets, instances, classes, "strength", first,
-                                               [params.strength_examiner], params.T, mode="strength")
-                     if s.examiner_name != "t0"]
-    if ms.enabled:
-        for m in ms.values:
-            sessions += _make_sessions(params, space, targets, instances, ms.classes or classes, "m_study",
-                                       f"{ms.arch}_m{m}", ms.examiners, ms.T)
-    if aw.enabled:
-        sessions += [s for s in _make_sessions(params, space, targets, instances, aw.classes or classes,
-                                               "artificial", f"{aw.arch}_limited", aw.examiners, aw.T)
-                     if s.examiner_name != "t0"]
-        for s in sessions:
-            if s.group == "artificial":
-                s.tail_params = collections.deque(maxlen=aw.tail)
-    _run(sessions, renderer, targets, params.render_chunk, progress)
-    return _assemble(sessions, params, space, targets)
-
-
 def _group(sessions, group, model=None, examiner=None) -> List[_Session]:
     return [s for s in sessions if s.group == group and (model is None or s.model == model)
             and (examiner is None or s.examiner_name == examiner)]
 
 
-def _assemble(sessions: List[_Session], params: ExamineParams, space, targets) -> StageResult:
+def _examined_classes(wanted: Optional[Sequence[str]], model: _Model, meta) -> List[str]:
+    """``wanted`` (checked) or every class of the model with an unseen instance in the scene data, model order."""
+    in_scene = set(_unseen(meta)["class"].astype(str))
+    if wanted is None:
+        classes = [c for c in model.classes if c in in_scene]
+        if not classes:
+            raise DataError(f"no class of the model ({model.classes}) has an unseen instance (split != 'train') "
+                            f"in the scene data (classes there: {sorted(in_scene)})")
+        return classes
+    unknown = [c for c in wanted if c not in model.classes]
+    if unknown:
+        raise ConfigError(f"classes: unknown {unknown}; the model knows {model.classes}")
+    absent = [c for c in wanted if c not in in_scene]
+    if absent:
+        raise DataError(f"classes: {absent} have no unseen instance (split != 'train') in the scene data")
+    return list(wanted)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# entry point 1: the model under audit
+# ----------------------------------------------------------------------------------------------------------------
+def examine_target(renderer, space, clf: Any, classes: Sequence[str], images: np.ndarray, meta,
+                   params: ExamineParams, *, progress: Optional[Progress] = None) -> Tuple[StageResult, Any]:
+    """Examine one classifier per class with every examiner of ``params.examiners`` (paper Table 2, Fig. 1-3).
+
+    Parameters
+    ----------
+    renderer : object with ``render(list of dict) -> uint8 (n, H, W, 3)``
+        ``weakspot.scene.BlenderRenderer`` (or ``weakspot.examine.fake.FakeRenderer`` for tests).
+    space : SceneSpace
+        ``.bounds``, ``.searched`` (the searched factors) and ``.fixed`` (the sun angles, drawn once per class).
+    clf : classifier
+        ``predict_proba(x: float32 (n, 3, H, W) in [0, 1]) -> (n, k)``, e.g. ``weakspot.models.TorchClassifier``;
+        its ``n_classes``, when it has one, must equal ``len(classes)``.
+    classes : list of str
+        ``classes[i]`` is the scene class name of output ``i``; classes not in the scene data are ignored.
+    images : uint8 array (n, H, W, 3)
+        The rendered data set; its unseen rows (``split != "train"``) choose the examined instance per class.
+    meta : pandas.DataFrame
+        One row per image: ``class``, ``label``, ``instance``, ``split``, ``view`` and the factors.
+    params : ExamineParams
+        ``params.classes`` (default: every class of ``classes`` in the scene), the examiners and their budget.
+    progress : :data:`weakspot.progress.Progress`, optional
+        ``progress("examine", queries_done, queries_total)`` after each round.
+
+    Returns
+    -------
+    result : StageResult
+        ``metrics``: ``{examiner: {"T0": p, "T100": p, ...}, ..., "per_class": {class: {examiner: {"T0": p,
+        "<last T>": p, "min_found": p}}}}``; tables ``table2``, ``per_class``, ``worst``; figures ``curves``,
+        ``per_class``, ``tsne``, ``worst``.
+    findings : pandas.DataFrame
+        One row per examined class, most severe first, columns :data:`FINDING_COLUMNS`.
+    """
+    params = _params(params)
+    _check_meta(images, meta)
+    _check_space(space)
+    model = _model(clf, classes)
+    examined = _examined_classes(params.classes, model, meta)
+    models = {TARGET: model}
+    instances = {TARGET: select_instances(model, model.classes, images, meta, examined)}
+    sessions = _make_sessions(params, space, models, instances, examined, "main", TARGET, params.examiners, params.T)
+    _run(sessions, renderer, models, params.render_chunk, progress)
+    return _assemble_target(sessions, params, space, model), _findings(sessions, params, space, model)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+
+
+def _condition_summary(query: Mapping[str, float], space, k: int = 3) -> str:
+    """The ``k`` searched factors of ``query`` farthest from the middle of their range, as ``name=value``."""
+    dev = []
+    for name in space.searched:
+        lo, hi = space.bounds[name]
+        dev.append((abs((float(query[name]) - lo) / (hi - lo) - 0.5), name))
+    top = [n for _, n in sorted(dev, key=lambda t: (-t[0], t[1]))[:k]]
+    return ", ".join(f"{n}={_fmt(float(query[n]))}" for n in top)
+
+
+def _findings(sessions: List[_Session], params: ExamineParams, space, model: _Model):
+    """One finding per examined class: the worst query any searching examiner (BO, RL) reached."""
+    import pandas as pd
+
+    searching = [e for e in params.examiners if e != "random"] or list(params.examiners)
+    order = list(space.fixed) + list(space.searched)
+    rows = []
+    for c in dict.fromkeys(s.cls for s in _group(sessions, "main")):
+        ss = [s for s in _group(sessions, "main") if s.cls == c and s.examiner_name in searching]
+        s = min(ss, key=lambda s: (s.worst[0], searching.index(s.examiner_name)))
+        p_true, query, image = s.worst
+        pred, conf = s.worst_pred
+        factors = {k: round(float(v), 4) for k, v in sorted({**s.sun, **query}.items(),
+                                                              key=lambda kv: order.index(kv[0])
+                                                              if kv[0] in order else len(order))}
+        rows.append({
+            "weak_spot": f"class {c} under rendering conditions {_condition_summary(query, space)}",
+            "kind": "class_condition",
+            "severity": float(np.clip(1.0 - p_true, 0.0, 1.0)),
+            "severity_meaning": (f"1 - the lowest true-class probability that the {'/'.join(searching)} "
+                                 f"examiner(s) reached in T = {params.T} iterations on an unseen {c} instance "
+                                 f"({s.instance}) (1: the model rules out the true class)"),
+            "label": c,
+            "prediction": model.classes[pred],
+            "confidence": float(conf),
+            "factors": json.dumps(factors),
+            "image": to_png(np.asarray(image, dtype=np.uint8)),
+        })
+    df = pd.DataFrame(rows, columns=list(FINDING_COLUMNS))
+    return df.sort_values("severity", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _assemble_target(sessions: List[_Session], params: ExamineParams, space, model: _Model) -> StageResult:
     import pandas as pd
 
     names = params.names()
+    last = names[-1]
     metrics: Dict[str, Any] = {}
     rows, class_rows, worst_rows = [], [], []
-    for m in params.models:
-        t0 = {s.cls: float(s.probs[0].mean()) for s in _group(sessions, "main_t0", m)}
-        metrics[m] = {}
-        for e in params.examiners:
-            ss = _group(sessions, "main", m, e)
-            vals = {}
-            for cp, nm in zip(params.checkpoints, names):
-                vals[nm] = float(np.mean([t0[s.cls] if cp == 0 else s.at(cp, params.window) for s in ss]))
-            metrics[m][e] = vals
-            rows.append({"model": m, "examiner": e, **vals})
-            for s in ss:
-                class_rows.append({"model": m, "examiner": e, "class": s.cls, "instance": s.instance,
-                                   "T0": t0[s.cls], names[-1]: s.at(params.T, params.window),
-                                   "min_found": float(np.concatenate(s.probs).min())})
-                worst_rows.append({"model": m, "examiner": e, "class": s.cls, "instance": s.instance,
-                                   "p_true": s.worst[0], **{k: round(v, 3) for k, v in s.worst[1].items()},
-                                   **{k: round(v, 3) for k, v in s.sun.items()}})
+    t0 = {s.cls: float(s.probs[0].mean()) for s in _group(sessions, "main_t0")}
+    per_class: Dict[str, Dict[str, Any]] = {c: {} for c in t0}
+    for e in params.examiners:
+        ss = _group(sessions, "main", examiner=e)
+        vals = {nm: float(np.mean([t0[s.cls] if cp == 0 else s.at(cp, params.window) for s in ss]))
+                for cp, nm in zip(params.checkpoints, names)}
+        metrics[e] = vals
+        rows.append({"examiner": e, **vals})
+        for s in ss:
+            row = {"T0": t0[s.cls], last: s.at(params.T, params.window),
+                   "min_found": float(np.concatenate(s.probs).min())}
+            per_class[s.cls][e] = row
+            class_rows.append({"examiner": e, "class": s.cls, "instance": s.instance, **row})
+            worst_rows.append({"examiner": e, "class": s.cls, "instance": s.instance, "p_true": s.worst[0],
+                               "prediction": model.classes[s.worst_pred[0]],
+                               **{k: round(v, 3) for k, v in s.worst[1].items()},
+                               **{k: round(v, 3) for k, v in s.sun.items()}})
+    metrics["per_class"] = per_class
     tables = {"table2": pd.DataFrame(rows), "per_class": pd.DataFrame(class_rows),
-              "worst": pd.DataFrame(worst_rows).sort_values(["model", "examiner", "p_true"]).reset_index(drop=True)}
-    figures = {"curves": _fig_curves(sessions, params), "per_class": _fig_per_class(tables["per_class"], names[-1]),
+              "worst": pd.DataFrame(worst_rows).sort_values(["examiner", "p_true"]).reset_index(drop=True)}
+    figures = {"curves": _fig_curves(sessions, params), "per_class": _fig_per_class(tables["per_class"], last),
                "tsne": _fig_tsne(sessions, params), "worst": _fig_worst(sessions, params)}
     items = [
         {"table": "table2", "caption": "Mean true-class probability under examination at each checkpoint T "
@@ -438,19 +452,204 @@ def _assemble(sessions: List[_Session], params: ExamineParams, space, targets) -
         {"figure": "tsne", "caption": "t-SNE of random scenes (circles) and the last examined scenes (triangles); "
                                       "opaque = misclassified (paper Fig. 3)."},
         {"figure": "worst", "caption": "The worst scenes found, with their true-class probability."},
-        {"table": "worst", "caption": "The worst scene found per model, examiner and class, with its factor values."},
+        {"table": "worst", "caption": "The worst scene found per examiner and class, with its factor values."},
     ]
     summary = [
-        f"Each class is examined on the validation instance its model is most sure of; sun angles are fixed at "
+        f"Each class is examined on the unseen instance the model is most sure of; sun angles are fixed at "
         f"random, the other {len(space.searched)} factors are searched for T = {params.T} iterations "
         f"(RL: batches of {params.rl.batch_size}, BO: one query each).",
+        "Mean true-class probability " + f"{names[0]} -> {last}: " + ", ".join(
+            f"{e}: {metrics[e][names[0]]:.2f} -> {metrics[e][last]:.2f}" for e in params.examiners) + ".",
     ]
-    for m in params.models:
-        parts = ", ".join(f"{e}: {metrics[m][e][names[0]]:.2f} -> {metrics[m][e][names[-1]]:.2f}"
-                          for e in params.examiners)
-        summary.append(f"{m}: mean true-class probability {names[0]} -> {names[-1]}: {parts}.")
+    worst = tables["worst"].sort_values("p_true").iloc[0]
+    headline = [f"The examiners drove the true-class probability of class {worst['class']} down to "
+                f"{worst['p_true']:.2f} (random scenes: {t0[worst['class']]:.2f})."]
+    return StageResult(metrics=metrics, tables=tables, figures=figures,
+                       title="Adversarial examiner: worst rendering conditions per class", summary=summary,
+                       items=items, headline=headline).check()
 
-    aw = params.artificial_weakness
+
+# ----------------------------------------------------------------------------------------------------------------
+# entry point 2: the study (models of its own)
+# ----------------------------------------------------------------------------------------------------------------
+def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, *, device: Any = "auto",
+              progress: Optional[Progress] = None) -> StageResult:
+    """Train the study's models and run the paper's Sec. 4.3 (Table 3), 4.4 (artificial weakness), 4.5 (factor
+    order) and 4.6 (strength) experiments on them.
+
+    The models are ``params.study.arch`` from ``weakspot.models.ARCHS``, trained with
+    ``weakspot.models.train_torch_classifier`` (``study.epochs``, ``study.lr`` or the paper's, ``study.batch_size``,
+    ``study.augment``) on the training split (``split == "train"``), with the labels of ``meta``:
+
+    * ``<arch>``: all training images (for the factor order check and strength mode, and m >= the views per
+      instance);
+    * ``<arch>_m<m>``: the first m views of each training instance (``study.m_study.values``; Sec. 4.3);
+    * ``<arch>_limited``: only training images with ``artificial_weakness.factor`` in ``train_range`` (Sec. 4.4).
+
+    Parameters
+    ----------
+    renderer, space, images, meta, params :
+        As :func:`examine_target`.
+    device : {"auto", "cpu", "cuda"}
+        Where the models train and run.
+    progress : :data:`weakspot.progress.Progress`, optional
+        ``progress("train <name>: epoch (loss ...)", epoch, epochs)`` while training, then
+        ``progress("examine", done, total)``.
+
+    Returns
+    -------
+    StageResult
+        ``metrics``: ``{"m_study": {examiner: {"m=1": p, ...}}, "artificial_weakness": {examiner:
+        {"frac_extreme_elevation": f}}, "order_check": {"max_abs_diff": d}, "strength": {"best_found": p,
+        "T0": p}}`` (each when enabled), the tables and figures of those experiments and ``models`` (the trained
+        models' sizes and accuracies).
+    """
+    import pandas as pd
+
+    params = _params(params)
+    st = params.study
+    aw, ms = st.artificial_weakness, st.m_study
+    _check_meta(images, meta, aw.factor if aw.enabled else None)
+    _check_space(space)
+    if not (aw.enabled or ms.enabled or st.order_check or st.strength):
+        raise ConfigError("study: every experiment is disabled (m_study, artificial_weakness, order_check, strength)")
+    all_classes = class_order(meta)
+    train = meta[meta["split"].astype(str) == "train"]
+    if len(train) == 0:
+        raise DataError("metadata: no rows with split == 'train' to train the study's models on")
+    trained: Dict[str, _Model] = {}
+    info_rows: List[dict] = []
+    unseen = _unseen(meta)
+    unseen_pos = meta.index.get_indexer(unseen.index)
+
+    def fit(name: str, rows, seed: int, role: str) -> None:
+        pos = meta.index.get_indexer(rows.index)
+        clf = train_study_model(images[pos], meta["label"].to_numpy()[pos], len(all_classes), params, seed=seed,
+                                device=device, name=name, progress=progress)
+        trained[name] = _Model(clf=clf, classes=all_classes)
+        row = {"model": name, "role": role, "n_train": int(len(pos))}
+        if len(unseen_pos):  # accuracy on random views of the unseen instances (the standard protocol)
+            pv = trained[name].proba(images[unseen_pos])
+            lab = unseen["label"].to_numpy()
+            row["unseen_accuracy"] = float((pv.argmax(1) == lab).mean())
+            row["unseen_true_class_proba"] = float(pv[np.arange(len(lab)), lab].mean())
+        info_rows.append(row)
+
+    arch = st.arch
+    view = train["view"] if "view" in train.columns else train.groupby(["class", "instance"]).cumcount()
+    m_max = int(view.max()) + 1
+    need_full = st.order_check or st.strength or (ms.enabled and any(m >= m_max for m in ms.values))
+    if need_full:
+        fit(arch, train, params.seed, "full")
+    if ms.enabled:
+        for m in ms.values:
+            name = f"{arch}_m{m}"
+            if m >= m_max:  # every view: the full model
+                trained[name] = trained[arch]
+                info_rows.append({**next(r for r in info_rows if r["model"] == arch), "model": name,
+                                  "role": "m_study"})
+                continue
+            fit(name, train[view.to_numpy() < m], params.seed + 100 + m, "m_study")
+    if aw.enabled:
+        lo, hi = aw.train_range
+        rows = train[(train[aw.factor] >= lo) & (train[aw.factor] <= hi)]
+        if len(rows) == 0:
+            raise DataError(f"artificial_weakness: no training image has {aw.factor} in [{lo}, {hi}]")
+        fit(f"{arch}_limited", rows, params.seed + 200, "artificial")
+
+    base = trained[next(iter(trained))]
+    classes = _examined_classes(params.classes, base, meta)
+    wanted = set(classes) | set(ms.classes or []) | set(aw.classes or [])
+    _examined_classes(sorted(wanted), base, meta)  # checks the experiments' own class lists
+    instances = {n: select_instances(trained[n], all_classes, images, meta, sorted(wanted)) for n in trained}
+
+    sessions: List[_Session] = []
+    if st.order_check or st.strength:
+        sessions += _make_sessions(params, space, trained, instances, classes, "main", arch,
+                                   ["rl"] if st.order_check else [], params.T)
+    if st.order_check:
+        searched = list(space.searched)
+        order = searched[-4:] + searched[:-4]  # Sec. 4.5 / Fig. 6(b): viewpoint factors first
+        sessions += [s for s in _make_sessions(params, space, trained, instances, classes, "order", arch, ["rl"],
+                                               params.T, order=order) if s.examiner_name != "t0"]
+    if st.strength:
+        sessions += [s for s in _make_sessions(params, space, trained, instances, classes, "strength", arch,
+                                               [st.strength_examiner], params.T, mode="strength")
+                     if s.examiner_name != "t0"]
+    if ms.enabled:
+        for m in ms.values:
+            sessions += _make_sessions(params, space, trained, instances, ms.classes or classes, "m_study",
+                                       f"{arch}_m{m}", ms.examiners, ms.T)
+    if aw.enabled:
+        sessions += [s for s in _make_sessions(params, space, trained, instances, aw.classes or classes,
+                                               "artificial", f"{arch}_limited", aw.examiners, aw.T, tail=aw.tail)
+                     if s.examiner_name != "t0"]
+    _run(sessions, renderer, trained, params.render_chunk, progress)
+    return _assemble_study(sessions, params, space, pd.DataFrame(info_rows))
+
+
+def train_study_model(images: np.ndarray, labels: np.ndarray, n_classes: int, params: ExamineParams, *, seed: int,
+                      device: Any = "auto", name: Optional[str] = None, progress: Optional[Progress] = None):
+    """Build ``params.study.arch`` (weights seeded by ``seed``) and train it on rendered uint8 images with
+    ``train_torch_classifier``; returns a ``weakspot.models.TorchClassifier`` in eval mode."""
+    import torch
+
+    from weakspot.device import resolve_device
+    from weakspot.models import ARCHS, TorchClassifier, train_torch_classifier
+
+    params = _params(params)
+    st = params.study
+    name = name or st.arch
+    x = images_to_input(images)
+    labels = np.asarray(labels)
+    if labels.shape != (len(x),) or (len(labels) and (labels.min() < 0 or labels.max() >= n_classes)):
+        raise DataError(f"labels: expected {len(x)} class codes in [0, {n_classes}), got shape {labels.shape}")
+    dev = resolve_device(device) if isinstance(device, str) else device
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        module = ARCHS.get(st.arch)(tuple(x.shape[1:]), int(n_classes))
+
+    cb = None
+    if progress is not None:
+        def cb(what: str, done: int, total: int) -> None:
+            progress(f"train {name}: {what}", done, total)
+
+    train_torch_classifier(module, x, labels.astype(np.int64), epochs=st.epochs, lr=st.learning_rate(),
+                           batch_size=st.batch_size, seed=int(seed), device=dev, augment=st.augment, progress=cb)
+    return TorchClassifier(module, n_classes=int(n_classes), device=dev)
+
+
+def _assemble_study(sessions: List[_Session], params: ExamineParams, space, models_table) -> StageResult:
+    import pandas as pd
+
+    st = params.study
+    aw, ms = st.artificial_weakness, st.m_study
+    metrics: Dict[str, Any] = {}
+    tables: Dict[str, Any] = {"models": models_table}
+    figures: Dict[str, Any] = {}
+    items: List[Dict[str, str]] = [{"table": "models", "caption": f"The study's {st.arch} models: training images "
+                                    "and accuracy on random views of the unseen instances."}]
+    summary = [f"The study trains its own {st.arch} models ({st.epochs} epochs, Adam, lr {st.learning_rate():g}) "
+               "on the rendered training split and examines them."]
+    if ms.enabled:
+        mrows = []
+        metrics["m_study"] = {}
+        for e in ms.examiners:
+            row = {"examiner": e}
+            for m in ms.values:
+                ss = _group(sessions, "m_study", f"{st.arch}_m{m}", e)
+                row[f"m={m}"] = float(np.mean([s.at(s.T, params.window) for s in ss]))
+            metrics["m_study"][e] = {k: v for k, v in row.items() if k != "examiner"}
+            mrows.append(row)
+        row = {"examiner": "T0 (random)"}
+        for m in ms.values:
+            row[f"m={m}"] = float(np.mean([s.probs[0].mean() for s in _group(sessions, "m_study_t0",
+                                                                             f"{st.arch}_m{m}")]))
+        metrics["m_study"]["T0"] = {k: v for k, v in row.items() if k != "examiner"}
+        mrows.append(row)
+        tables["table3"] = pd.DataFrame(mrows)
+        items.append({"table": "table3", "caption": f"{st.arch} trained with m images per instance, examined for "
+                                                    f"T = {ms.T} (paper Table 3)."})
     if aw.enabled:
         lo, hi = aw.train_range
         metrics["artificial_weakness"] = {}
@@ -469,41 +668,28 @@ def _assemble(sessions: List[_Session], params: ExamineParams, space, targets) -
                   {"figure": "artificial_weakness", "caption": f"{aw.factor} of the last {aw.tail} queries."}]
         summary.append("Artificial weakness: fraction of late queries outside the training range: " + ", ".join(
             f"{r['examiner']} {r['frac_extreme_elevation']:.2f}" for r in arows) + ".")
-    ms = params.m_study
-    if ms.enabled:
-        mrows = []
-        for e in ms.examiners:
-            row = {"examiner": e}
-            for m in ms.values:
-                ss = _group(sessions, "m_study", f"{ms.arch}_m{m}", e)
-                row[f"m={m}"] = float(np.mean([s.at(s.T, params.window) for s in ss]))
-            mrows.append(row)
-        row = {"examiner": "T0 (random)"}
-        for m in ms.values:
-            row[f"m={m}"] = float(np.mean([s.probs[0].mean() for s in _group(sessions, "m_study_t0",
-                                                                             f"{ms.arch}_m{m}")]))
-        mrows.append(row)
-        tables["table3"] = pd.DataFrame(mrows)
-        items.append({"table": "table3", "caption": f"{ms.arch} trained with m images per instance, examined for "
-                                                    f"T = {ms.T} (paper Table 3)."})
-    if params.order_check:
+    if st.order_check:
         tables["factor_order"], figures["factor_order"] = _order_check(sessions, params, space)
+        fo = tables["factor_order"]
+        metrics["order_check"] = {"max_abs_diff": float(fo.loc[fo["factor"] != "p_true_last", "abs_diff"].max())}
         items += [{"table": "factor_order", "caption": "RL examiners with two factor orders (paper Sec. 4.5): "
                    "mean of each factor (scaled to [0, 1]) over the last queries, and the final probability."},
                   {"figure": "factor_order", "caption": "t-SNE of the last queries of both orders (paper Fig. 6)."}]
-    if params.strength:
+    if st.strength:
         ss = _group(sessions, "strength")
-        t0 = {s.cls: float(s.probs[0].mean()) for s in _group(sessions, "main_t0", params.models[0])}
+        t0 = {s.cls: float(s.probs[0].mean()) for s in _group(sessions, "main_t0")}
         tables["strength"] = pd.DataFrame([{"class": s.cls, "T0": t0[s.cls], "last": s.at(s.T, params.window),
                                             "best_found": s.worst[0]} for s in ss])
+        metrics["strength"] = {"T0": float(tables["strength"]["T0"].mean()),
+                               "best_found": float(tables["strength"]["best_found"].mean())}
         figures["strength"] = _fig_strength(ss, params)
         items += [{"table": "strength", "caption": "Strength mode (paper Sec. 4.6): the examiner maximises the "
                                                    "true-class probability."},
                   {"figure": "strength", "caption": "Strength mode curves and the best scenes (paper Fig. 5)."}]
-    result = StageResult(metrics=metrics, tables=tables, figures=figures,
-                         title="Adversarial examiner: worst rendering conditions per class", summary=summary,
-                         items=items)
-    return result.check()
+    return StageResult(metrics=metrics, tables=tables, figures=figures,
+                       title="Adversarial examiner study: training-set size, artificial weakness, factor order, "
+                             "strength", summary=summary, items=items).check()
+
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -520,29 +706,28 @@ def _plt():
 
 def _fig_curves(sessions, params):
     plt = _plt()
-    fig, axes = plt.subplots(1, len(params.models), figsize=(5 * len(params.models), 3.5), squeeze=False)
-    for ax, m in zip(axes[0], params.models):
-        t0 = np.mean([s.probs[0].mean() for s in _group(sessions, "main_t0", m)])
-        for e in params.examiners:
-            c = np.mean([s.curve() for s in _group(sessions, "main", m, e)], axis=0)
-            ax.plot(np.arange(1, len(c) + 1), c, label=e)
-        ax.axhline(t0, color="grey", ls="--", label="T0 (random)")
-        ax.set(title=m, xlabel="iteration", ylabel="true-class probability", ylim=(0, 1))
-        ax.legend(fontsize=7)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    t0 = np.mean([s.probs[0].mean() for s in _group(sessions, "main_t0")])
+    for e in params.examiners:
+        c = np.mean([s.curve() for s in _group(sessions, "main", examiner=e)], axis=0)
+        ax.plot(np.arange(1, len(c) + 1), c, label=e)
+    ax.axhline(t0, color="grey", ls="--", label="T0 (random)")
+    ax.set(xlabel="iteration", ylabel="true-class probability", ylim=(0, 1))
+    ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 
 
 def _fig_per_class(df, last):
     plt = _plt()
-    groups = list(df.groupby(["model", "examiner"], sort=False))
+    groups = list(df.groupby("examiner", sort=False))
     fig, axes = plt.subplots(1, len(groups), figsize=(max(4, 3.5 * len(groups)), 3.5), squeeze=False)
-    for ax, ((m, e), d) in zip(axes[0], groups):
+    for ax, (e, d) in zip(axes[0], groups):
         x = np.arange(len(d))
         ax.bar(x - 0.2, d["T0"], 0.4, label="T0")
         ax.bar(x + 0.2, d[last], 0.4, label=last)
         ax.set_xticks(x, d["class"], rotation=60, fontsize=7)
-        ax.set(title=f"{e} on {m}", ylim=(0, 1))
+        ax.set(title=e, ylim=(0, 1))
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
@@ -567,13 +752,13 @@ def _scatter(ax, Y, is_ex, wrong):
 
 def _fig_tsne(sessions, params):
     plt = _plt()
-    cls = params.tsne_class or (params.classes or [s.cls for s in sessions if s.group == "main"])[0]
-    pairs = [(m, e) for m in params.models for e in params.examiners if e != "random"] or \
-        [(m, e) for m in params.models for e in params.examiners]
+    examined = [s.cls for s in sessions if s.group == "main"]
+    cls = params.tsne_class if params.tsne_class in examined else examined[0]
+    pairs = [e for e in params.examiners if e != "random"] or list(params.examiners)
     fig, axes = plt.subplots(1, len(pairs), figsize=(4 * len(pairs), 4), squeeze=False)
-    for ax, (m, e) in zip(axes[0], pairs):
-        r = [s for s in _group(sessions, "main_t0", m) if s.cls == cls]
-        x = [s for s in _group(sessions, "main", m, e) if s.cls == cls]
+    for ax, e in zip(axes[0], pairs):
+        r = [s for s in _group(sessions, "main_t0") if s.cls == cls]
+        x = [s for s in _group(sessions, "main", examiner=e) if s.cls == cls]
         if not r or not x:
             ax.set_axis_off()
             continue
@@ -582,7 +767,7 @@ def _fig_tsne(sessions, params):
         wrong = np.array([p != r.label for p in list(r.tail_pred)[: params.tail]] + [p != x.label for p in x.tail_pred])
         is_ex = np.r_[np.zeros(min(params.tail, len(r.tail_images)), bool), np.ones(len(x.tail_images), bool)]
         _scatter(ax, _tsne(imgs, params.seed), is_ex, wrong)
-        ax.set(title=f"{cls}: {e} on {m}", xticks=[], yticks=[])
+        ax.set(title=f"{cls}: {e}", xticks=[], yticks=[])
         ax.legend(fontsize=6)
     fig.tight_layout()
     return fig
@@ -590,11 +775,11 @@ def _fig_tsne(sessions, params):
 
 def _fig_worst(sessions, params):
     plt = _plt()
-    pairs = [(m, e) for m in params.models for e in params.examiners]
+    pairs = list(params.examiners)
     k = params.n_worst
     fig, axes = plt.subplots(len(pairs), k, figsize=(1.8 * k, 2.0 * len(pairs)), squeeze=False)
-    for row, (m, e) in zip(axes, pairs):
-        ss = sorted(_group(sessions, "main", m, e), key=lambda s: s.worst[0])[:k]
+    for row, e in zip(axes, pairs):
+        ss = sorted(_group(sessions, "main", examiner=e), key=lambda s: s.worst[0])[:k]
         for ax, s in zip(row, ss):
             ax.imshow(s.worst[2])
             p = s.worst[1]
@@ -603,7 +788,7 @@ def _fig_worst(sessions, params):
         for ax in row:
             ax.set_xticks([])
             ax.set_yticks([])
-        row[0].set_ylabel(f"{e} / {m}", fontsize=7)
+        row[0].set_ylabel(e, fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -628,8 +813,7 @@ def _order_check(sessions, params, space):
     import pandas as pd
 
     plt = _plt()
-    first = params.models[0]
-    a = _group(sessions, "main", first, "rl")
+    a = _group(sessions, "main", examiner="rl")
     b = _group(sessions, "order")
     searched = list(space.searched)
     lo = np.array([space.bounds[k][0] for k in searched])
@@ -648,7 +832,7 @@ def _order_check(sessions, params, space):
                        "view_first_order": list(mb) + [float(np.mean([s.at(s.T, params.window) for s in b]))]})
     df["abs_diff"] = (df["default_order"] - df["view_first_order"]).abs()
     fig, ax = plt.subplots(figsize=(4.5, 4))
-    cls = params.tsne_class or b[0].cls
+    cls = params.tsne_class if params.tsne_class in [s.cls for s in b] else b[0].cls
     sa = [s for s in a if s.cls == cls]
     sb = [s for s in b if s.cls == cls]
     if sa and sb:

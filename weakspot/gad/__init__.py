@@ -1,14 +1,16 @@
 """Generalized Adversarial Distance (seeds/001, Bennette et al.): black-box search for high-confidence errors.
 
-Caveats first: the library is pure (no Prefect, no DVC, no file layout beyond the ``root`` a caller passes to
-:func:`load_keel`); the baselines are re-implementations (see :mod:`weakspot.gad.search`); the attack's step size and
-cap are ours (the paper gives none).
+Caveats first: GAD audits a model it is given (:func:`~weakspot.gad.experiment.run_target`: a target's trained
+classifier, used only through ``predict_proba``, and its splits); it trains no model of its own but the pseudo-model
+of Algorithm 1. The paper's SVM is the built-in scikit-learn architecture ``svm_grid``
+(:data:`weakspot.models.SKLEARN_ARCHS`), its biased splits :data:`weakspot.data.BIAS_PRESETS`. The library is pure
+(no Prefect, no DVC, no file layout); the baselines are re-implementations (see :mod:`weakspot.gad.search`); the
+attack's step size and cap are ours (the paper gives none).
 """
 
 from weakspot.gad.attack import AttackResult, gad_attack
-from weakspot.gad.blackbox import BlackBox, fit_estimator, fit_svm_grid
 from weakspot.gad.config import GadParams
-from weakspot.gad.datasets import BiasRule, Split, biased_split, load_keel, make_preset_split
+from weakspot.gad.datasets import Split, biased_split, make_preset_split
 from weakspot.gad.distance import mae
 from weakspot.gad.extract import Extraction, extract_pseudo_model, latin_hypercube
 from weakspot.gad.loess import gad_scores, loess_fit
@@ -16,15 +18,15 @@ from weakspot.gad.sdr import mean_ci95, sdr, sdr_curve
 from weakspot.gad.search import SEARCHES, Pool, make_search
 
 __all__ = [
-    "AttackResult", "BiasRule", "BlackBox", "Extraction", "GadParams", "Pool", "SEARCHES", "Split", "biased_split",
-    "extract_pseudo_model", "fit_estimator", "fit_svm_grid", "gad_attack", "gad_scores", "latin_hypercube",
-    "load_keel", "loess_fit", "mae", "make_preset_split", "make_search", "mean_ci95", "run_gad", "sdr", "sdr_curve",
+    "AttackResult", "DatasetOutcome", "Extraction", "GadParams", "Pool", "SEARCHES", "Split", "biased_split",
+    "extract_pseudo_model", "findings_of", "gad_attack", "gad_scores", "latin_hypercube", "loess_fit", "mae",
+    "make_preset_split", "make_search", "mean_ci95", "result_of", "run_target", "sdr", "sdr_curve",
 ]
 
 
 def __getattr__(name: str):
-    if name == "run_gad":  # lazy: pulls in matplotlib
-        from weakspot.gad.experiment import run_gad
+    if name in ("DatasetOutcome", "findings_of", "result_of", "run_target"):  # lazy: pulls in matplotlib and torch
+        from weakspot.gad import experiment
 
-        return run_gad
+        return getattr(experiment, name)
     raise AttributeError(name)

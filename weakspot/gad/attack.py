@@ -19,11 +19,12 @@ Caveats first:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 
 from weakspot.errors import ConfigError, DataError
+from weakspot.progress import Progress
 
 
 @dataclass
@@ -51,13 +52,13 @@ def gad_attack(
     scale: Optional[np.ndarray] = None,
     refine_iters: int = 8,
     device: str = "auto",
-    progress: Optional[Callable[[str, int, int], None]] = None,
+    progress: Optional[Progress] = None,
 ) -> AttackResult:
     """Algorithm 2 for every row of ``X`` at once: signed-gradient steps on the pseudo-model until the black box flips.
 
     Parameters
     ----------
-    black_box : BlackBox
+    black_box : Classifier (weakspot.models; e.g. SklearnClassifier)
         Called once per step on the still-unflipped rows only.
     pseudo_model : torch.nn.Module
         With ``.logit(x)``, the logit of the black box's confidence for ``class_index`` (from Algorithm 1).

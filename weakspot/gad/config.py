@@ -1,76 +1,24 @@
-"""The ``gad`` section of params.yaml: Generalized Adversarial Distance (seeds/001, Bennette et al.).
+"""The ``gad`` section of params.yaml: the protocol of Generalized Adversarial Distance (seeds/001, Bennette et al.).
 
 Caveats first: every default is the paper's where the paper gives a number (cited in a comment); where the paper is
-silent (the attack's step size and step cap, the network width, the optimiser, the SVM grid) the default is ours
-and says so. An unknown key is an error. The built-in data sets (``phoneme``, ``yeast1``, ``breast_cancer``) fill
-every unset field of a :class:`GadDatasetParams` from their preset (see :mod:`weakspot.gad.datasets`).
+silent (the attack's step size and step cap, the network width, the optimiser) the default is ours and says so. An
+unknown key is an error. What is audited -- the data, its split and the trained model -- is not here: GAD audits the
+targets it is given (:func:`weakspot.gad.experiment.run_target`); the paper's SVM is the built-in scikit-learn
+architecture ``svm_grid`` (:mod:`weakspot.models.sklearn_archs`) and its biased splits are
+:data:`weakspot.data.BIAS_PRESETS`.
 """
 
 from __future__ import annotations
 
-from typing import List, Literal, Optional, Union
+from typing import List, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-SEARCH_NAMES = ("gad", "random", "lakkaraju", "bansal_weld", "facility_location", "low_confidence")
+from weakspot.gad.search import SEARCHES
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
-
-
-class BiasRuleParams(_Model):
-    """Keep a training row of class ``label`` only when ``feature`` is above/below a threshold.
-
-    Rows of other classes are untouched; the test split is never biased. Give exactly one of ``threshold``
-    (in the feature's units) or ``quantile`` (of the feature over the whole data set).
-    """
-
-    feature: str
-    label: Union[int, str]
-    keep: Literal["above", "below"]
-    threshold: Optional[float] = None
-    quantile: Optional[float] = Field(None, ge=0.0, le=1.0)
-
-    @model_validator(mode="after")
-    def _one_threshold(self) -> "BiasRuleParams":
-        if (self.threshold is None) == (self.quantile is None):
-            raise ValueError("give exactly one of threshold (feature units) or quantile (0..1)")
-        return self
-
-
-class GadDatasetParams(_Model):
-    """One data set to audit; a built-in ``name`` fills every field left unset."""
-
-    name: str = Field(..., min_length=1, description="key in metrics/gad.json; built-ins: phoneme, yeast1, breast_cancer")
-    source: Optional[str] = Field(
-        None, description="keel:phoneme | keel:yeast1 | sklearn:breast_cancer | csv:PATH | parquet:PATH"
-    )
-    label: Optional[str] = Field(None, description="label column for csv:/parquet: sources")
-    features: Optional[List[str]] = Field(None, description="feature columns to use (default: all numeric ones)")
-    class_of_interest: Optional[Union[int, str]] = Field(None, description="the class whose confident errors are searched")
-    bias: Optional[List[BiasRuleParams]] = Field(None, description="training-bias rules; [] for an unbiased split")
-    n_train: Optional[int] = Field(None, ge=10)
-    n_test: Optional[int] = Field(None, ge=10)
-    log_mae: Optional[bool] = Field(None, description="LOESS on log-MAE (Table I 'LOESS' column) instead of MAE")
-
-
-class SvmGridParams(_Model):
-    """Grid search over linear and RBF kernels (Sec. V-A, Table I 'Kernel'); the grid itself is ours."""
-
-    kernels: List[Literal["linear", "rbf"]] = ["linear", "rbf"]  # Sec. V-A: "linear and radial basis function kernels"
-    C: List[float] = Field([0.1, 1.0, 10.0], min_length=1)  # ours: the paper does not give its grid
-    # ours (RBF only): libsvm's default width 1/(d var) = 1/d on the standardised features; a sharper gamma (1.0) wins
-    # CV on Phoneme by 1% but gives a wiggly boundary the 5-layer pseudo-model fits with R^2 0.86 (paper: 0.99)
-    gamma: List[Union[float, Literal["scale"]]] = Field(["scale"], min_length=1)
-    cv: int = Field(3, ge=2, le=10)  # ours
-
-    @field_validator("C")
-    @classmethod
-    def _positive_c(cls, v: List[float]) -> List[float]:
-        if any(c <= 0 for c in v):
-            raise ValueError(f"every C must be > 0, got {v}")
-        return v
 
 
 class SearchParams(_Model):
@@ -86,20 +34,9 @@ class SearchParams(_Model):
 
 
 class GadParams(_Model):
-    """params.yaml ``gad`` section: data, black box, extraction, attack, LOESS, and the Sec. V-C protocol."""
+    """params.yaml ``gad`` section: extraction, attack, LOESS, and the Sec. V-C protocol (not the targets)."""
 
-    datasets: List[GadDatasetParams] = Field(
-        default_factory=lambda: [
-            GadDatasetParams(name="phoneme"),  # Sec. V-A
-            GadDatasetParams(name="yeast1"),  # Sec. V-A (NUC against the rest here; the paper used NUC vs MIT)
-            GadDatasetParams(name="breast_cancer"),  # stands in for Pang04, which cannot be had (see datasets.py)
-        ],
-        min_length=1,
-    )
-    keel_root: str = "data/external/keel"  # where keel: sources are read from (the caller's working directory)
     seed: int = 0
-    estimator: str = Field("svm_grid", description="svm_grid, or 'pkg.module:factory' returning an unfitted sklearn-like estimator with predict_proba")
-    svm: SvmGridParams = SvmGridParams()
 
     # Algorithm 1 (model extraction), Sec. V-A
     design_points: int = Field(50_000, ge=100)  # Sec. V-A: "the size of the design space, N, is 50,000"
@@ -125,26 +62,19 @@ class GadParams(_Model):
     pool_max_fraction: float = Field(0.8, gt=0, le=1)  # ours: a pool is at most this share of the eligible set
     confidence_threshold: float = Field(0.65, ge=0.5, lt=1)  # Sec. V-C: "confidence greater than 65%"
     budget: int = Field(50, ge=1)  # Sec. V-C: "a 50 sample query set"
-    searches: List[str] = Field(default_factory=lambda: list(SEARCH_NAMES), min_length=1)
+    # every registered search (weakspot.gad.search.SEARCHES), in name order
+    searches: List[str] = Field(default_factory=lambda: SEARCHES.names(), min_length=1)
     search: SearchParams = SearchParams()
     reliability_bins: int = Field(10, ge=2, le=50)  # Fig. 2
 
     @field_validator("searches")
     @classmethod
     def _known_searches(cls, v: List[str]) -> List[str]:
-        bad = [s for s in v if s not in SEARCH_NAMES]
+        bad = [s for s in v if s not in SEARCHES]
         if bad:
-            raise ValueError(f"unknown search(es) {bad}; valid: {', '.join(SEARCH_NAMES)}")
+            raise ValueError(f"unknown search(es) {bad}; valid: {', '.join(SEARCHES.names())}")
         if len(set(v)) != len(v):
             raise ValueError(f"searches must be distinct, got {v}")
-        return v
-
-    @field_validator("datasets")
-    @classmethod
-    def _distinct_names(cls, v: List[GadDatasetParams]) -> List[GadDatasetParams]:
-        names = [d.name for d in v]
-        if len(set(names)) != len(names):
-            raise ValueError(f"dataset names must be distinct, got {names}")
         return v
 
     @model_validator(mode="after")

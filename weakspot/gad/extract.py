@@ -10,12 +10,13 @@ evaluation data itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 
 from weakspot.device import single_thread
 from weakspot.errors import ConfigError, DataError
+from weakspot.progress import Progress
 
 
 def latin_hypercube(lo: np.ndarray, hi: np.ndarray, n: int, *, seed: int = 0) -> np.ndarray:
@@ -106,13 +107,13 @@ def extract_pseudo_model(
     holdout_fraction: float = 0.1,
     seed: int = 0,
     device: str = "auto",
-    progress: Optional[Callable[[str, int, int], None]] = None,
+    progress: Optional[Progress] = None,
 ) -> Extraction:
     """Algorithm 1: LHS design over the evaluation data's ranges, labelled by the black box, fitted by MSE.
 
     Parameters
     ----------
-    black_box : BlackBox
+    black_box : Classifier (weakspot.models; e.g. SklearnClassifier)
         Queried once on the whole design (``predict_proba``).
     X_eval : ndarray (n, d)
         The representative evaluation data ``D``; only its column ranges define the design.

@@ -56,15 +56,19 @@ def mean_ci95(values: np.ndarray, axis: int = 0) -> Tuple[np.ndarray, np.ndarray
 
 
 def reliability(confidence: np.ndarray, correct: np.ndarray, *, bins: int = 10, lo: float = 0.5) -> dict:
-    """Reliability-diagram data (Fig. 2): per confidence bin, mean confidence, observed accuracy and count."""
+    """Reliability-diagram data (Fig. 2): per confidence bin of ``[lo, 1]``, mean confidence, accuracy and count.
+
+    The binning is :func:`weakspot.metrics.reliability_bins` (bins ``(edges[b], edges[b+1]]``); empty bins have NaN
+    mean confidence and accuracy.
+    """
+    from weakspot.metrics import reliability_bins
+
     c = np.asarray(confidence, dtype=np.float64)
     k = np.asarray(correct, dtype=np.float64)
     if c.shape != k.shape or c.ndim != 1:
         raise DataError(f"reliability: confidence and correct must be 1-D of one length, got {c.shape}, {k.shape}")
-    edges = np.linspace(lo, 1.0, bins + 1)
-    which = np.clip(np.digitize(c, edges[1:-1]), 0, bins - 1)
-    count = np.bincount(which, minlength=bins).astype(np.float64)
+    edges, count, conf_sum, corr_sum = reliability_bins(c, k, bins, lo=lo)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean_conf = np.bincount(which, weights=c, minlength=bins) / count
-        acc = np.bincount(which, weights=k, minlength=bins) / count
+        mean_conf = np.where(count > 0, conf_sum / np.maximum(count, 1), np.nan)
+        acc = np.where(count > 0, corr_sum / np.maximum(count, 1), np.nan)
     return {"edges": edges, "mean_confidence": mean_conf, "accuracy": acc, "count": count}

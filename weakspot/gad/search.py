@@ -2,6 +2,8 @@
 
 Caveats first: the baselines are re-implementations from the descriptions in seeds/001 (Sec. II-A) and what their
 papers say, not the original code (which the GAD paper used); each class's docstring states its simplifications.
+Every search is registered in :data:`SEARCHES`, the one list of valid names (the ``gad.searches`` check asks it);
+a class's ``label`` names it in figures.
 All searches only ever see the pool's features, the black box's confidences and -- for the adaptive ones -- the
 oracle's answers for points already queried; ``gad`` also sees the adversarial distances. Features are standardised
 within the pool for every distance-based step. Ties are broken by index (stable sorts), so a search is
@@ -158,6 +160,8 @@ class GADSearch:
         Robustifying iterations of ``lowess``.
     """
 
+    label = "GAD"  # name in figures and the report
+
     def __init__(self, *, log: bool = True, frac: float = 2.0 / 3.0, iterations: int = 0, random_state: int = 0):
         self.log = log
         self.frac = frac
@@ -180,6 +184,8 @@ class GADSearch:
 class RandomSearch:
     """Uniform random queries without replacement (Sec. V-C's random search)."""
 
+    label = "Random"  # name in figures and the report
+
     def __init__(self, *, random_state: int = 0):
         self.random_state = random_state
 
@@ -191,6 +197,8 @@ class RandomSearch:
 @SEARCHES.register("low_confidence")
 class LowConfidenceSearch:
     """Lowest confidence first (Sec. I: "inspect those predictions for which the classifier has low confidence")."""
+
+    label = "Lowest confidence"  # name in figures and the report
 
     def __init__(self, *, random_state: int = 0):
         self.random_state = random_state
@@ -221,6 +229,8 @@ class LakkarajuSearch:
     threshold : float, default 0.65 (tau of Sec. I)
     random_state : int
     """
+
+    label = "Lakkaraju et al."  # name in figures and the report
 
     def __init__(self, *, n_clusters: int = 8, exploration: float = 2.0, discount: float = 1.0, threshold: float = 0.65, random_state: int = 0):
         self.n_clusters = n_clusters
@@ -275,6 +285,8 @@ class BansalWeldSearch:
     standardised features (width: ``bandwidth`` x the median pairwise distance) and this Beta-Bernoulli model.
     """
 
+    label = "Bansal & Weld"  # name in figures and the report
+
     def __init__(self, *, n_clusters: int = 8, prior_strength: float = 2.0, bandwidth: float = 0.5, threshold: float = 0.65, random_state: int = 0):
         self.n_clusters = n_clusters
         self.prior_strength = prior_strength
@@ -328,6 +340,8 @@ class FacilityLocationSearch:
     above keeps its three parts (facility-location diversity, SDR-style excess error, logistic meta-model).
     """
 
+    label = "Facility locations"  # name in figures and the report
+
     def __init__(self, *, bandwidth: float = 0.5, l2: float = 1.0, random_state: int = 0):
         self.bandwidth = bandwidth
         self.l2 = l2
@@ -358,6 +372,11 @@ class FacilityLocationSearch:
                 pi = 1.0 / (1.0 + np.exp(-np.clip(w[0] + A @ w[1:], -30, 30)))
                 ratio = pi / expected
         return np.asarray(out, dtype=np.int64)
+
+
+def search_label(name: str) -> str:
+    """A registered search's display name (its class's ``label``, else the registry name)."""
+    return str(getattr(SEARCHES.get(name), "label", name))
 
 
 def make_search(name: str, **kwargs) -> object:

@@ -12,7 +12,8 @@ Examples
 """
 
 from weakspot.models.adapters import CallableClassifier, SklearnClassifier, TorchClassifier
-from weakspot.models.archs import ARCHS, MLP, LeNet, register_arch
+from weakspot.models.archs import ARCHS, MLP, PAPER_LR, LeNet, Normalize, register_arch
+from weakspot.models.sklearn_archs import SKLEARN_ARCHS, register_sklearn_arch
 from weakspot.models.protocol import Classifier, WhiteBoxClassifier, check_probabilities, is_white_box
 from weakspot.models.spec import ModelSpec, load_model, load_state_dict, resolve_factory
 from weakspot.models.train import train_torch_classifier
@@ -20,10 +21,13 @@ from weakspot.models.train import train_torch_classifier
 __all__ = [
     "ARCHS",
     "CallableClassifier",
+    "SKLEARN_ARCHS",
     "Classifier",
     "LeNet",
     "MLP",
     "ModelSpec",
+    "Normalize",
+    "PAPER_LR",
     "SklearnClassifier",
     "TorchClassifier",
     "WhiteBoxClassifier",
@@ -32,6 +36,7 @@ __all__ = [
     "load_model",
     "load_state_dict",
     "register_arch",
+    "register_sklearn_arch",
     "resolve_factory",
     "train_torch_classifier",
 ]

@@ -1,21 +1,27 @@
-"""Training of the built-in model under audit: Adam on shuffled index batches, deterministic for a seed on CPU.
+"""Training of the built-in models: Adam on shuffled index batches, deterministic for a seed on CPU.
 
 Caveats first: the whole training set is moved to ``device`` once (these data sets are small); batches are slices
 of a seeded permutation, not a DataLoader. The module's initial weights are the caller's: seed before building it
 (``weakspot.device.seed_everything``) for a fully reproducible model. The global torch RNG is left as it was.
+A module with batch norm skips a trailing batch of a single sample (batch norm needs two).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 import torch
 
 from weakspot.errors import ConfigError, DataError
+from weakspot.progress import Progress
 
-Progress = Callable[[int, int, Dict[str, float]], None]
+AUGMENTATIONS = ("hflip",)
+
+
+def _has_batch_norm(module: torch.nn.Module) -> bool:
+    return any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in module.modules())
 
 
 def _as_tensors(X: Any, y: Any, name: str, device: torch.device) -> tuple:
@@ -55,6 +61,7 @@ def train_torch_classifier(
     seed: int,
     device: Any,
     weight_decay: float = 0.0,
+    augment: Optional[str] = None,
     progress: Optional[Progress] = None,
 ) -> Dict[str, Any]:
     """Train ``module`` in place with Adam and cross-entropy; return the per-epoch history.
@@ -64,7 +71,8 @@ def train_torch_classifier(
     module : torch.nn.Module
         Maps ``(n, ...)`` float32 inputs to ``(n, k)`` logits. Left in eval mode on ``device``.
     X_train, y_train : arrays
-        Inputs ``(n, ...)`` and int labels ``(n,)``.
+        Inputs ``(n, ...)`` (converted to float32; images for the built-in image archs are float32
+        ``(n, C, H, W)`` in [0, 1], see ``weakspot.scene.images_to_input``) and int labels ``(n,)``.
     X_val, y_val : arrays, optional
         Scored after every epoch (loss and accuracy) when given.
     epochs : int
@@ -80,8 +88,12 @@ def train_torch_classifier(
     device : {"auto", "cpu", "cuda"} or torch.device
     weight_decay : float, default 0.0
         Adam's L2 penalty.
-    progress : callable, optional
-        ``progress(epoch_done, epochs, metrics)`` after every epoch, ``metrics`` the epoch's row of the history.
+    augment : {None, "hflip"}, default None
+        ``"hflip"``: flip each training image left-right with probability 1/2 (batched; the flips are drawn from the
+        seeded generator of the batch order). Needs image inputs ``(n, C, H, W)``.
+    progress : callable(what, done, total), optional
+        :data:`weakspot.progress.Progress`: ``progress("epoch (loss 0.123)", epoch_done, epochs)`` after every
+        epoch (the training loss, and the validation accuracy when there is validation data, in the note).
 
     Returns
     -------
@@ -111,12 +123,18 @@ def train_torch_classifier(
                               "(epochs, batch_size: integers >= 1; lr > 0; weight_decay >= 0; seed: integer)")
     if (X_val is None) != (y_val is None):
         raise ConfigError("train_torch_classifier: give both X_val and y_val, or neither")
+    if augment is not None and augment not in AUGMENTATIONS:
+        raise ConfigError(f"train_torch_classifier: augment = {augment!r} is not allowed; use None or "
+                          f"{', '.join(repr(a) for a in AUGMENTATIONS)}")
     dev = device if isinstance(device, torch.device) else resolve_device(device)
     module = module.to(dev)
     X, y = _as_tensors(X_train, y_train, "training data", dev)
     Xv = yv = None
     if X_val is not None:
         Xv, yv = _as_tensors(X_val, y_val, "validation data", dev)
+    if augment == "hflip" and X.ndim != 4:
+        raise ConfigError(f"train_torch_classifier: augment='hflip' needs images (n, C, H, W), got X {tuple(X.shape)}")
+    skip_single = _has_batch_norm(module)
 
     history: Dict[str, List[float]] = {"epoch": [], "train_loss": [], "train_accuracy": [], "val_loss": [],
                                        "val_accuracy": [], "seconds": [], "steps": []}
@@ -136,9 +154,15 @@ def train_torch_classifier(
             # running sums stay on the device: no host sync per step (matters on CUDA)
             loss_sum = torch.zeros((), device=dev)
             correct = torch.zeros((), dtype=torch.int64, device=dev)
+            seen = 0
             for start in range(0, n, int(batch_size)):
                 idx = perm[start:start + int(batch_size)]
+                if skip_single and idx.shape[0] < 2 and n >= 2:  # batch norm needs two samples
+                    continue
                 xb, yb = X[idx], y[idx]
+                if augment == "hflip":
+                    flip = (torch.rand(idx.shape[0], generator=gen) < 0.5).to(dev)
+                    xb = torch.where(flip[:, None, None, None], xb.flip(-1), xb)
                 out = module(xb)
                 loss = torch.nn.functional.cross_entropy(out, yb)
                 opt.zero_grad(set_to_none=True)
@@ -146,9 +170,11 @@ def train_torch_classifier(
                 opt.step()
                 loss_sum += loss.detach() * idx.shape[0]
                 correct += (out.detach().argmax(dim=1) == yb).sum()
+                seen += int(idx.shape[0])
                 steps += 1
             module.eval()
-            row = {"epoch": epoch, "train_loss": float(loss_sum) / n, "train_accuracy": int(correct) / n,
+            seen = max(seen, 1)
+            row = {"epoch": epoch, "train_loss": float(loss_sum) / seen, "train_accuracy": int(correct) / seen,
                    "val_loss": float("nan"), "val_accuracy": float("nan")}
             if Xv is not None:
                 row["val_loss"], row["val_accuracy"] = _evaluate(module, Xv, yv, max(int(batch_size), 512))
@@ -157,6 +183,9 @@ def train_torch_classifier(
             for key, value in row.items():
                 history[key].append(value)
             if progress is not None:
-                progress(epoch, int(epochs), dict(row))
+                note = f"loss {row['train_loss']:.3f}"
+                if Xv is not None:
+                    note += f", val acc {row['val_accuracy']:.3f}"
+                progress(f"epoch ({note})", epoch, int(epochs))
     module.eval()
     return history

@@ -47,6 +47,23 @@ pre { background: #f4f6f9; padding: 10px; border-radius: 4px; overflow-x: auto; 
 .glance li { margin: 4px 0; }
 .glance .stage { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .5px; }
 footer { color: var(--muted); font-size: 12px; text-align: center; padding: 20px; }
+.target h2 { font-size: 22px; }
+.target .intro { color: var(--muted); margin-top: 0; }
+.methods { display: grid; grid-template-columns: repeat(auto-fit, minmax(330px, 1fr)); gap: 16px; margin-top: 10px; }
+.method { border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; background: #fcfcfd; }
+.method h3 { margin: 0 0 2px; font-size: 16px; }
+.method .paper { color: var(--muted); font-size: 12px; margin-bottom: 8px; }
+.method.skipped { background: #f6f7f9; color: var(--muted); }
+.finding { display: flex; gap: 12px; border-top: 1px solid var(--line); padding: 8px 0; }
+.finding:first-of-type { border-top: none; }
+.finding img { width: 84px; height: 84px; image-rendering: pixelated; border: 1px solid var(--line); flex: none; }
+.finding .what { font-weight: 600; font-size: 14px; }
+.finding .sev { color: var(--accent); font-size: 13px; }
+.finding .pred { font-size: 12px; color: var(--muted); }
+.finding table.row { font-size: 11px; margin: 4px 0 0; }
+.finding table.row td { padding: 1px 6px; border: none; text-align: left; }
+.meaning { font-size: 12px; color: var(--muted); margin: 6px 0 0; }
+h2.group { font-size: 24px; margin: 40px 0 0; border-bottom: 2px solid var(--line); padding-bottom: 6px; }
 """
 
 
@@ -77,6 +94,65 @@ def _cards(metrics: Mapping[str, Any]) -> str:
     return f"<div class='cards'>{cards}</div>"
 
 
+def _img(png: bytes, alt: str = "") -> str:
+    return f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{base64.b64encode(png).decode('ascii')}'>"
+
+
+def _finding_html(row: Mapping[str, Any]) -> str:
+    img = row.get("image")
+    pic = _img(bytes(img), str(row.get("weak_spot", ""))) if isinstance(img, (bytes, bytearray)) and img else ""
+    extra = ""
+    for key in ("example", "factors"):
+        raw = row.get(key) or ""
+        if raw:
+            try:
+                values = json.loads(raw)
+            except ValueError:
+                values = None
+            if isinstance(values, dict):
+                cells = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{_fmt(v)}</td></tr>" for k, v in list(values.items())[:8])
+                extra += f"<table class='row'>{cells}</table>"
+    label = row.get("label") or ""
+    pred = f"predicted <b>{html.escape(str(row.get('prediction', '')))}</b> with confidence {_fmt(float(row.get('confidence', float('nan'))))}"
+    if label:
+        pred += f"; true class {html.escape(str(label))}"
+    return (f"<div class='finding'>{pic}<div><div class='what'>{int(row.get('rank', 0))}. {html.escape(str(row.get('weak_spot', '')))}</div>"
+            f"<div class='sev'>severity {_fmt(float(row.get('severity', float('nan'))))}</div>"
+            f"<div class='pred'>{pred}</div>{extra}</div></div>")
+
+
+def weak_spots_html(target: Mapping[str, Any], max_findings: int = 4) -> str:
+    """The "Weak spots of <target>" section: every method's top findings side by side, with their examples.
+
+    ``target``: ``{"name", "intro", "methods": [{"name", "title", "paper", "reason" (skipped) or "findings"
+    (a DataFrame in the findings shape), "anchor"}]}``.
+    """
+    cols = []
+    for m in target.get("methods", []):
+        head = f"<h3>{html.escape(m['title'])}</h3><div class='paper'>{html.escape(m.get('paper', ''))}</div>"
+        if m.get("reason"):
+            cols.append(f"<div class='method skipped'>{head}<p>Not run on this target: {html.escape(m['reason'])}.</p></div>")
+            continue
+        df = m.get("findings")
+        if df is None:
+            cols.append(f"<div class='method'>{head}<p class='missing'>no findings file: run the {html.escape(m['name'])} "
+                        "stage (weakspot audit)</p></div>")
+            continue
+        rows = df.head(max_findings).to_dict("records")
+        body = "".join(_finding_html(r) for r in rows) or "<p>No weak spot found.</p>"
+        meaning = df["severity_meaning"].iloc[0] if len(df) else ""
+        link = f" <a href='#{html.escape(m.get('anchor', ''))}'>details</a>" if m.get("anchor") else ""
+        cols.append(f"<div class='method'>{head}{body}<p class='meaning'>Severity: {html.escape(meaning)}. "
+                    f"{len(df)} finding(s) in all.{link}</p></div>")
+    return (f"<section class='target' id='target-{html.escape(target['name'])}'><h2>Weak spots of "
+            f"{html.escape(target['name'])}</h2><p class='intro'>{html.escape(target.get('intro', ''))}</p>"
+            f"<div class='methods'>{''.join(cols)}</div></section>")
+
+
+def _anchor(key: str) -> str:
+    return key.replace("/", "-")
+
+
 def render_report(
     sections: List[Dict[str, Any]],
     *,
@@ -86,19 +162,26 @@ def render_report(
     title: str = "weakspot audit",
     run_info: Optional[Mapping[str, Any]] = None,
     max_table_rows: int = 20,
+    targets: Optional[List[Mapping[str, Any]]] = None,
+    groups: Optional[Mapping[str, str]] = None,
 ) -> str:
-    """Return the report as one HTML string.
+    """Return the report as one HTML string: "At a glance", the weak spots of each target, then every section.
 
     Parameters
     ----------
     sections : list of dict
-        Each with ``stage``, ``order``, ``title``, ``summary`` (list of str), ``items`` and ``lineage``.
-    figures : mapping of "stage/name" -> PNG bytes
-    tables : mapping of "stage/name" -> pandas.DataFrame
-    metrics : mapping of stage -> its metrics dict
+        Each with ``stage``, ``target`` (or None), ``order``, ``title``, ``summary`` (list of str), ``items`` and
+        ``lineage``; its key is ``stage/target`` (``stage`` for a shared stage).
+    figures : mapping of "key/name" -> PNG bytes
+    tables : mapping of "key/name" -> pandas.DataFrame
+    metrics : mapping of key -> its metrics dict
     run_info : mapping shown in the page header (e.g. the time and git commit)
     max_table_rows : int
         Tables longer than this are cut in the page (the CSV keeps every row).
+    targets : list of mapping, optional
+        One per target, as :func:`weak_spots_html` takes it; shown first.
+    groups : mapping of stage -> group heading, optional
+        Sections of these stages are shown under one heading each (e.g. gad -> "Generalized Adversarial Distance").
 
     Examples
     --------
@@ -106,50 +189,60 @@ def render_report(
     >>> "<h1>empty</h1>" in page
     True
     """
-    sections = sorted(sections, key=lambda s: (s.get("order", 99), s.get("stage", "")))
-    nav = "".join(f"<a href='#{html.escape(s['stage'])}'>{html.escape(s.get('title', s['stage']))}</a>" for s in sections)
+    groups = dict(groups or {})
+    sections = sorted(sections, key=lambda s: (s.get("order", 99), s.get("target") or "", s.get("stage", "")))
+    key_of = (lambda s: f"{s['stage']}/{s['target']}" if s.get("target") else s["stage"])
+    nav_items = [("glance", "At a glance")] + [(f"target-{t['name']}", f"Weak spots: {t['name']}") for t in targets or []]
+    seen_groups = set()
     body = []
     glance = [(s, h) for s in sections for h in s.get("headline", [])]
     if glance:
         items = "".join(f"<li><span class='stage'>{html.escape(s.get('title', s['stage']))}</span><br>{html.escape(h)}</li>"
                         for s, h in glance)
         body.append(f"<section class='glance' id='glance'><h2>At a glance</h2><ul>{items}</ul></section>")
+    body.extend(weak_spots_html(t) for t in targets or [])
     for s in sections:
         stage = s["stage"]
-        parts = [f"<section id='{html.escape(stage)}'><h2>{html.escape(s.get('title', stage))}</h2>"]
-        parts.append(_cards(metrics.get(stage, {})))
+        key = key_of(s)
+        group = groups.get(stage, s.get("title", stage))
+        if group not in seen_groups:
+            seen_groups.add(group)
+            gid = "group-" + _anchor(key)
+            nav_items.append((gid, group))
+            body.append(f"<h2 class='group' id='{html.escape(gid)}'>{html.escape(group)}</h2>")
+        parts = [f"<section id='{html.escape(_anchor(key))}'><h2>{html.escape(s.get('title', stage))}</h2>"]
+        parts.append(_cards(metrics.get(key, {})))
         parts.extend(f"<p>{html.escape(p)}</p>" for p in s.get("summary", []))
         for item in s.get("items", []):
             caption = html.escape(item.get("caption", ""))
             if "figure" in item:
-                key = f"{stage}/{item['figure']}"
-                png = figures.get(key)
+                fkey = f"{key}/{item['figure']}"
+                png = figures.get(fkey)
                 if png is None:
-                    parts.append(f"<p class='missing'>figure {html.escape(key)} is missing</p>")
+                    parts.append(f"<p class='missing'>figure {html.escape(fkey)} is missing</p>")
                     continue
-                b64 = base64.b64encode(png).decode("ascii")
-                parts.append(f"<figure><img alt='{caption}' src='data:image/png;base64,{b64}'>"
-                             f"<figcaption>{caption}</figcaption></figure>")
+                parts.append(f"<figure>{_img(png, item.get('caption', ''))}<figcaption>{caption}</figcaption></figure>")
             elif "table" in item:
-                key = f"{stage}/{item['table']}"
-                df = tables.get(key)
+                tkey = f"{key}/{item['table']}"
+                df = tables.get(tkey)
                 if df is None:
-                    parts.append(f"<p class='missing'>table {html.escape(key)} is missing</p>")
+                    parts.append(f"<p class='missing'>table {html.escape(tkey)} is missing</p>")
                     continue
                 parts.append(f"<div class='caption'>{caption}</div>{_table_html(df, max_table_rows)}")
         lin = s.get("lineage") or {}
-        if lin or stage in metrics:
+        if lin or key in metrics:
             parts.append("<details><summary>Lineage: params, code version, input hashes, all metrics</summary>")
-            if stage in metrics:
-                parts.append(f"<pre>{html.escape(json.dumps(metrics[stage], indent=2, sort_keys=True))}</pre>")
+            if key in metrics:
+                parts.append(f"<pre>{html.escape(json.dumps(metrics[key], indent=2, sort_keys=True))}</pre>")
             parts.append(f"<pre>{html.escape(json.dumps(lin, indent=2, sort_keys=True))}</pre></details>")
         parts.append("</section>")
         body.append("".join(parts))
     info = run_info or {}
     meta = " · ".join(f"{html.escape(str(k))}: {html.escape(str(v))}" for k, v in info.items())
-    if not sections:
+    if not sections and not targets:
         body.append("<section><h2>No stage results yet</h2><p>Run <code>make audit</code> (or <code>dvc repro</code>) "
                     "to produce them.</p></section>")
+    nav = "".join(f"<a href='#{html.escape(a)}'>{html.escape(t)}</a>" for a, t in nav_items)
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"

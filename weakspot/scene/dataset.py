@@ -24,15 +24,33 @@ Example
 from __future__ import annotations
 
 import zlib
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from weakspot.errors import ConfigError, RenderError
+from weakspot.errors import ConfigError, DataError, RenderError
+from weakspot.progress import Progress
 from weakspot.scene.objects import class_index, split_instances
 from weakspot.scene.space import FACTORS, SceneSpace
 
-Progress = Callable[[int, int], None]
+
+def images_to_input(images: np.ndarray) -> np.ndarray:
+    """Rendered images as a model's input: uint8 ``(n, H, W, 3)`` -> float32 ``(n, 3, H, W)`` in [0, 1].
+
+    The built-in image architectures (``weakspot.models.ARCHS``: ``small_cnn``, ``alexnet``, ``resnet34``) normalise
+    inside the module, so white-box attacks work in this [0, 1] pixel space.
+
+    Examples
+    --------
+    >>> images_to_input(np.full((2, 4, 4, 3), 255, np.uint8)).shape
+    (2, 3, 4, 4)
+    """
+    a = np.asarray(images)
+    if a.ndim != 4 or a.shape[-1] != 3 or a.dtype != np.uint8:
+        raise DataError(f"images_to_input: expected uint8 images (n, H, W, 3), got {a.dtype} {a.shape}")
+    out = np.empty((a.shape[0], 3, a.shape[1], a.shape[2]), np.float32)
+    np.multiply(a.transpose(0, 3, 1, 2), np.float32(1.0 / 255.0), out=out, casting="unsafe")
+    return out
 
 
 def scene_plan(classes: Sequence[str], instances_per_class: int, views_per_instance: int = 10,
@@ -87,8 +105,9 @@ def render_dataset(renderer: Any, classes: Sequence[str], instances_per_class: i
         Views per validation instance; default ``views_per_instance``.
     batch_size : int, default 64
         Scenes per ``renderer.render`` call (one progress step each).
-    progress : callable(done, total), optional
-        Called after each batch; without it a tqdm bar is shown.
+    progress : callable(what, done, total), optional
+        :data:`weakspot.progress.Progress`, called as ``progress("render", done, total)`` after each batch;
+        without it a tqdm bar is shown.
 
     Returns
     -------
@@ -122,7 +141,7 @@ def render_dataset(renderer: Any, classes: Sequence[str], instances_per_class: i
             if bar is not None:
                 bar.update(len(batch))
             else:
-                progress(done, total)
+                progress("render", done, total)
     finally:
         if bar is not None:
             bar.close()

@@ -1,0 +1,50 @@
+"""Stage ``train@<target>``: train the target's built-in model (or load the user's) and measure it: accuracy per
+split and per class, calibration (ECE and a reliability diagram).
+
+Writes ``data/targets/<t>/model/`` (``model.pt`` state_dict or ``model.joblib``, and ``model.json``: how to rebuild it,
+with its lineage) and ``metrics/train/<t>.json``.
+"""
+
+from __future__ import annotations
+
+import flows  # noqa: F401
+from prefect import flow
+
+from tasks import paths
+from tasks.common import combined_digest, digest, lineage, run_main, source_digest, target_params, write_stage_result
+from tasks.data import read_prepared
+from tasks.target import load_target_model, save_model, train_cached, write_spec
+from weakspot.evaluate import target_section
+
+
+@flow(name="train")
+def train_flow(target: str) -> dict:
+    top, t = target_params(target)
+    train, val, test = (read_prepared(target, s) for s in ("train", "val", "test"))
+    spec = {**t.model.model_dump(mode="json"), "n_classes": train.n_classes, "input_shape": list(train.input_shape),
+            "classes": train.classes, "feature_names": train.feature_names}
+    user_files = [f for f in (t.model.weights,) if f]
+    lin = lineage("train", top, {"model": t.model.model_dump(mode="json"), "train": t.train.model_dump(mode="json")},
+                  [paths.prepared(target), *user_files], section=f"targets.{target}")
+    history = None
+    if t.trains:
+        out = train_cached(target, t.model.arch, t.train.model_dump(mode="json"),
+                           combined_digest(digest([paths.prepared(target)])),
+                           source_digest("weakspot.models", "weakspot.data"), top["device"])
+        dest = save_model(target, out["blob"], out["file"])
+        history = out.get("history")
+        if out["file"].endswith(".joblib"):
+            spec.update(kind="sklearn", arch=None, weights=str(dest), trained_arch=t.model.arch, info=out.get("info"))
+        else:
+            spec.update(weights=str(dest))
+    write_spec(target, spec, lin)
+    clf, _ = load_target_model(target, top["device"])  # exactly what later stages will load
+    result = target_section(target, clf, train, val, test, spec=spec, bins=t.train.calibration_bins, history=history)
+    write_stage_result("train", result, lin, target=target)
+    m = result.metrics
+    print(f"train@{target}: test accuracy {m['test_accuracy']:.4f}, ECE {m['ece']:.4f} -> {paths.model_dir(target)}/")
+    return m
+
+
+if __name__ == "__main__":
+    run_main(train_flow, None, per_target=True)

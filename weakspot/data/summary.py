@@ -1,0 +1,46 @@
+"""The report section of a target's data: where they came from and how they were split."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import numpy as np
+
+from weakspot.data.dataset import Dataset
+from weakspot.result import StageResult
+
+
+def data_section(target: str, source: str, ds: Dataset, splits: Dict[str, np.ndarray], info: Dict[str, Any]
+                 ) -> StageResult:
+    """Class counts per split, the split's kind (stratified, biased, scene) and the files' sha256."""
+    import pandas as pd
+
+    table = pd.DataFrame({"class": ds.classes})
+    for name in ("train", "val", "test"):
+        table[name] = np.bincount(ds.y[splits[name]], minlength=ds.n_classes).astype(int)
+    counts = {k: int(len(v)) for k, v in splits.items()}
+    files = ", ".join(f"{f} (sha256 {h[:12]}…)" for f, h in (ds.provenance.get("files") or {}).items())
+    shape = f"images of shape {tuple(ds.image_shape)}" if ds.image_shape else f"{ds.X.shape[1]} features"
+    how = {
+        "stratified": "a stratified random split",
+        "scene": "the render's instances: training instances train, held-out instances split between validation "
+                 "and test (no test object was seen in training)",
+        "biased": "the GAD paper's biased split (seeds/001 Sec. V-A): a uniform test draw, a training split that "
+                  "keeps only the rows passing the bias rules, and as validation the rows the bias left out",
+    }[info["kind"]]
+    summary = [f"Target {target}: source {source}, {len(ds)} samples, {ds.n_classes} classes, {shape}; {how}: "
+               f"{counts['train']} train, {counts['val']} validation, {counts['test']} test rows."
+               + (f" Files: {files}." if files else "")]
+    if info.get("bias"):
+        rules = "; ".join(f"class {ds.classes[int(r['label'])] if str(r['label']).isdigit() else r['label']} kept only with "
+                          f"{r['feature']} {r['keep']} {r['cut']:.4g}" for r in info["bias"].get("rules", []))
+        summary.append(f"Bias rules: {rules or 'none'}. Class of interest (GAD): {info['class_of_interest_name']}.")
+    if ds.provenance.get("description"):
+        summary.append(str(ds.provenance["description"]))
+    return StageResult(
+        metrics={f"n_{k}": v for k, v in counts.items()} | {"n_classes": ds.n_classes},
+        tables={"class_counts": table},
+        title=f"Data of {target}",
+        summary=summary,
+        items=[{"table": "class_counts", "caption": f"Samples per class and split ({target})."}],
+    )

@@ -1,0 +1,75 @@
+"""The average-case picture of a model under audit: accuracy per split and per class, and calibration.
+
+Caveat first: this is what every method's weak spots are measured against; it is not itself an audit method.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+from weakspot.data.dataset import Dataset
+from weakspot.metrics import accuracy, expected_calibration_error, reliability_diagram, reliability_table
+from weakspot.result import StageResult
+
+
+def describe_model(spec: Dict[str, Any]) -> str:
+    """One phrase naming the model: "built-in lenet (trained here)", "your sklearn model models/m.pkl"..."""
+    if spec.get("trained_arch"):
+        return f"built-in {spec['trained_arch']} (trained here)"
+    if spec.get("kind") == "builtin":
+        return f"built-in {spec.get('arch')} (trained here)" if "data/targets" in str(spec.get("weights")) \
+            else f"built-in {spec.get('arch')} with weights {spec.get('weights')}"
+    what = spec.get("weights") or spec.get("factory")
+    return f"your {spec.get('kind')} model {what}"
+
+
+def target_section(target: str, clf: Any, train: Dataset, val: Dataset, test: Dataset, *, spec: Dict[str, Any],
+                   bins: int = 15, history: Optional[Dict[str, Any]] = None) -> StageResult:
+    """Metrics, per-class table, reliability diagram and prose for the ``train@<target>`` report section."""
+    import pandas as pd
+
+    p = {name: clf.predict_proba(ds.X) for name, ds in (("train", train), ("val", val), ("test", test))}
+    metrics = {
+        "train_accuracy": accuracy(p["train"], train.y),
+        "val_accuracy": accuracy(p["val"], val.y),
+        "test_accuracy": accuracy(p["test"], test.y),
+        "ece": expected_calibration_error(p["test"], test.y, n_bins=bins),
+        "n_test": int(len(test.y)),
+    }
+    pred = p["test"].argmax(axis=1)
+    per_class = pd.DataFrame({
+        "class": test.classes,
+        "n_test": np.bincount(test.y, minlength=test.n_classes),
+        "test_accuracy": [float((pred[test.y == k] == k).mean()) if (test.y == k).any() else float("nan")
+                          for k in range(test.n_classes)],
+        "mean_confidence": [float(p["test"][test.y == k].max(axis=1).mean()) if (test.y == k).any() else float("nan")
+                            for k in range(test.n_classes)],
+    })
+    metrics["per_class_test_accuracy"] = {c: round(float(a), 6) for c, a in zip(per_class["class"], per_class["test_accuracy"])}
+    worst = per_class.sort_values("test_accuracy").iloc[0]
+    model = describe_model(spec)
+    rel = reliability_table(p["test"], test.y, n_bins=bins)
+    result = StageResult(
+        metrics=metrics,
+        tables={"per_class": per_class, "reliability": rel[rel["count"] > 0]},
+        figures={"reliability": reliability_diagram(p["test"], test.y, n_bins=bins, title=f"{target} on its test split")},
+        title=f"Model under audit: {target}",
+        summary=[
+            f"{model}: train accuracy {metrics['train_accuracy']:.3f}, validation {metrics['val_accuracy']:.3f}, test "
+            f"{metrics['test_accuracy']:.3f} on {metrics['n_test']} held-out samples; expected calibration error "
+            f"(ECE, {bins} bins) {metrics['ece']:.3f}. Weakest class on the test split: {worst['class']} "
+            f"({worst['test_accuracy']:.1%}).",
+            "The reliability diagram compares confidence with accuracy per confidence bin; red gaps are overconfident "
+            "bins, the first place to look for weak spots.",
+        ],
+        headline=[f"{target}: {model} scores {metrics['test_accuracy']:.1%} on {metrics['n_test']} held-out samples "
+                  f"(train {metrics['train_accuracy']:.1%}, ECE {metrics['ece']:.3f}); weakest class "
+                  f"{worst['class']} at {worst['test_accuracy']:.1%}."],
+        items=[{"table": "per_class", "caption": f"Accuracy and mean confidence per class on the test split ({target})."},
+               {"figure": "reliability", "caption": f"Reliability diagram, test split ({target})."}],
+    )
+    if history:
+        result.tables["history"] = pd.DataFrame(history).drop(columns=["seconds"], errors="ignore")
+    return result

@@ -1,0 +1,88 @@
+"""Findings: one table shape for the weak spots every method reports, per (target, method).
+
+Caveats first: ``severity`` is each method's own number, so it ranks findings *within* a method; across methods
+only the rank means something, and ``severity_meaning`` says what the number is. Examples travel with the finding:
+an image as PNG bytes (``image``), a table row as JSON (``example``), a rendering condition as JSON (``factors``).
+
+Columns (:data:`COLUMNS`):
+
+=================  ==========================================================================================
+weak_spot          what the weak spot is: a class, a region of rendering factors, a feature range, one input
+kind               ``class_condition``, ``feature_range``, ``input``, ``class`` ...
+severity           the method's number (higher = worse)
+severity_meaning   one sentence: what ``severity`` measures
+label              the true class (name), where known
+prediction         the model's prediction (name) on the example
+confidence         the model's probability of that prediction
+example            JSON of the example row (tabular), or ``""``
+factors            JSON of the rendering factors (scenes), or ``""``
+image              PNG bytes of the example input, or ``None``
+=================  ==========================================================================================
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any, Optional
+
+import numpy as np
+
+from weakspot.errors import DataError
+
+REQUIRED = ("weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence")
+OPTIONAL = {"example": "", "factors": "", "image": None}
+COLUMNS = ("rank",) + REQUIRED + tuple(OPTIONAL)
+
+
+def normalise(df: Any, *, where: str = "findings") -> "Any":
+    """Check a method's findings and return them in :data:`COLUMNS` order, ranked in the method's order (1 = first).
+
+    Raises
+    ------
+    DataError
+        A required column is missing, or a severity is NaN.
+    """
+    import pandas as pd
+
+    if df is None:
+        df = pd.DataFrame(columns=list(REQUIRED))
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise DataError(f"{where}: findings lack column(s) {missing}; required: {', '.join(REQUIRED)}")
+    out = df.copy()
+    for col, default in OPTIONAL.items():
+        if col not in out.columns:
+            out[col] = default
+    out["severity"] = out["severity"].astype(float)
+    if out["severity"].isna().any():
+        raise DataError(f"{where}: a finding has a NaN severity")
+    out["confidence"] = out["confidence"].astype(float)
+    for col in ("weak_spot", "kind", "severity_meaning", "label", "prediction", "example", "factors"):
+        out[col] = out[col].fillna("").astype(str)
+    out = out.reset_index(drop=True)
+    out.insert(0, "rank", np.arange(1, len(out) + 1, dtype=np.int64))
+    return out[list(COLUMNS)]
+
+
+def to_png(image: Any, *, scale: int = 1) -> bytes:
+    """PNG bytes of one image: ``(C, H, W)`` float in [0, 1] (C = 1 or 3), or ``(H, W, 3)`` / ``(H, W)`` uint8."""
+    from PIL import Image
+
+    a = np.asarray(image)
+    if a.ndim == 3 and a.shape[0] in (1, 3) and a.shape[-1] not in (1, 3):  # (C, H, W) -> (H, W, C)
+        a = np.moveaxis(a, 0, -1)
+    if a.dtype != np.uint8:
+        a = (np.clip(a, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+    if a.ndim == 3 and a.shape[-1] == 1:
+        a = a[..., 0]
+    img = Image.fromarray(a)
+    if scale > 1:
+        img = img.resize((img.width * scale, img.height * scale), Image.NEAREST)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", optimize=False)
+    return buf.getvalue()
+
+
+def top(df: Any, n: int) -> Optional["Any"]:
+    """The ``n`` highest-ranked findings (the table is already ranked)."""
+    return None if df is None else df.head(n)
