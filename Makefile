@@ -29,4 +29,4 @@ bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b; done
 
 clean-artifacts:
-	rm -rf data/prepared data/target data/gad data/render data/examine metrics plots reports .prefect
+	rm -rf data/targets data/render findings metrics plots reports .prefect

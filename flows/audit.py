@@ -13,6 +13,8 @@ from pathlib import Path
 import flows  # noqa: F401
 from prefect import flow, task
 
+from tasks import paths
+
 
 @task(retries=1, retry_delay_seconds=60)
 def run_audit() -> None:
@@ -23,7 +25,7 @@ def run_audit() -> None:
 @flow(name="nightly-audit")
 def audit_flow() -> str:
     run_audit()
-    report = Path("reports/index.html").resolve()
+    report = Path(paths.REPORT).resolve()
     print(f"nightly audit finished: {report}")
     return str(report)
 

@@ -1,4 +1,4 @@
-"""Stage ``examine@<target>``: adversarial examiners (random, BO, RL; seeds/000) search the rendering conditions
+"""Stage ``examine-<target>``: adversarial examiners (random, BO, RL; seeds/000) search the rendering conditions
 under which the target's model fails each object class, by rendering the scene and querying ``predict_proba``.
 
 Writes ``metrics/examine/<t>.json``, the report section under ``plots/examine/<t>/`` and ``findings/<t>/examine.parquet``.
@@ -28,10 +28,10 @@ def examine_flow(target: str) -> dict:
     classes = [(t.class_map or {}).get(c, c) for c in spec["classes"]]
     with sp.renderer(device=top["device"]) as renderer:
         result, found = examine_target(renderer, sp.space(), clf, classes, images, table, p,
-                                       progress=printer(f"examine@{target}"))
+                                       progress=printer(f"examine-{target}"))
     write_stage_result("examine", result, lineage("examine", top, p, [paths.RENDER, paths.model_dir(target)]),
                        target=target, findings=found)
-    print(f"examine@{target}: {len(found)} classes examined -> {paths.findings(target, 'examine')}")
+    print(f"examine-{target}: {len(found)} classes examined -> {paths.findings(target, 'examine')}")
     return result.metrics
 
 

@@ -1,4 +1,4 @@
-"""Stage ``gad@<target>``: Generalized Adversarial Distance (seeds/001) on a tabular target: a black-box search for
+"""Stage ``gad-<target>``: Generalized Adversarial Distance (seeds/001) on a tabular target: a black-box search for
 the target's high-confidence errors among its unlabeled test rows.
 
 Writes ``metrics/gad/<t>.json``, the report section under ``plots/gad/<t>/``, the findings
@@ -33,7 +33,7 @@ def gad_flow(target: str) -> dict:
     write_stage_result("gad", result, lin, target=target, findings=weak_spots)
     write_parquet(paths.findings_extra(target, "gad", "to_label.parquet"), to_label)
     write_text(paths.findings_extra(target, "gad", "to_label.csv"), to_label.to_csv(index=False))
-    print(f"gad@{target}: {len(to_label)} rows ranked for labelling -> {paths.findings_extra(target, 'gad', 'to_label.csv')}")
+    print(f"gad-{target}: {len(to_label)} rows ranked for labelling -> {paths.findings_extra(target, 'gad', 'to_label.csv')}")
     return result.metrics
 
 

@@ -1,4 +1,4 @@
-"""Stage ``prepare@<target>``: load the target's data source and write its train/val/test splits as Parquet."""
+"""Stage ``prepare-<target>``: load the target's data source and write its train/val/test splits as Parquet."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def prepare_flow(target: str) -> dict:
                   dict(ds.provenance.get("files") or {}) | digest(files), section=f"targets.{target}")
     counts = write_prepared(target, ds, splits, lin, info)
     write_stage_result("prepare", data_section(target, t.data.source, ds, splits, info), lin, target=target)
-    print(f"prepare@{target}: {t.data.source}: {counts['train']} train, {counts['val']} val, {counts['test']} test rows "
+    print(f"prepare-{target}: {t.data.source}: {counts['train']} train, {counts['val']} val, {counts['test']} test rows "
           f"-> {paths.prepared(target)}/")
     return counts
 

@@ -1,4 +1,4 @@
-"""Stage ``train@<target>``: train the target's built-in model (or load the user's) and measure it: accuracy per
+"""Stage ``train-<target>``: train the target's built-in model (or load the user's) and measure it: accuracy per
 split and per class, calibration (ECE and a reliability diagram).
 
 Writes ``data/targets/<t>/model/`` (``model.pt`` state_dict or ``model.joblib``, and ``model.json``: how to rebuild it,
@@ -36,13 +36,13 @@ def train_flow(target: str) -> dict:
         if out["file"].endswith(".joblib"):
             spec.update(kind="sklearn", arch=None, weights=str(dest), trained_arch=t.model.arch, info=out.get("info"))
         else:
-            spec.update(weights=str(dest))
+            spec.update(weights=str(dest), trained_arch=t.model.arch)
     write_spec(target, spec, lin)
     clf, _ = load_target_model(target, top["device"])  # exactly what later stages will load
     result = target_section(target, clf, train, val, test, spec=spec, bins=t.train.calibration_bins, history=history)
     write_stage_result("train", result, lin, target=target)
     m = result.metrics
-    print(f"train@{target}: test accuracy {m['test_accuracy']:.4f}, ECE {m['ece']:.4f} -> {paths.model_dir(target)}/")
+    print(f"train-{target}: test accuracy {m['test_accuracy']:.4f}, ECE {m['ece']:.4f} -> {paths.model_dir(target)}/")
     return m
 
 

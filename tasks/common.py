@@ -132,7 +132,7 @@ def write_stage_result(stage: str, result: StageResult, lin: Dict[str, Any], *, 
     for name, fig in result.figures.items():
         save_figure(plots / f"{name}.png", fig, dpi=dpi)
     if findings is not None:
-        write_parquet(paths.findings(target, stage), normalise(findings, where=f"{stage}@{target}"))
+        write_parquet(paths.findings(target, stage), normalise(findings, where=f"{stage}-{target}"))
     section = {
         "stage": stage,
         "target": target,

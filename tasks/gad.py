@@ -29,5 +29,5 @@ def gad_target(target: str, params: Dict[str, Any], prepared_digest: str, model_
                   description=str(info.get("description", "")),
                   info={**info.get("bias", {}), **info, "n_train": len(train), "n_test": len(test)}, classes=list(test.classes))
     return run_target(clf, split, p, class_index=int(info.get("class_of_interest", 1)), device=device,
-                      progress=printer(f"gad@{target}"), seed=dataset_seed(p.seed, target),
+                      progress=printer(f"gad-{target}"), seed=dataset_seed(p.seed, target),
                       model_info=spec.get("info") or {"arch": spec.get("arch") or spec.get("kind")})

@@ -6,8 +6,8 @@ Generated rather than written with ``foreach`` because each stage's deps are der
 (so they cannot rot), a method runs only on the targets it fits (a skipped pair is no stage at all; the report says
 why), and a user's own data and weights files become deps of that target's stages only.
 
-Stages: ``render`` (when a target or the examiner study needs scenes), ``prepare@<t>``, ``train@<t>``,
-``<method>@<t>`` for every method that fits, ``examine_study`` (when enabled), ``report``.
+Stages: ``render`` (when a target or the examiner study needs scenes), ``prepare-<t>``, ``train-<t>``,
+``<method>-<t>`` for every method that fits, ``examine_study`` (when enabled), ``report``.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
         user_data = p.data.files()
         deps = flow_deps("prepare") + user_data + ([str(paths.RENDER)] if p.data.kind == "scenes" else []) \
             + ([str(paths.EXTERNAL)] if p.data.kind == "keel" else [])
-        out[f"prepare@{t}"] = {
+        out[f"prepare-{t}"] = {
             "cmd": f"python -m flows.prepare {t}",
             "deps": deps,
             "params": _keys(raw, f"targets.{t}", ["data", "class_of_interest"]),
@@ -153,7 +153,7 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
             "metrics": [{str(paths.metrics("prepare", t)): {"cache": False}}],
         }
         weights = [p.model.weights] if p.model.weights else []
-        out[f"train@{t}"] = {
+        out[f"train-{t}"] = {
             "cmd": f"python -m flows.train {t}",
             "deps": flow_deps("train") + [str(paths.prepared(t))] + weights,
             "params": _top(raw, "device") + _keys(raw, f"targets.{t}", ["model", "train"]),
@@ -173,7 +173,7 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
         if m == "gad":
             outs += [{str(paths.findings_extra(t, m, "to_label.parquet")): {"cache": False}},
                      {str(paths.findings_extra(t, m, "to_label.csv")): {"cache": False}}]
-        out[f"{m}@{t}"] = {
+        out[f"{m}-{t}"] = {
             "cmd": f"python -m flows.{m} {t}",
             "deps": deps,
             "params": params,

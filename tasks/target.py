@@ -50,7 +50,7 @@ def train_builtin(target: str, arch: str, train_params: Dict[str, Any], prepared
         history = train_torch_classifier(
             module, train.X, train.y, X_val=val.X, y_val=val.y, epochs=p.epochs, lr=p.lr, batch_size=p.batch_size,
             weight_decay=p.weight_decay, seed=p.seed, augment=p.augment, device=resolve_device(device),
-            progress=printer(f"train@{target}"))
+            progress=printer(f"train-{target}"))
         buf = io.BytesIO()
         torch.save({k: v.detach().cpu() for k, v in module.state_dict().items()}, buf)
         return {"blob": _blob(buf.getvalue(), ".pt"), "file": "model.pt", "history": history}
@@ -85,7 +85,7 @@ def load_target_model(target: str, device: str = "auto") -> Tuple[Any, Dict[str,
 
     f = paths.model_dir(target) / "model.json"
     if not f.is_file():
-        raise DataError(f"{f} not found; run the 'train@{target}' stage first (weakspot audit)")
+        raise DataError(f"{f} not found; run the 'train-{target}' stage first (weakspot audit)")
     spec = json.loads(f.read_text())
     ms = ModelSpec.model_validate({k: spec[k] for k in ModelSpec.model_fields if k in spec})
     clf = load_model(ms, n_classes=spec["n_classes"], input_shape=spec["input_shape"], device=device)

@@ -78,7 +78,7 @@ def test_changing_one_target_reruns_only_that_targets_stages(repo):
     repo.set_params(targets={"digits": {"train": {"epochs": 24}}})
     changed = _stages(repo.dvc("status").stdout)
     repo.set_params(targets={"digits": {"train": {"epochs": 25}}})
-    assert changed == {"train@digits", "report"}, changed
+    assert changed == {"train-digits", "report"}, changed
 
 
 def test_changing_examine_T_does_not_retrain_a_model(repo):
@@ -86,9 +86,9 @@ def test_changing_examine_T_does_not_retrain_a_model(repo):
     repo.set_params(examine={"T": 5, "checkpoints": [0, 3, 5]})
     try:
         changed = _stages(repo.dvc("status").stdout)
-        assert changed == {"examine@scenes", "report"}, changed
+        assert changed == {"examine-scenes", "report"}, changed
         out = repo.dvc("repro").stdout
-        assert "Running stage 'examine@scenes'" in out and "Running stage 'train@" not in out, out
+        assert "Running stage 'examine-scenes'" in out and "Running stage 'train-" not in out, out
         after = _snapshot(repo.path)
         assert all(before[k] == after[k] for k in before if k.startswith("data/")), "a model or data file changed"
     finally:
@@ -126,7 +126,7 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
     (r.path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     r.audit()
     dvc_yaml = (r.path / "dvc.yaml").read_text()
-    assert "gad@mine" in dvc_yaml and "data/mine/model.pkl" in dvc_yaml and "examine@mine" not in dvc_yaml
+    assert "gad-mine" in dvc_yaml and "data/mine/model.pkl" in dvc_yaml and "examine-mine" not in dvc_yaml
     found = pd.read_parquet(r.path / "findings/mine/gad.parquet")
     assert len(found) >= 1 and {"weak_spot", "severity", "prediction", "confidence"} <= set(found.columns)
     page = (r.path / "reports/index.html").read_text()

@@ -19,15 +19,14 @@ def describe_model(spec: Dict[str, Any]) -> str:
     if spec.get("trained_arch"):
         return f"built-in {spec['trained_arch']} (trained here)"
     if spec.get("kind") == "builtin":
-        return f"built-in {spec.get('arch')} (trained here)" if "data/targets" in str(spec.get("weights")) \
-            else f"built-in {spec.get('arch')} with weights {spec.get('weights')}"
+        return f"built-in {spec.get('arch')} with weights {spec.get('weights')}"
     what = spec.get("weights") or spec.get("factory")
     return f"your {spec.get('kind')} model {what}"
 
 
 def target_section(target: str, clf: Any, train: Dataset, val: Dataset, test: Dataset, *, spec: Dict[str, Any],
                    bins: int = 15, history: Optional[Dict[str, Any]] = None) -> StageResult:
-    """Metrics, per-class table, reliability diagram and prose for the ``train@<target>`` report section."""
+    """Metrics, per-class table, reliability diagram and prose for the ``train-<target>`` report section."""
     import pandas as pd
 
     p = {name: clf.predict_proba(ds.X) for name, ds in (("train", train), ("val", val), ("test", test))}

@@ -16,9 +16,16 @@ from typing import Any, Iterator, Union
 PathLike = Union[str, os.PathLike]
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: PathLike, suffix: str = "") -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; on success rename it onto ``path``."""
+    """Yield a temporary path next to ``path``; on success flush it to disk, give it the permissions the umask
+    allows (``mkstemp`` makes it 0600, which would leave a served report unreadable) and rename it onto ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix, dir=path.parent)
@@ -26,6 +33,9 @@ def atomic_path(path: PathLike, suffix: str = "") -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        with open(tmp_path, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.chmod(tmp_path, 0o666 & ~_umask())
         os.replace(tmp_path, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -39,7 +39,7 @@ from weakspot.registry import Registry
 IMAGE_SOURCES = ("digits", "torchvision", "scenes")
 #: the data source that is the render stage's output: the scene the examiner can render
 SCENE_SOURCE = "scenes"
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
 
 
 class _Section(BaseModel):
@@ -194,7 +194,7 @@ def builtin_archs() -> List[str]:
 
 def check_target_name(name: str) -> str:
     if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"target name {name!r}: use a letter, then letters, digits, '_' or '-' (at most 40)")
+        raise ValueError(f"target name {name!r}: use a letter, then letters, digits or '_' (at most 40; stages are named <step>-<target>)")
     return name
 
 
@@ -208,7 +208,7 @@ class Method:
     Parameters
     ----------
     name : str
-        The key in params.yaml, dvc.yaml stage names (``<name>@<target>``), metrics and findings.
+        The key in params.yaml, dvc.yaml stage names (``<name>-<target>``), metrics and findings.
     title : str
         The report's section heading.
     paper : str
