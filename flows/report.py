@@ -17,9 +17,9 @@ from weakspot.io import write_text
 from weakspot.report import render_report
 from weakspot.targets import METHODS, fits
 
-GROUPS = {"prepare": "Targets: data and models", "train": "Targets: data and models",
-          "gad": METHODS.get("gad").title + " (seeds/001)", "examine": "Adversarial examiner (seeds/000)",
-          "examine_study": "Adversarial examiner (seeds/000)", "render": "Rendered scenes"}
+GROUPS = {"prepare": "Targets: data and models", "train": "Targets: data and models", "render": "Rendered scenes",
+          **{m: f"{METHODS.get(m).title} ({METHODS.get(m).paper})" for m in METHODS},
+          "examine_study": f"{METHODS.get('examine').title} ({METHODS.get('examine').paper})"}
 
 
 @task

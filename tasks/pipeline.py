@@ -182,8 +182,8 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
         }
         report_deps += [str(paths.plots(m, t)), str(paths.metrics(m, t)), str(paths.findings(t, m))]
     if study_on:
-        shared = [k for k in examine_raw if k not in ("study", "T", "checkpoints", "checkpoint_names", "classes",
-                                                      "tsne_class", "n_random", "tail")]
+        # the study trains models of its own: it reads every examine key but the examination's budget
+        shared = [k for k in examine_raw if k not in ("study", "T", "checkpoints", "checkpoint_names")]
         out["examine_study"] = {
             "cmd": "python -m flows.examine_study",
             "deps": flow_deps("examine_study") + [str(paths.RENDER)],

@@ -3,6 +3,7 @@
 import base64
 import io
 
+import numpy as np
 import pandas as pd
 
 from weakspot.report import render_report
@@ -46,3 +47,24 @@ def test_headlines_open_the_page_in_stage_order():
     secs = [_section("gad", 2, headline=["GAD finds 9 errors"]), _section("train_target", 1, headline=["acc 0.99"])]
     page = render_report(secs, figures={}, tables={}, metrics={})
     assert page.index("At a glance") < page.index("acc 0.99") < page.index("GAD finds 9 errors") < page.index("id='train_target'")
+
+
+def test_weak_spots_come_first_with_examples_and_reasons():
+    import pandas as pd
+
+    from weakspot.findings import normalise, to_png
+    from weakspot.report import render_report
+
+    found = normalise(pd.DataFrame({
+        "weak_spot": ["class cap under low light"], "kind": ["class_condition"], "severity": [0.9],
+        "severity_meaning": ["1 - lowest true-class probability"], "label": ["cap"], "prediction": ["bowl"],
+        "confidence": [0.8], "image": [to_png(np.zeros((3, 4, 4), np.float32))]}))
+    target = {"name": "scenes", "intro": "a CNN", "methods": [
+        {"name": "examine", "title": "Adversarial examiner", "paper": "seeds/000", "findings": found},
+        {"name": "gad", "title": "GAD", "paper": "seeds/001", "reason": "needs tabular data"}]}
+    page = render_report([{"stage": "train", "target": "scenes", "title": "Model", "summary": ["x"], "items": []}],
+                         figures={}, tables={}, metrics={}, targets=[target])
+    assert page.index("Weak spots of scenes") < page.index("<h2>Model</h2>")
+    assert "class cap under low light" in page and "predicted <b>bowl</b>" in page
+    assert "Not run on this target: needs tabular data" in page
+    assert page.count("data:image/png;base64,") == 1

@@ -112,6 +112,7 @@ class StudyParams(_Section):
     order_check: bool = True  # Sec. 4.5
     strength: bool = True  # Sec. 4.6 / Fig. 5
     strength_examiner: ExaminerName = "rl"
+    T: int = Field(500, ge=1)  # iterations of the order check and strength mode (Sec. 4.5-4.6: as Table 2's T = 500)
 
     def learning_rate(self) -> float:
         """``lr``, or the paper's learning rate of ``arch`` (0.005 ResNet34, 0.001 AlexNet and small_cnn)."""

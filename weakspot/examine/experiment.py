@@ -559,22 +559,22 @@ def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, 
 
     base = trained[next(iter(trained))]
     classes = _examined_classes(params.classes, base, meta)
-    wanted = set(classes) | set(ms.classes or []) | set(aw.classes or [])
+    wanted = set(classes) | set((ms.classes or []) if ms.enabled else []) | set((aw.classes or []) if aw.enabled else [])
     _examined_classes(sorted(wanted), base, meta)  # checks the experiments' own class lists
     instances = {n: select_instances(trained[n], all_classes, images, meta, sorted(wanted)) for n in trained}
 
     sessions: List[_Session] = []
     if st.order_check or st.strength:
         sessions += _make_sessions(params, space, trained, instances, classes, "main", arch,
-                                   ["rl"] if st.order_check else [], params.T)
+                                   ["rl"] if st.order_check else [], st.T)
     if st.order_check:
         searched = list(space.searched)
         order = searched[-4:] + searched[:-4]  # Sec. 4.5 / Fig. 6(b): viewpoint factors first
         sessions += [s for s in _make_sessions(params, space, trained, instances, classes, "order", arch, ["rl"],
-                                               params.T, order=order) if s.examiner_name != "t0"]
+                                               st.T, order=order) if s.examiner_name != "t0"]
     if st.strength:
         sessions += [s for s in _make_sessions(params, space, trained, instances, classes, "strength", arch,
-                                               [st.strength_examiner], params.T, mode="strength")
+                                               [st.strength_examiner], st.T, mode="strength")
                      if s.examiner_name != "t0"]
     if ms.enabled:
         for m in ms.values:
