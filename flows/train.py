@@ -13,7 +13,7 @@ from prefect import flow
 from tasks import paths
 from tasks.common import combined_digest, digest, lineage, run_main, source_digest, target_params, write_stage_result
 from tasks.data import read_prepared
-from tasks.target import load_target_model, save_model, train_cached, write_spec
+from tasks.target import model_from_spec, save_model, train_cached, write_spec
 from weakspot.evaluate import target_section
 
 
@@ -26,20 +26,21 @@ def train_flow(target: str) -> dict:
     user_files = [f for f in (t.model.weights,) if f]
     lin = lineage("train", top, {"model": t.model.model_dump(mode="json"), "train": t.train.model_dump(mode="json")},
                   [paths.prepared(target), *user_files], section=f"targets.{target}")
-    history = None
+    history, out = None, None
     if t.trains:
         out = train_cached(target, t.model.arch, t.train.model_dump(mode="json"),
                            combined_digest(digest([paths.prepared(target)])),
                            source_digest("weakspot.models", "weakspot.data"), top["device"])
-        dest = save_model(target, out["blob"], out["file"])
         history = out.get("history")
+        spec.update(weights=out["blob"], trained_arch=t.model.arch)
         if out["file"].endswith(".joblib"):
-            spec.update(kind="sklearn", arch=None, weights=str(dest), trained_arch=t.model.arch, info=out.get("info"))
-        else:
-            spec.update(weights=str(dest), trained_arch=t.model.arch)
-    write_spec(target, spec, lin)
-    clf, _ = load_target_model(target, top["device"])  # exactly what later stages will load
+            spec.update(kind="sklearn", arch=None, info=out.get("info"))
+    # measure before writing anything: a model that answers wrongly stops here and leaves the old artifacts as they were
+    clf = model_from_spec(spec, top["device"])
     result = target_section(target, clf, train, val, test, spec=spec, bins=t.train.calibration_bins, history=history)
+    if out is not None:
+        spec["weights"] = str(save_model(target, out["blob"], out["file"]))
+    write_spec(target, spec, lin)
     write_stage_result("train", result, lin, target=target)
     m = result.metrics
     print(f"train-{target}: test accuracy {m['test_accuracy']:.4f}, ECE {m['ece']:.4f} -> {paths.model_dir(target)}/")

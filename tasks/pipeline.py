@@ -127,7 +127,9 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
 
     targets = validate_section("targets", raw).root  # the whole file was validated by the caller (check_params)
     examine_raw = raw.get("examine") or {}
-    study_on = bool(((examine_raw.get("study") or {}).get("enabled", True))) if "examine" in raw else False
+    st = validate_section("examine", raw).study
+    study_on = "examine" in raw and (st.m_study.enabled or st.artificial_weakness.enabled or st.order_check
+                                     or st.strength)
     out: Dict[str, Any] = {}
     scene_targets = [t for t, p in targets.items() if p.data.kind == "scenes"]
     run_pairs = pairs(targets)

@@ -79,17 +79,21 @@ def write_spec(target: str, spec: Dict[str, Any], lin: Dict[str, Any]) -> None:
     write_json(paths.model_dir(target) / "model.json", {**spec, "lineage": lin})
 
 
-def load_target_model(target: str, device: str = "auto") -> Tuple[Any, Dict[str, Any]]:
-    """The model under audit, as the ``train`` stage left it: (classifier, its spec with classes and input shape)."""
+def model_from_spec(spec: Dict[str, Any], device: str = "auto") -> Any:
+    """The classifier a model.json spec describes (its ModelSpec fields, classes and input shape)."""
     from weakspot.models import ModelSpec, load_model
 
+    ms = ModelSpec.model_validate({k: spec[k] for k in ModelSpec.model_fields if k in spec})
+    return load_model(ms, n_classes=spec["n_classes"], input_shape=spec["input_shape"], device=device)
+
+
+def load_target_model(target: str, device: str = "auto") -> Tuple[Any, Dict[str, Any]]:
+    """The model under audit, as the ``train`` stage left it: (classifier, its spec with classes and input shape)."""
     f = paths.model_dir(target) / "model.json"
     if not f.is_file():
         raise DataError(f"{f} not found; run the 'train-{target}' stage first (weakspot audit)")
     spec = json.loads(f.read_text())
-    ms = ModelSpec.model_validate({k: spec[k] for k in ModelSpec.model_fields if k in spec})
-    clf = load_model(ms, n_classes=spec["n_classes"], input_shape=spec["input_shape"], device=device)
-    return clf, spec
+    return model_from_spec(spec, device), spec
 
 
 def evaluate(clf: Any, X: np.ndarray) -> np.ndarray:

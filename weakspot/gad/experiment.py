@@ -555,5 +555,17 @@ def result_of(outcomes: List[DatasetOutcome], params: GadParams) -> StageResult:
     ]
     return StageResult(
         metrics=metrics, tables=tables_of(outcomes, params), figures=figures_of(outcomes, params),
-        title="GAD: black-box search for high-confidence errors", summary=summary, items=items,
+        title="GAD: black-box search for high-confidence errors" + (f" ({outcomes[0].name})" if len(outcomes) == 1 else ""),
+        summary=summary, items=items, headline=[_headline(o.name, metrics[o.name], params.budget) for o in outcomes],
     ).check()
+
+
+def _headline(name: str, m: Dict[str, Any], budget: int) -> str:
+    """One line for "At a glance": GAD against random search, at the budget, with errors found next to SDR."""
+    lo, hi = m["sdr_ci95"]["gad"]
+    paper = [s for s in m["sdr"] if s != "low_confidence"]  # low_confidence is not one of the paper's searches
+    best = max(paper, key=lambda s: m["sdr"][s])
+    return (f"{name}: with {budget} labels GAD finds {m['errors']['gad']:.1f} high-confidence errors (SDR "
+            f"{m['sdr']['gad']:.2f} [{lo:.2f}, {hi:.2f}]) against random search's {m['errors'].get('random', float('nan')):.1f} "
+            f"(SDR {m['sdr'].get('random', float('nan')):.2f}); best of the paper's searches here: {search_label(best)} "
+            f"(SDR {m['sdr'][best]:.2f}).")
