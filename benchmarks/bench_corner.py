@@ -91,7 +91,6 @@ def main() -> None:
         os.makedirs(out, exist_ok=True)
         for name, fig in res.figures.items():
             fig.savefig(os.path.join(out, f"{args.target}_{name}.png"), dpi=90)
-    np.asarray(0)
 
 
 if __name__ == "__main__":

@@ -33,16 +33,16 @@ class CornerParams(BaseModel):
     channels: List[int] = Field(default_factory=lambda: [16, 32, 32, 64], min_length=4, max_length=4)  # ours (widths not given)
     hidden: int = Field(128, ge=2, le=4096)  # ours: one dense layer between the convolutions and the code
     epochs: int = Field(40, ge=1, le=10_000)  # ours: CPU budget (the paper trains on 50,000 MNIST images)
-    # ours: CPU budget, caps epochs so that epochs * ceil(n / batch_size) <= this (digits: all 40 epochs; 4000
-    # scenes: 12 epochs)
-    max_ae_steps: int = Field(800, ge=1)
+    # ours: CPU budget, caps epochs so that epochs * ceil(n / batch_size) <= this (1259 digits: 25 epochs; 4000
+    # scenes: 7 epochs, about a minute on one loaded CPU core)
+    max_ae_steps: int = Field(500, ge=1)
     lr_ae: float = Field(3e-3, gt=0, le=1)  # ours (Adam)
     batch_size: int = Field(64, ge=1)  # ours
 
     # Discriminator (Sec. 3): loss alpha * |f(G(s))| - D(G(s)); Sec. 4.1 drops it for the 2-D MNIST code
     discriminator: Union[bool, Literal["auto"]] = "auto"  # "auto" = use it when the images have 3 channels (ours)
     disc_alpha: float = Field(1.0, gt=0)  # Sec. 3's alpha (hardness/realism trade-off); value ours
-    disc_epochs: int = Field(5, ge=1, le=1000)  # ours
+    disc_epochs: int = Field(3, ge=1, le=1000)  # ours (CPU budget)
     disc_widen: float = Field(2.0, gt=1)  # ours: negatives are decoded from a Gaussian this many times wider than the codes
 
     # Search (Sec. 4.3)
