@@ -20,7 +20,7 @@ audit: $(STAMP)
 	$(VENV)/bin/weakspot audit
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) tests/run.py
 
 check: $(STAMP)
 	$(VENV)/bin/weakspot check

@@ -34,7 +34,8 @@ section h2 { margin: 0 0 10px; font-size: 21px; }
 figure { margin: 18px 0; }
 figure img { max-width: 100%; border: 1px solid var(--line); border-radius: 4px; background: #fff; }
 figcaption { color: var(--muted); font-size: 13px; margin-top: 4px; }
-table { border-collapse: collapse; font-size: 13px; margin: 8px 0 4px; }
+table { border-collapse: collapse; font-size: 13px; margin: 8px 0 4px; display: block; overflow-x: auto;
+        max-width: 100%; }
 th, td { border-bottom: 1px solid var(--line); padding: 4px 10px; text-align: right; }
 th { background: #f1f4f8; text-align: center; }
 td:first-child, th:first-child { text-align: left; }
