@@ -48,10 +48,10 @@ def target_params(name: str) -> Tuple[Dict[str, Any], Any]:
     return load_target(name, PARAMS_FILE)
 
 
-def digest(paths: Iterable[os.PathLike | str]) -> Dict[str, str]:
+def digest(items: Iterable[os.PathLike | str]) -> Dict[str, str]:
     """sha256 of every file under the given paths (folders walked in sorted order)."""
     out: Dict[str, str] = {}
-    for p in paths:
+    for p in items:
         p = Path(p)
         if p.is_dir():
             for f in sorted(x for x in p.rglob("*") if x.is_file() and not x.name.startswith(".")):

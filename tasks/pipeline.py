@@ -13,7 +13,6 @@ Stages: ``render`` (when a target or the examiner study needs scenes), ``prepare
 from __future__ import annotations
 
 import ast
-import importlib.util
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Set
 

@@ -78,7 +78,7 @@ def test_result_across_targets_names_figures_tables_and_class(outcome):
     r = result_of([outcome], params).check()
     assert list(r.metrics) == ["phoneme"]
     d = r.metrics["phoneme"]
-    assert set(d) == {"sdr", "sdr_ci95", "errors", "pseudo_r2", "train_accuracy", "test_accuracy"}
+    assert set(d) == {"sdr", "sdr_ci95", "errors", "pseudo_r2", "train_accuracy", "test_accuracy", "budget"}
     assert list(d["sdr"]) == params.searches
     for s in params.searches:
         lo, hi = d["sdr_ci95"][s]
@@ -99,6 +99,19 @@ def test_clear_errors(target):
     clf, split, _ = target
     with pytest.raises(ConfigError, match="class_index"):
         run_target(clf, split, GadParams(**SMALL), class_index=2, device="cpu")
-    with pytest.raises(DataError, match="budget"):
-        run_target(clf, split, GadParams(**{**SMALL, "budget": 600, "pool_size": 700, "design_points": 200,
-                                             "epochs": 1}), class_index=1, device="cpu")
+    with pytest.raises(DataError, match="enlarge the test split"):  # far too few confident rows for any protocol
+        run_target(clf, split, GadParams(**{**SMALL, "pool_max_fraction": 0.01, "design_points": 200, "epochs": 1}),
+                   class_index=1, device="cpu")
+
+
+def test_a_small_pool_runs_the_protocol_with_as_many_queries_as_it_holds(target):
+    """A user's small table cannot fill the paper's 50 queries: the searches get a pool's worth, labelled."""
+    clf, split, info = target
+    p = GadParams(**{**SMALL, "budget": 600, "pool_size": 700, "design_points": 200, "epochs": 1, "replicates": 2})
+    out = run_target(clf, split, p, class_index=1, device="cpu", seed=SEED, model_info=info)
+    assert 10 <= out.budget == out.pool_size < 600
+    assert all(e.shape == (2, out.budget) for e in out.errors.values())
+    res = result_of([out], p)
+    assert res.metrics["phoneme"]["budget"] == out.budget
+    assert f"with {out.budget} labels" in res.headline[0]
+

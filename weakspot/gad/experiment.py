@@ -39,6 +39,10 @@ from weakspot.result import StageResult
 
 
 
+#: fewest queries per search for which the Sec. V-C protocol still runs (ours)
+MIN_BUDGET = 10
+
+
 def dataset_seed(seed: int, name: str) -> int:
     """A 32-bit seed for one target (or data set), from the run's seed and its name."""
     return int(np.random.SeedSequence([int(seed) % (2**63), zlib.crc32(name.encode())]).generate_state(1)[0])
@@ -68,6 +72,7 @@ class DatasetOutcome:
     gad: np.ndarray  # (n_eligible,) Eq. 2 residual, LOESS on all eligible rows; +inf where never flipped
     confidence_threshold: float
     pool_size: int
+    budget: int = 0  # queries per search actually run: gad.budget, or the pool size where the data allow fewer
     errors: Dict[str, np.ndarray] = field(default_factory=dict)  # search -> (R, B) bool
     confidence: Dict[str, np.ndarray] = field(default_factory=dict)  # search -> (R, B)
     sdr: Dict[str, np.ndarray] = field(default_factory=dict)  # search -> (R, B)
@@ -166,11 +171,13 @@ def run_target(
     eligible = np.flatnonzero((test_pred == ci) & (test_conf > params.confidence_threshold))
     n_elig = len(eligible)
     pool_n = min(params.pool_size, int(np.floor(params.pool_max_fraction * n_elig)))
-    if pool_n < params.budget:
+    # A small test split (a user's table) cannot fill a pool of `budget` queries: the searches then get as many
+    # queries as a pool holds (labelled as such in metrics, Table I and the headline); below MIN_BUDGET, no protocol.
+    if pool_n < min(params.budget, MIN_BUDGET):
         raise DataError(
             f"{split.name}: only {n_elig} test predictions of the class of interest ({split.class_name(ci)!r}) have "
-            f"confidence > {params.confidence_threshold}, so a pool holds {pool_n} < budget {params.budget}; enlarge "
-            "the test split, lower gad.budget or raise gad.pool_max_fraction"
+            f"confidence > {params.confidence_threshold}, so a pool holds {pool_n} < {min(params.budget, MIN_BUDGET)} "
+            "queries; enlarge the test split (data.fractions) or raise gad.pool_max_fraction"
         )
     t = time.perf_counter()
     scale = _scale(X_test, params.feature_scale)
@@ -194,9 +201,9 @@ def run_target(
         pseudo_r2=ext.r2_design, pseudo_r2_eval=ext.r2_eval, test_prediction=test_pred, test_confidence=test_conf,
         test_predicted_coi=test_pred == ci, test_correct=correct, eligible=eligible, distance=dist,
         flipped=att.flipped, steps=att.steps, gad=gad_all, confidence_threshold=params.confidence_threshold,
-        pool_size=pool_n,
+        pool_size=pool_n, budget=min(params.budget, pool_n),
     )
-    R, B = params.replicates, params.budget
+    R, B = params.replicates, min(params.budget, pool_n)
     for s in params.searches:
         out.errors[s] = np.zeros((R, B), dtype=bool)
         out.confidence[s] = np.zeros((R, B))
@@ -386,6 +393,7 @@ def metrics_of(outcomes: List[DatasetOutcome]) -> Dict[str, Any]:
         m[o.name] = {
             "sdr": sdr, "sdr_ci95": ci, "errors": errs, "pseudo_r2": round(float(o.pseudo_r2), 4),
             "train_accuracy": round(o.train_accuracy, 4), "test_accuracy": round(o.test_accuracy, 4),
+            "budget": int(o.budget or next(iter(o.sdr.values())).shape[1]),
         }
     return m
 
@@ -405,7 +413,7 @@ def tables_of(outcomes: List[DatasetOutcome], params: GadParams) -> Dict[str, An
             "pseudo_r2": round(o.pseudo_r2, 4), "pseudo_r2_eval": round(o.pseudo_r2_eval, 4),
             "N": params.design_points, "loess": "Log MAE" if o.split.log_mae else "MAE",
             "n_train": o.split.info["n_train"], "n_test": o.split.info["n_test"], "n_eligible": len(o.eligible),
-            "pool_size": o.pool_size,
+            "pool_size": o.pool_size, "budget": o.budget,
             "eligible_error_rate": round(float(1.0 - o.test_correct[o.eligible].mean()), 4),
             "eligible_expected_error_rate": round(float((1.0 - o.test_confidence[o.eligible]).mean()), 4),
             "never_flipped": int((~o.flipped).sum()),
@@ -443,7 +451,7 @@ def figures_of(outcomes: List[DatasetOutcome], params: GadParams) -> Dict[str, A
 
     fig, axes = _grid(n)  # Fig. 3
     for ax, o in zip(axes, outcomes):
-        q = np.arange(1, params.budget + 1)
+        q = np.arange(1, next(iter(o.sdr.values())).shape[1] + 1)
         top = 0.0
         for s, curve in o.sdr.items():
             m, lo, hi = mean_ci95(curve)
@@ -459,7 +467,7 @@ def figures_of(outcomes: List[DatasetOutcome], params: GadParams) -> Dict[str, A
 
     fig, axes = _grid(n)  # Fig. 4
     for ax, o in zip(axes, outcomes):
-        q = np.arange(1, params.budget + 1)
+        q = np.arange(1, next(iter(o.errors.values())).shape[1] + 1)
         for s, e in o.errors.items():
             m, lo, hi = mean_ci95(np.cumsum(e, axis=1))
             ax.plot(q, m, color=colors[s], label=search_label(s))
@@ -527,7 +535,8 @@ def result_of(outcomes: List[DatasetOutcome], params: GadParams) -> StageResult:
         "the black box's boundary by signed-gradient steps on it (Algorithm 2); GAD is how much less perturbation an "
         "instance needed than a LOESS fit on confidence expects (Eq. 2), and the search queries the lowest GAD first.",
         f"Protocol (Sec. V-C): {params.replicates} replicates, each a random pool of confident (> "
-        f"{params.confidence_threshold}) predictions of the class of interest, {params.budget} queries per search, the "
+        f"{params.confidence_threshold}) predictions of the class of interest, {params.budget} queries per search (fewer where a target's pool is "
+        "smaller: Table I's budget column), the "
         "ground truth as oracle. SDR (Eq. 1) is errors found over errors expected from the confidences: 1 means errors "
         "turn up as often as the confidence predicts, above 1 means the search found overconfidence. Caveat: where "
         "the black box's confidences approach 1 the expected count is tiny and one error makes SDR very large, so read "
@@ -541,7 +550,7 @@ def result_of(outcomes: List[DatasetOutcome], params: GadParams) -> StageResult:
         summary.append(
             f"{o.name} (class of interest {o.class_name!r}): black box "
             f"{o.black_box_info.get('kernel') or o.black_box_info.get('arch') or o.black_box_info.get('model')} (train {o.train_accuracy:.0%}, test "
-            f"{o.test_accuracy:.0%}), pseudo R^2 {o.pseudo_r2:.3f}; mean SDR after {params.budget} queries with 95% "
+            f"{o.test_accuracy:.0%}), pseudo R^2 {o.pseudo_r2:.3f}; mean SDR after {metrics[o.name]['budget']} queries with 95% "
             f"intervals: {parts}. Highest: {search_label(best)}."
         )
     items = [
@@ -556,7 +565,7 @@ def result_of(outcomes: List[DatasetOutcome], params: GadParams) -> StageResult:
     return StageResult(
         metrics=metrics, tables=tables_of(outcomes, params), figures=figures_of(outcomes, params),
         title="GAD: black-box search for high-confidence errors" + (f" ({outcomes[0].name})" if len(outcomes) == 1 else ""),
-        summary=summary, items=items, headline=[_headline(o.name, metrics[o.name], params.budget) for o in outcomes],
+        summary=summary, items=items, headline=[_headline(o.name, metrics[o.name], metrics[o.name]["budget"]) for o in outcomes],
     ).check()
 
 
