@@ -12,8 +12,6 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Tuple
 
-import numpy as np
-
 from tasks import paths
 from tasks.common import cached_task
 from weakspot.errors import DataError
@@ -95,7 +93,3 @@ def load_target_model(target: str, device: str = "auto") -> Tuple[Any, Dict[str,
     spec = json.loads(f.read_text())
     return model_from_spec(spec, device), spec
 
-
-def evaluate(clf: Any, X: np.ndarray) -> np.ndarray:
-    """Probabilities of a classifier (checked for shape, NaNs and normalisation by the adapter)."""
-    return clf.predict_proba(X)

@@ -20,7 +20,6 @@ from weakspot.config import check_params, deep_merge, read_yaml
 from weakspot.errors import ConfigError, WeakspotError
 from weakspot.io import write_text
 
-REPORT = Path("reports/index.html")
 PARAMS = "params.yaml"
 
 
@@ -126,6 +125,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(f"weakspot: the pipeline failed (exit {rc}); the message above names the stage and the problem. "
               "Artifacts of earlier successful stages are intact.", file=sys.stderr)
         return rc
+    from tasks.paths import REPORT  # importable: _pipeline() put the repository on sys.path
+
     print(f"weakspot: audit finished in {time.time() - t0:.0f} s. Report: {REPORT.resolve()}")
     return 0
 

@@ -23,7 +23,7 @@ image              PNG bytes of the example input, or ``None``
 from __future__ import annotations
 
 import io
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +82,3 @@ def to_png(image: Any, *, scale: int = 1) -> bytes:
     img.save(buf, format="PNG", optimize=False)
     return buf.getvalue()
 
-
-def top(df: Any, n: int) -> Optional["Any"]:
-    """The ``n`` highest-ranked findings (the table is already ranked)."""
-    return None if df is None else df.head(n)

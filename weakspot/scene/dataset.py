@@ -123,28 +123,19 @@ def render_dataset(renderer: Any, classes: Sequence[str], instances_per_class: i
     plan = scene_plan(classes, instances_per_class, views_per_instance, space, seed,
                       val_instances_per_class=val_instances_per_class, val_views_per_instance=val_views_per_instance)
     total = len(plan)
-    bar = None
     if progress is None:
-        from tqdm.auto import tqdm
+        from weakspot.progress import tqdm_progress
 
-        bar = tqdm(total=total, desc="render dataset", unit="img")
+        progress = tqdm_progress("render dataset", unit="img")
     chunks = []
-    try:
-        for start in range(0, total, batch_size):
-            batch = plan[start:start + batch_size]
-            images = np.asarray(renderer.render([{k: p[k] for k in (*FACTORS, "class", "instance")} for p in batch]))
-            if images.ndim != 4 or images.shape[0] != len(batch) or images.shape[-1] != 3 or images.dtype != np.uint8:
-                raise RenderError(f"render_dataset: the renderer returned {images.dtype} {images.shape} for "
-                                  f"{len(batch)} scenes; expected uint8 ({len(batch)}, H, W, 3)")
-            chunks.append(images)
-            done = min(start + batch_size, total)
-            if bar is not None:
-                bar.update(len(batch))
-            else:
-                progress("render", done, total)
-    finally:
-        if bar is not None:
-            bar.close()
+    for start in range(0, total, batch_size):
+        batch = plan[start:start + batch_size]
+        images = np.asarray(renderer.render([{k: p[k] for k in (*FACTORS, "class", "instance")} for p in batch]))
+        if images.ndim != 4 or images.shape[0] != len(batch) or images.shape[-1] != 3 or images.dtype != np.uint8:
+            raise RenderError(f"render_dataset: the renderer returned {images.dtype} {images.shape} for "
+                              f"{len(batch)} scenes; expected uint8 ({len(batch)}, H, W, 3)")
+        chunks.append(images)
+        progress("render", min(start + batch_size, total), total)
     images = np.concatenate(chunks) if chunks else np.empty((0, 0, 0, 3), np.uint8)
     table = pd.DataFrame({
         "class": pd.Series([p["class"] for p in plan], dtype="string"),
