@@ -82,6 +82,12 @@ def test_full_run_audits_every_target_with_every_method_that_fits(repo):
     assert to_label[0].startswith("rank,") and "label" not in to_label[0].split(",") and len(to_label) > 10
     import pandas as pd
 
+    for t in ("digits", "scenes"):  # corner cases on both white-box image targets, none on the tabular one
+        cm = json.loads((repo.path / f"metrics/corner/{t}.json").read_text())
+        assert {"n_seeds", "margin_before", "margin_after", "realistic_yield", "tv_corner", "tv_fgsm",
+                "top_class_pairs"} <= set(cm) and cm["n_seeds"] == 40
+        assert f"id='corner-{t}'" in page
+    assert not (repo.path / "metrics/corner/phoneme.json").exists()
     ex = pd.read_parquet(repo.path / "findings/scenes/examine.parquet")
     assert len(ex) == 3 and ex["image"].map(lambda b: bytes(b[:8]) == b"\x89PNG\r\n\x1a\n").all()
     lin = json.loads((repo.path / "plots/train/digits/section.json").read_text())["lineage"]
@@ -161,6 +167,30 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
     page = (r.path / "reports/index.html").read_text()
     first = page.index("Weak spots of mine")
     assert found["weak_spot"].iloc[0][:30] in page[first:]  # its findings head its section
+
+
+def test_a_second_model_on_the_same_data_shares_the_corner_generator(repo):
+    """The corner-case generator depends on the training images only: a second target on the digits data (another
+    architecture) gets its own corner cases from the same generator, trained once."""
+    import yaml
+
+    p = repo.path / "params.yaml"
+    text = p.read_text()
+    params = yaml.safe_load(text)
+    params["targets"]["digits_mlp"] = {**params["targets"]["digits"], "model": {"kind": "builtin", "arch": "mlp"},
+                                       "train": {"epochs": 3, "seed": 0}}
+    p.write_text(yaml.safe_dump(params, sort_keys=False))
+    try:
+        repo.audit()
+        gen = [json.loads((repo.path / f"plots/corner/{t}/section.json").read_text())["lineage"]["generator"]
+               for t in ("digits", "digits_mlp")]
+        assert gen[0]["blob"] == gen[1]["blob"]  # content-addressed: the same generator
+        secs = (repo.path / "plots/corner/digits_mlp/seconds.csv").read_text()
+        assert "generator,0.0" in secs, secs  # reused, not retrained
+        m = json.loads((repo.path / "metrics/corner/digits_mlp.json").read_text())
+        assert m["n_seeds"] == 40 and m != json.loads((repo.path / "metrics/corner/digits.json").read_text())
+    finally:
+        p.write_text(text)
 
 
 def _fails_cleanly(repo, stage, pattern, target=None):

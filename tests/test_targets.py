@@ -17,7 +17,11 @@ def test_methods_fit_by_modality_gradients_and_scene():
     assert digits.white_box and not table.white_box and scenes.renderable
     assert fits(table)["gad"] is None and "tabular" in fits(digits)["gad"]
     assert fits(scenes)["examine"] is None and "scene" in fits(digits)["examine"]
-    assert [(p.target, p.method) for p in pairs({"d": digits, "t": table, "s": scenes})] == [("t", "gad"), ("s", "examine")]
+    assert fits(digits)["corner"] is None and fits(scenes)["corner"] is None
+    assert "gradients" in fits(_t(data={"source": "digits"}, model={"kind": "sklearn", "weights": "m.pkl"}))["corner"]
+    assert "image" in fits(table)["corner"]
+    assert [(p.target, p.method) for p in pairs({"d": digits, "t": table, "s": scenes})] == \
+        [("d", "corner"), ("t", "gad"), ("s", "corner"), ("s", "examine")]
 
 
 def test_a_users_classifier_of_rendered_objects_is_examined_given_a_class_map():

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
 
 from weakspot.errors import ConfigError
+from weakspot.corner.config import CornerParams
 from weakspot.examine.config import ExamineParams
 from weakspot.gad.config import GadParams
 from weakspot.scene.config import SceneParams
@@ -52,6 +53,7 @@ SECTION_MODELS: Dict[str, type] = {
     "gad": GadParams,
     "scene": SceneParams,
     "examine": ExamineParams,
+    "corner": CornerParams,
 }
 
 

@@ -31,6 +31,8 @@ class StageResult:
         Ordered report items: ``{"figure": name, "caption": text}`` or ``{"table": name, "caption": text}``.
     headline : list of str
         One-sentence findings for the report's "At a glance" box (the numbers a reader must not miss).
+    key_metrics : list of str
+        The metrics shown as cards at the top of the section, in this order (default: the first scalar metrics).
     """
 
     metrics: Dict[str, Any] = field(default_factory=dict)
@@ -40,9 +42,13 @@ class StageResult:
     summary: List[str] = field(default_factory=list)
     items: List[Dict[str, str]] = field(default_factory=list)
     headline: List[str] = field(default_factory=list)
+    key_metrics: List[str] = field(default_factory=list)
 
     def check(self) -> "StageResult":
         """Raise ``ValueError`` if an item names a figure or table that is not there."""
+        for k in self.key_metrics:
+            if k not in self.metrics:
+                raise ValueError(f"key metric {k!r} is not among the metrics {sorted(self.metrics)}")
         for item in self.items:
             if "figure" in item and item["figure"] not in self.figures:
                 raise ValueError(f"report item names figure {item['figure']!r}, not among {sorted(self.figures)}")

@@ -253,6 +253,8 @@ register_method(Method("gad", "Generalized Adversarial Distance", "seeds/001 (Be
                        modalities=("tabular",)))
 register_method(Method("examine", "Adversarial examiner", "seeds/000 (Shu et al., AAAI 2020)",
                        modalities=("image",), scene=True))
+register_method(Method("corner", "Corner cases", "seeds/003 (Platon, Avrin & Chan-Hon-Tong, ECAI 2020)",
+                       modalities=("image",), white_box=True))
 
 
 def fits(target: TargetParams) -> Dict[str, Optional[str]]:

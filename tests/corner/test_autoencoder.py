@@ -45,3 +45,18 @@ def test_max_steps_caps_epochs():
 def test_bad_images_are_refused():
     with pytest.raises(DataError):
         train_autoencoder(np.zeros((10, 8, 8), np.float32))
+
+
+def test_the_generator_survives_bytes(wide_generator):
+    from weakspot.corner.autoencoder import Generator
+    from weakspot.errors import DataError
+
+    X, g = wide_generator
+    h = Generator.from_bytes(g.to_bytes())
+    s = g.codes[:5]
+    np.testing.assert_array_equal(h.decode_np(s), g.decode_np(s))
+    np.testing.assert_array_equal(h.codes, g.codes)
+    assert h.history["loss"] == g.history["loss"] and h.discriminator is None
+    assert not any(p.requires_grad for p in h.ae.parameters())
+    with pytest.raises(DataError, match="not a saved corner-case generator"):
+        Generator.from_bytes(b"garbage")

@@ -26,6 +26,18 @@ def test_search_lands_on_the_known_boundary(wide_generator, mean_threshold_clf):
     assert np.median(r.prob_margin_after) < 0.1 and np.median(r.prob_margin_before) > 0.5
 
 
+def test_an_annealed_step_settles_on_the_boundary_where_a_constant_one_bounces(wide_generator, mean_threshold_clf):
+    """The margin is a V around the boundary and Adam's steps keep their size: at a large constant lr the seeds
+    cross the boundary back and forth; annealed to 0 they settle on it."""
+    X, g = wide_generator
+    d, seeds = _seeds(g)
+    const = search_corner_cases(mean_threshold_clf, g, seeds, steps=50, lr=0.3, density=d)
+    cos = search_corner_cases(mean_threshold_clf, g, seeds, steps=50, lr=0.3, density=d, schedule="cosine")
+    assert np.median(cos.margin_after) < 0.2 * np.median(const.margin_after)
+    with pytest.raises(ConfigError, match="schedule"):
+        search_corner_cases(mean_threshold_clf, g, seeds, steps=2, lr=0.3, density=d, schedule="linear")
+
+
 def test_paper_learning_rate_moves_seeds_by_at_most_steps_times_lr(wide_generator, mean_threshold_clf):
     X, g = wide_generator
     d, seeds = _seeds(g, n=16)

@@ -10,7 +10,7 @@ from weakspot.corner.config import CornerParams
 __all__ = [
     "CornerParams", "CornerSearch", "FgsmComparison", "Generator", "LatentDensity", "fgsm_vs_latent",
     "latent_density", "manifold_distance", "nearest_train_distance", "run_corner", "search_corner_cases",
-    "total_variation", "train_autoencoder",
+    "total_variation", "train_autoencoder", "train_generator", "GENERATOR_KEYS",
 ]
 
 _LAZY = {
@@ -18,7 +18,7 @@ _LAZY = {
     "latent_density": "realism", "LatentDensity": "realism", "manifold_distance": "realism",
     "nearest_train_distance": "realism", "total_variation": "realism",
     "search_corner_cases": "search", "CornerSearch": "search", "fgsm_vs_latent": "search", "FgsmComparison": "search",
-    "run_corner": "experiment",
+    "run_corner": "experiment", "train_generator": "experiment", "GENERATOR_KEYS": "experiment",
 }
 
 

@@ -19,6 +19,15 @@ from typing import List, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
+#: The paper's settings where it gives them (Sec. 4.1-4.5), for the report's "settings that differ" table.
+PAPER_SETTINGS = {
+    "steps": (50, "Sec. 4.3"),
+    "lr": (0.001, "Sec. 4.3, Adam, latent units not given"),
+    "lr_schedule": ("constant", "Sec. 4.3, no schedule mentioned"),
+    "fgsm_eps": (0.25, "Sec. 4.5"),
+}
+
+
 class CornerParams(BaseModel):
     """params.yaml ``corner`` section."""
 
@@ -50,6 +59,7 @@ class CornerParams(BaseModel):
     seed_source: Literal["kde", "gaussian"] = "kde"  # ours: draw seeds from the codes' KDE or a Gaussian fitted to them
     steps: int = Field(50, ge=1, le=100_000)  # Sec. 4.3: "only 50 gradient step (Adam, lr=0.001)"
     lr: float = Field(0.001, gt=0, le=10)  # Sec. 4.3: Adam, lr = 0.001
+    lr_schedule: Literal["constant", "cosine"] = "constant"  # Sec. 4.3: constant; "cosine" anneals to 0 (ours)
     realism_weight: float = Field(1.0, ge=0)  # ours: weight of the hinge on the latent log-density (0 = paper's 2-D setup)
 
     # Realism score (independent of the classifier)

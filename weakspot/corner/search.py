@@ -89,7 +89,7 @@ def _evaluate(clf: Any, g: Generator, s: torch.Tensor, batch: int = 1024):
 
 def search_corner_cases(clf: Any, g: Generator, seeds: Any, *, steps: int = 50, lr: float = 0.001,
                         density: Optional[LatentDensity] = None, realism_weight: float = 0.0,
-                        use_discriminator: bool = False, disc_alpha: float = 1.0,
+                        use_discriminator: bool = False, disc_alpha: float = 1.0, schedule: str = "constant",
                         progress: Optional[Progress] = None) -> CornerSearch:
     """Optimise latent ``seeds`` ``(n, d)`` (standardised units) towards the classifier's decision boundary.
 
@@ -101,6 +101,9 @@ def search_corner_cases(clf: Any, g: Generator, seeds: Any, *, steps: int = 50, 
         From :func:`weakspot.corner.train_autoencoder`.
     seeds : array ``(n, d)``
     steps, lr : Adam steps and learning rate (Sec. 4.3: 50, 0.001).
+    schedule : "constant" (the paper's) or "cosine"
+        ``cosine`` anneals the step from ``lr`` to 0 over the steps, so that a seed that reached the boundary stops
+        bouncing across it by ``lr`` (the margin is a V around the boundary and Adam's steps keep their size).
     density : LatentDensity, optional
         Needed for ``realism_weight > 0`` and for the reported log-densities.
     realism_weight : float
@@ -121,7 +124,10 @@ def search_corner_cases(clf: Any, g: Generator, seeds: Any, *, steps: int = 50, 
     clf.module.eval()
     alpha = float(disc_alpha) if use_discriminator else 1.0
     s = s0.clone().requires_grad_(True)
+    if schedule not in ("constant", "cosine"):
+        raise ConfigError(f"search_corner_cases: schedule must be 'constant' or 'cosine', got {schedule!r}")
     opt = torch.optim.Adam([s], lr=float(lr))
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, int(steps))) if schedule == "cosine" else None
     path = [s0.cpu().numpy().copy()]
     mpath = []
     try:
@@ -140,6 +146,8 @@ def search_corner_cases(clf: Any, g: Generator, seeds: Any, *, steps: int = 50, 
             opt.zero_grad(set_to_none=True)
             s.grad = grad
             opt.step()
+            if sched is not None:
+                sched.step()
             path.append(s.detach().cpu().numpy().copy())
             if progress is not None:
                 progress("corner: seed search step", step + 1, int(steps))

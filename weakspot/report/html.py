@@ -86,8 +86,10 @@ def _table_html(df: Any, max_rows: int) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{more}"
 
 
-def _cards(metrics: Mapping[str, Any]) -> str:
-    scalars = [(k, v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+def _cards(metrics: Mapping[str, Any], keys: Any = None) -> str:
+    """Metric cards: the section's ``key_metrics`` in order, else its first eight scalar metrics."""
+    items = [(k, metrics[k]) for k in keys if k in metrics] if keys else list(metrics.items())
+    scalars = [(k, v) for k, v in items if isinstance(v, (int, float)) and not isinstance(v, bool)]
     if not scalars:
         return ""
     cards = "".join(f"<div class='card'><div class='v'>{_fmt(v)}</div><div class='k'>{html.escape(k)}</div></div>"
@@ -212,7 +214,7 @@ def render_report(
             nav_items.append((gid, group))
             body.append(f"<h2 class='group' id='{html.escape(gid)}'>{html.escape(group)}</h2>")
         parts = [f"<section id='{html.escape(_anchor(key))}'><h2>{html.escape(s.get('title', stage))}</h2>"]
-        parts.append(_cards(metrics.get(key, {})))
+        parts.append(_cards(metrics.get(key, {}), s.get("key_metrics")))
         parts.extend(f"<p>{html.escape(p)}</p>" for p in s.get("summary", []))
         for item in s.get("items", []):
             caption = html.escape(item.get("caption", ""))
