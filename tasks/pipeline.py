@@ -184,7 +184,7 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
         report_deps += [str(paths.plots(m, t)), str(paths.metrics(m, t)), str(paths.findings(t, m))]
     if study_on:
         # the study trains models of its own: it reads every examine key but the examination's budget
-        shared = [k for k in examine_raw if k not in ("study", "T", "checkpoints", "checkpoint_names")]
+        shared = [k for k in examine_raw if k not in ("study", "T", "checkpoints")]
         out["examine_study"] = {
             "cmd": "python -m flows.examine_study",
             "deps": flow_deps("examine_study") + [str(paths.RENDER)],

@@ -89,7 +89,9 @@ def test_full_run_audits_every_target_with_every_method_that_fits(repo):
         assert f"id='corner-{t}'" in page
     assert not (repo.path / "metrics/corner/phoneme.json").exists()
     ex = pd.read_parquet(repo.path / "findings/scenes/examine.parquet")
-    assert len(ex) == 3 and ex["image"].map(lambda b: bytes(b[:8]) == b"\x89PNG\r\n\x1a\n").all()
+    cond = ex[ex["kind"] == "class_condition"]  # one per examined class (+ a row per class never learnt)
+    assert len(cond) == 3 and cond["image"].map(lambda b: bytes(b[:8]) == b"\x89PNG\r\n\x1a\n").all()
+    assert set(ex["kind"]) <= {"class_condition", "unlearnt_class"}
     lin = json.loads((repo.path / "plots/train/digits/section.json").read_text())["lineage"]
     assert lin["params"]["targets.digits"]["train"]["epochs"] == 25
     assert lin["code"]["git_commit"] and all(len(h) == 64 for h in lin["inputs"].values())

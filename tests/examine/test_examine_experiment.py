@@ -29,7 +29,7 @@ CLASSES = ["disc", "square", "triangle", "cross"]
 
 def tiny_params(**kw):
     base = dict(
-        T=30, checkpoints=[0, 10, 20, 30], checkpoint_names=[0, 100, 300, 500],
+        T=30, checkpoints=[0, 10, 20, 30],
         window=3, examiners=["random", "bo", "rl"], rl=dict(lr=0.05, batch_size=8), random_batch=2, n_random=20,
         tail=20, n_worst=2,
         study=dict(
@@ -83,17 +83,25 @@ def study(world):
 def test_examine_target_metrics_have_model_independent_keys(examined):
     res, _, calls = examined
     m = res.metrics
-    assert set(m) == {"random", "bo", "rl", "per_class"}
+    assert set(m) == {"random", "bo", "rl", "per_class", "renders", "at_equal_renders", "classes_t0_below_half"}
     for e in ("random", "bo", "rl"):
-        assert list(m[e]) == ["T0", "T100", "T300", "T500"]
+        assert list(m[e]) == ["T0", "T10", "T20", "T30"]  # keyed by the iterations that ran
         assert all(0.0 <= v <= 1.0 for v in m[e].values())
+    # renders: RL a batch of 8 per iteration, BO one, random 2; compared at BO's render counts
+    assert m["renders"] == {"random": {"T0": 0, "T10": 20, "T20": 40, "T30": 60},
+                            "bo": {"T0": 0, "T10": 10, "T20": 20, "T30": 30},
+                            "rl": {"T0": 0, "T10": 80, "T20": 160, "T30": 240}}
+    assert all(list(m["at_equal_renders"][e]) == ["R10", "R20", "R30"] for e in ("random", "bo", "rl"))
     assert set(m["per_class"]) == set(CLASSES)
     assert set(m["per_class"]["disc"]) == {"random", "bo", "rl"}
-    assert set(m["per_class"]["disc"]["bo"]) == {"T0", "T500", "min_found"}
+    assert set(m["per_class"]["disc"]["bo"]) == {"T0", "T30", "min_found"}
+    st = res.tables["settings"].set_index("setting")
+    assert bool(st.loc["T", "differs"]) and st.loc["T", "ran"] == "30" and not bool(st.loc["bo.init_points", "differs"])
+    assert "T500" not in json.dumps(m) and "T500" not in " ".join(res.summary + res.headline)
     json.dumps(m)  # writable as metrics/examine.json
     assert res.check() is res
-    assert set(res.tables) == {"table2", "per_class", "worst"}
-    assert set(res.figures) == {"curves", "per_class", "tsne", "worst"}
+    assert set(res.tables) == {"table2", "per_class", "worst", "equal_renders", "t0_per_class", "settings"}
+    assert set(res.figures) == {"curves", "curves_renders", "per_class", "tsne", "worst"}
     assert res.headline
     assert calls and calls[-1][0] == "examine" and calls[-1][1] == calls[-1][2]  # progress reached its total
 
@@ -107,18 +115,24 @@ def test_examiners_find_the_planted_weakness(examined):
         assert np.median(np.abs(w.view_elevation)) > 45
         assert w.p_true.max() < res.metrics[e]["T0"]
     # T = 0 is the same random protocol for every examiner
-    assert len({v["T0"] for k, v in res.metrics.items() if k != "per_class"}) == 1
-    elev = [json.loads(f)["view_elevation"] for f in findings.factors]
+    assert len({res.metrics[e]["T0"] for e in ("random", "bo", "rl")}) == 1
+    elev = [json.loads(f)["view_elevation"] for f in findings[findings.kind == "class_condition"].factors]
     assert np.median(np.abs(elev)) > 45
 
 
 def test_findings_table(world, examined):
     from PIL import Image
 
-    _, findings, _ = examined
-    assert list(findings.columns) == list(FINDING_COLUMNS)
+    _, all_findings, _ = examined
+    assert list(all_findings.columns) == list(FINDING_COLUMNS)
+    # a class with T0 < 0.5 is a finding of its own: the model never learnt it
+    t0 = {c: v["random"]["T0"] for c, v in examined[0].metrics["per_class"].items()}
+    unlearnt = all_findings[all_findings.kind == "unlearnt_class"]
+    assert sorted(unlearnt.label) == sorted(c for c, v in t0.items() if v < 0.5)
+    assert sorted(examined[0].metrics["classes_t0_below_half"]) == sorted(unlearnt.label)
+    assert np.allclose(unlearnt.severity, [1 - t0[c] for c in unlearnt.label])
+    findings = all_findings[all_findings.kind == "class_condition"]
     assert sorted(findings.label) == sorted(CLASSES) and len(findings) == len(CLASSES)
-    assert (findings.kind == "class_condition").all()
     assert findings.severity.is_monotonic_decreasing
     assert ((findings.severity >= 0) & (findings.severity <= 1)).all()
     assert ((findings.confidence >= 1 / len(CLASSES) - 1e-9) & (findings.confidence <= 1)).all()
@@ -141,7 +155,7 @@ def test_class_names_map_outputs(world):
     """classes[i] names output i: the same classifier with permuted outputs and an extra class unknown to the
     scene (probability 0) gives the same examination; the extra class is not examined."""
     space, r, images, meta, _, clf = world
-    p = tiny_params(T=6, checkpoints=[0, 6], checkpoint_names=None, examiners=["rl", "bo"], classes=None)
+    p = tiny_params(T=6, checkpoints=[0, 6], examiners=["rl", "bo"], classes=None)
     perm = [2, 0, 3, 1]
 
     def permuted(x):
@@ -171,7 +185,7 @@ def test_same_params_same_result(world, examined):
 def test_renders_are_batched(world):
     space, _, images, meta, _, clf = world
     r = FakeRenderer(classes=CLASSES, resolution=24)
-    p = tiny_params(examiners=["rl", "bo"], T=5, checkpoints=[0, 5], checkpoint_names=None)
+    p = tiny_params(examiners=["rl", "bo"], T=5, checkpoints=[0, 5])
     examine_target(r, space, clf, CLASSES, images, meta, p)
     # one call per round (T rounds), not one per scene
     assert r.calls == p.T
@@ -220,7 +234,7 @@ def test_study_can_run_one_experiment(world):
     space, r, images, meta, _, _ = world
     p = tiny_params(study=dict(epochs=1, m_study=dict(enabled=False), artificial_weakness=dict(enabled=False),
                                order_check=False, strength=True, strength_examiner="bo"), T=3,
-                    checkpoints=[0, 3], checkpoint_names=None, classes=["disc", "cross"])
+                    checkpoints=[0, 3], classes=["disc", "cross"])
     res = run_study(r, space, images, meta, p, device="cpu")
     assert set(res.metrics) == {"strength"} and len(res.tables["strength"]) == 2
 

@@ -21,7 +21,7 @@ def test_phoneme_bias_sizes_and_class_codes():
 def test_yeast_bias_on_v1():
     s = make_preset_split("yeast1", seed=0)
     assert s.classes == ["negative", "positive"] and not s.log_mae  # positive = NUC = code 1
-    assert s.feature_names == ["mcg", "gvh"] and len(s.X_train) == 150 and len(s.X_test) == 490
+    assert s.feature_names == ["mcg", "mit"] and len(s.X_train) == 150 and len(s.X_test) == 490
     mcg = load_source("keel:yeast1").X[:, 0]
     q40, q60 = np.quantile(mcg, [0.4, 0.6])
     assert (s.X_train[s.y_train == 1, 0] < q60).all() and (s.X_train[s.y_train == 0, 0] > q40).all()

@@ -78,12 +78,16 @@ def test_result_across_targets_names_figures_tables_and_class(outcome):
     r = result_of([outcome], params).check()
     assert list(r.metrics) == ["phoneme"]
     d = r.metrics["phoneme"]
-    assert set(d) == {"sdr", "sdr_ci95", "errors", "pseudo_r2", "train_accuracy", "test_accuracy", "budget"}
+    assert set(d) == {"sdr", "sdr_ci95", "errors", "errors_expected", "pseudo_r2", "train_accuracy", "test_accuracy",
+                      "budget"}
     assert list(d["sdr"]) == params.searches
     for s in params.searches:
         lo, hi = d["sdr_ci95"][s]
         assert lo <= d["sdr"][s] <= hi or np.isnan(d["sdr"][s])
         assert 0 <= d["errors"][s] <= 10
+        # expected errors: each confident query expects at most 1 - the confidence threshold
+        assert 0 < d["errors_expected"][s] <= 10 * (1 - params.confidence_threshold) + 1e-9
+    assert "expect" in r.headline[0]
     assert 0.5 < d["test_accuracy"] <= 1 and d["pseudo_r2"] > 0.5
     assert {"sdr_curves", "errors_found", "confidence_boxplots", "reliability", "loess_fit"} <= set(r.figures)
     ti = r.tables["table_i"]

@@ -411,6 +411,17 @@ def _findings(sessions: List[_Session], params: ExamineParams, space, model: _Mo
             "factors": json.dumps(factors),
             "image": to_png(np.asarray(image, dtype=np.uint8)),
         })
+    for s in _group(sessions, "main_t0"):  # a class the model never learnt is a weak spot in itself
+        t0 = float(s.probs[0].mean())
+        if t0 < 0.5:
+            rows.append({
+                "weak_spot": f"class {s.cls} not learnt: random scenes of an unseen instance get a true-class "
+                             f"probability of {t0:.2f} on average",
+                "kind": "unlearnt_class", "severity": float(1.0 - t0),
+                "severity_meaning": ("1 - T0, the mean true-class probability of random scenes of the examined "
+                                     "unseen instance (above 0.5: the model has not learnt the class)"),
+                "label": s.cls, "prediction": "", "confidence": float("nan"),
+            })
     df = pd.DataFrame(rows, columns=list(FINDING_COLUMNS))
     return df.sort_values("severity", ascending=False, kind="stable").reset_index(drop=True)
 
@@ -440,30 +451,70 @@ def _assemble_target(sessions: List[_Session], params: ExamineParams, space, mod
                                **{k: round(v, 3) for k, v in s.worst[1].items()},
                                **{k: round(v, 3) for k, v in s.sun.items()}})
     metrics["per_class"] = per_class
+    # equal cost: an RL iteration renders a batch, a BO iteration one scene; compare at equal numbers of renders
+    q = {e: params.queries_per_iteration(e) for e in params.examiners}
+    metrics["renders"] = {e: {nm: int(cp * q[e]) for cp, nm in zip(params.checkpoints, names)} for e in params.examiners}
+    grid = [int(cp * min(q.values())) for cp in params.checkpoints if cp > 0]
+    w = max(q.values())  # every value is a mean over the same number of renders
+    metrics["at_equal_renders"] = {e: {f"R{r}": _at_renders(_group(sessions, "main", examiner=e), r, w) for r in grid}
+                                   for e in params.examiners}
+    t0_low = sorted(c for c, v in t0.items() if v < 0.5)
+    metrics["classes_t0_below_half"] = t0_low
     tables = {"table2": pd.DataFrame(rows), "per_class": pd.DataFrame(class_rows),
-              "worst": pd.DataFrame(worst_rows).sort_values(["examiner", "p_true"]).reset_index(drop=True)}
-    figures = {"curves": _fig_curves(sessions, params), "per_class": _fig_per_class(tables["per_class"], last),
+              "worst": pd.DataFrame(worst_rows).sort_values(["examiner", "p_true"]).reset_index(drop=True),
+              "equal_renders": pd.DataFrame([{"examiner": e, "renders per iteration": q[e],
+                                              **{f"after {r} renders": v for r, v in
+                                                 zip(grid, metrics["at_equal_renders"][e].values())}}
+                                             for e in params.examiners]),
+              "t0_per_class": pd.DataFrame([{"class": c, "T0": v, "learnt": v >= 0.5} for c, v in t0.items()]),
+              "settings": _settings_table(params)}
+    figures = {"curves": _fig_curves(sessions, params), "curves_renders": _fig_curves_renders(sessions, params),
+               "per_class": _fig_per_class(tables["per_class"], last),
                "tsne": _fig_tsne(sessions, params), "worst": _fig_worst(sessions, params)}
+    its = ", ".join(f"{e} {params.T * q[e]}" for e in params.examiners)
     items = [
-        {"table": "table2", "caption": "Mean true-class probability under examination at each checkpoint T "
-                                       "(paper Table 2). T0 is the standard protocol (random scenes)."},
-        {"figure": "curves", "caption": "Mean true-class probability per iteration, class-averaged (paper Fig. 1)."},
+        {"table": "settings", "caption": "What ran against the paper's settings (Sec. 4.1)."},
+        {"table": "t0_per_class", "caption": "T0 per class: the mean true-class probability of random scenes of the "
+                                             "examined instance. Below 0.5 the model never learnt the class: a "
+                                             "finding in itself, not an examiner result."},
+        {"table": "table2", "caption": f"Mean true-class probability under examination after T iterations (the "
+                                       f"layout of the paper's Table 2; here T = {params.T} iterations ran, renders "
+                                       f"per examiner: {its}). T0 is the standard protocol (random scenes)."},
+        {"table": "equal_renders", "caption": f"At equal cost: mean true-class probability of the last {w} renders "
+                                              "after the same number of renders for every examiner."},
+        {"figure": "curves_renders", "caption": "Mean true-class probability against the number of renders (model "
+                                                "queries), class-averaged: the examiners at equal cost."},
+        {"figure": "curves", "caption": "Mean true-class probability per iteration, class-averaged (paper Fig. 1's "
+                                        "layout; an RL iteration renders a batch, a BO iteration one scene)."},
         {"figure": "per_class", "caption": "Per-class true-class probability at T0 and at the last T (paper Fig. 2)."},
         {"figure": "tsne", "caption": "t-SNE of random scenes (circles) and the last examined scenes (triangles); "
                                       "opaque = misclassified (paper Fig. 3)."},
         {"figure": "worst", "caption": "The worst scenes found, with their true-class probability."},
         {"table": "worst", "caption": "The worst scene found per examiner and class, with its factor values."},
     ]
+    differ = [r for r in tables["settings"].to_dict("records") if r["differs"]]
+    eq = grid[-1] if grid else 0
     summary = [
         f"Each class is examined on the unseen instance the model is most sure of; sun angles are fixed at "
         f"random, the other {len(space.searched)} factors are searched for T = {params.T} iterations "
-        f"(RL: batches of {params.rl.batch_size}, BO: one query each).",
-        "Mean true-class probability " + f"{names[0]} -> {last}: " + ", ".join(
-            f"{e}: {metrics[e][names[0]]:.2f} -> {metrics[e][last]:.2f}" for e in params.examiners) + ".",
+        f"(RL: batches of {q.get('rl', params.rl.batch_size)} renders, BO: one render each, random: "
+        f"{params.random_batch} each; renders in all: {its}).",
+        "Mean true-class probability " + f"{names[0]} -> {last} (iterations): " + ", ".join(
+            f"{e}: {metrics[e][names[0]]:.2f} -> {metrics[e][last]:.2f}" for e in params.examiners) + "."
+        + (f" At equal cost, after {eq} renders each: " + ", ".join(
+            f"{e} {metrics['at_equal_renders'][e][f'R{eq}']:.2f}" for e in params.examiners) + "." if eq else ""),
+        (f"T0 below 0.5 on {', '.join(t0_low)}: the model never learnt these classes well on unseen instances; the "
+         "examiners' drop on them says little." if t0_low else "Every examined class has T0 of at least 0.5."),
+        ("Settings that differ from the paper's: " + "; ".join(f"{r['setting']} {r['ran']} (paper: {r['paper']})"
+                                                               for r in differ) + "."
+         if differ else "Every setting is the paper's."),
     ]
     worst = tables["worst"].sort_values("p_true").iloc[0]
     headline = [f"The examiners drove the true-class probability of class {worst['class']} down to "
-                f"{worst['p_true']:.2f} (random scenes: {t0[worst['class']]:.2f})."]
+                f"{worst['p_true']:.2f} (random scenes: {t0[worst['class']]:.2f}) in T = {params.T} iterations"
+                + (f"; at {eq} renders each: " + ", ".join(f"{e} {metrics['at_equal_renders'][e][f'R{eq}']:.2f}"
+                                                          for e in params.examiners) if eq else "")
+                + (f". Never learnt (T0 < 0.5): {', '.join(t0_low)}." if t0_low else ".")]
     return StageResult(metrics=metrics, tables=tables, figures=figures,
                        title="Adversarial examiner: worst rendering conditions per class", summary=summary,
                        items=items, headline=headline).check()
@@ -713,6 +764,50 @@ def _fig_curves(sessions, params):
         ax.plot(np.arange(1, len(c) + 1), c, label=e)
     ax.axhline(t0, color="grey", ls="--", label="T0 (random)")
     ax.set(xlabel="iteration", ylabel="true-class probability", ylim=(0, 1))
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def _at_renders(sessions, r: int, w: int) -> float:
+    """Mean over sessions of the true-class probability of renders (r - w, r] (1-based, in query order)."""
+    vals = []
+    for s in sessions:
+        flat = np.concatenate(s.probs) if s.probs else np.zeros(0)
+        seg = flat[max(0, r - w):r]
+        if len(seg):
+            vals.append(float(seg.mean()))
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def _settings_table(params):
+    """What ran against the paper's settings (seeds/000 Sec. 4.1), one row per setting the paper gives."""
+    import pandas as pd
+
+    from weakspot.examine.config import PAPER_SETTINGS
+
+    rows = []
+    for key, (paper, where) in PAPER_SETTINGS.items():
+        obj = params
+        for part in key.split("."):
+            obj = getattr(obj, part)
+        rows.append({"setting": key, "ran": str(obj), "paper": f"{paper} ({where})", "differs": obj != paper})
+    rows.append({"setting": "checkpoints", "ran": str(list(params.checkpoints)), "paper": "[0, 100, 300, 500] (Table 2)",
+                 "differs": list(params.checkpoints) != [0, 100, 300, 500]})
+    return pd.DataFrame(rows, columns=["setting", "ran", "paper", "differs"])
+
+
+def _fig_curves_renders(sessions, params):
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    t0 = np.mean([s.probs[0].mean() for s in _group(sessions, "main_t0")])
+    for e in params.examiners:
+        c = np.mean([s.curve() for s in _group(sessions, "main", examiner=e)], axis=0)
+        q = params.queries_per_iteration(e)
+        ax.plot(q * np.arange(1, len(c) + 1), c, label=f"{e} ({q} per iteration)")
+    ax.axhline(t0, color="grey", ls="--", label="T0 (random)")
+    ax.set_xscale("log")
+    ax.set(xlabel="renders (model queries)", ylabel="true-class probability", ylim=(0, 1))
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

@@ -116,9 +116,10 @@ def _finding_html(row: Mapping[str, Any]) -> str:
                 cells = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{_fmt(v)}</td></tr>" for k, v in list(values.items())[:8])
                 extra += f"<table class='row'>{cells}</table>"
     label = row.get("label") or ""
-    pred = f"predicted <b>{html.escape(str(row.get('prediction', '')))}</b> with confidence {_fmt(float(row.get('confidence', float('nan'))))}"
+    pred = (f"predicted <b>{html.escape(str(row.get('prediction', '')))}</b> with confidence "
+            f"{_fmt(float(row.get('confidence', float('nan'))))}" if row.get("prediction") else "")
     if label:
-        pred += f"; true class {html.escape(str(label))}"
+        pred += f"{'; ' if pred else ''}true class {html.escape(str(label))}"
     return (f"<div class='finding'>{pic}<div><div class='what'>{int(row.get('rank', 0))}. {html.escape(str(row.get('weak_spot', '')))}</div>"
             f"<div class='sev'>severity {_fmt(float(row.get('severity', float('nan'))))}</div>"
             f"<div class='pred'>{pred}</div>{extra}</div></div>")
