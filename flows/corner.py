@@ -12,7 +12,7 @@ import flows  # noqa: F401
 from prefect import flow
 
 from tasks import paths
-from tasks.common import combined_digest, digest, lineage, run_main, source_digest, stage_params, target_params, \
+from tasks.common import lineage, run_main, source_digest, stage_params, target_params, \
     write_stage_result
 from tasks.corner import generator_for
 
@@ -32,17 +32,22 @@ def corner_flow(target: str) -> dict:
 
     top, t = target_params(target)
     _, p = stage_params("corner")
+    import hashlib
+
     train_file = paths.prepared(target) / "train.parquet"
     gp = {k: v for k, v in p.model_dump(mode="json").items() if k in GENERATOR_KEYS}
-    gen = generator_for(target, gp, combined_digest(digest([train_file])),
+    train = read_prepared(target, "train")
+    X = np.ascontiguousarray(train.X, np.float32)
+    # keyed on the pixels, not the file: the Parquet file also carries the target's own provenance metadata
+    pixels = hashlib.sha256(str(X.shape).encode() + X.tobytes()).hexdigest()
+    gen = generator_for(target, gp, pixels,
                         source_digest("weakspot.corner.autoencoder", "weakspot.corner.experiment",
                                       "weakspot.corner.config"), top["device"])
     dev = resolve_device(top["device"])
     g = Generator.from_bytes(Path(gen["blob"]).read_bytes(), device=dev)
-    train = read_prepared(target, "train")
     clf, spec = load_target_model(target, top["device"])
     classes = [str(c) for c in spec["classes"]]
-    result, found = run_corner(clf, np.asarray(train.X, np.float32), train.y, classes, p, device=dev, generator=g,
+    result, found = run_corner(clf, X, train.y, classes, p, device=dev, generator=g,
                                progress=printer(f"corner-{target}"))
     result.title = f"{result.title} ({target})"
     lin = lineage("corner", top, p, [paths.prepared(target), paths.model_dir(target)])
