@@ -468,7 +468,7 @@ def _assemble_target(sessions: List[_Session], params: ExamineParams, space, mod
                                              for e in params.examiners]),
               "t0_per_class": pd.DataFrame([{"class": c, "T0": v, "learnt": v >= 0.5} for c, v in t0.items()]),
               "settings": _settings_table(params)}
-    figures = {"curves": _fig_curves(sessions, params), "curves_renders": _fig_curves_renders(sessions, params),
+    figures = {"curves": _fig_curves(sessions, params), "curves_renders": _fig_curves(sessions, params, by_renders=True),
                "per_class": _fig_per_class(tables["per_class"], last),
                "tsne": _fig_tsne(sessions, params), "worst": _fig_worst(sessions, params)}
     its = ", ".join(f"{e} {params.T * q[e]}" for e in params.examiners)
@@ -755,15 +755,20 @@ def _plt():
     return plt
 
 
-def _fig_curves(sessions, params):
+def _fig_curves(sessions, params, by_renders: bool = False):
+    """Class-averaged true-class probability per iteration, or against renders (each examiner at its own cost)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5, 3.5))
     t0 = np.mean([s.probs[0].mean() for s in _group(sessions, "main_t0")])
     for e in params.examiners:
         c = np.mean([s.curve() for s in _group(sessions, "main", examiner=e)], axis=0)
-        ax.plot(np.arange(1, len(c) + 1), c, label=e)
+        q = params.queries_per_iteration(e) if by_renders else 1
+        ax.plot(q * np.arange(1, len(c) + 1), c, label=f"{e} ({q} per iteration)" if by_renders else e)
     ax.axhline(t0, color="grey", ls="--", label="T0 (random)")
-    ax.set(xlabel="iteration", ylabel="true-class probability", ylim=(0, 1))
+    if by_renders:
+        ax.set_xscale("log")
+    ax.set(xlabel="renders (model queries)" if by_renders else "iteration", ylabel="true-class probability",
+           ylim=(0, 1))
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
@@ -795,22 +800,6 @@ def _settings_table(params):
     rows.append({"setting": "checkpoints", "ran": str(list(params.checkpoints)), "paper": "[0, 100, 300, 500] (Table 2)",
                  "differs": list(params.checkpoints) != [0, 100, 300, 500]})
     return pd.DataFrame(rows, columns=["setting", "ran", "paper", "differs"])
-
-
-def _fig_curves_renders(sessions, params):
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    t0 = np.mean([s.probs[0].mean() for s in _group(sessions, "main_t0")])
-    for e in params.examiners:
-        c = np.mean([s.curve() for s in _group(sessions, "main", examiner=e)], axis=0)
-        q = params.queries_per_iteration(e)
-        ax.plot(q * np.arange(1, len(c) + 1), c, label=f"{e} ({q} per iteration)")
-    ax.axhline(t0, color="grey", ls="--", label="T0 (random)")
-    ax.set_xscale("log")
-    ax.set(xlabel="renders (model queries)", ylabel="true-class probability", ylim=(0, 1))
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
 
 
 def _fig_per_class(df, last):
