@@ -181,6 +181,30 @@ def _fails_cleanly(repo, stage, pattern, target=None):
     return proc.stderr
 
 
+def test_a_second_model_on_the_same_data_shares_the_corner_generator(repo):
+    """The corner-case generator depends on the training images only: a second target on the digits data (another
+    architecture) gets its own corner cases from the same generator, trained once."""
+    import yaml
+
+    p = repo.path / "params.yaml"
+    text = p.read_text()
+    params = yaml.safe_load(text)
+    params["targets"]["digits_mlp"] = {**params["targets"]["digits"], "model": {"kind": "builtin", "arch": "mlp"},
+                                       "train": {"epochs": 3, "seed": 0}}
+    p.write_text(yaml.safe_dump(params, sort_keys=False))
+    try:
+        repo.audit()
+        gen = [json.loads((repo.path / f"plots/corner/{t}/section.json").read_text())["lineage"]["generator"]
+               for t in ("digits", "digits_mlp")]
+        assert gen[0]["blob"] == gen[1]["blob"]  # content-addressed: the same generator
+        secs = (repo.path / "plots/corner/digits_mlp/seconds.csv").read_text()
+        assert "generator,0.0" in secs, secs  # reused, not retrained
+        m = json.loads((repo.path / "metrics/corner/digits_mlp.json").read_text())
+        assert m["n_seeds"] == 40 and m != json.loads((repo.path / "metrics/corner/digits.json").read_text())
+    finally:
+        p.write_text(text)
+
+
 @pytest.fixture
 def restore_params(repo):
     p = repo.path / "params.yaml"

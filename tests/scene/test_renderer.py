@@ -1,5 +1,6 @@
 """A real Blender render: determinism (also across workers), object in frame, lights and camera matter."""
 
+import logging
 import os
 
 import numpy as np
@@ -7,7 +8,7 @@ import pytest
 
 from weakspot.errors import ConfigError, RenderError
 from weakspot.scene.objects import CLASSES
-from weakspot.scene.renderer import BlenderRenderer, Renderer, camera_matrix
+from weakspot.scene.renderer import _FAULT_ENV, BlenderRenderer, Renderer, camera_matrix
 from weakspot.scene.space import SceneSpace
 
 from .scene_helpers import needs_bpy, scene
@@ -132,18 +133,21 @@ def test_bad_input_is_named(renderer):
         BlenderRenderer(resolution=4, workers=0).start()
     with pytest.raises(ConfigError, match="device='tpu'"):
         BlenderRenderer(device="tpu", workers=0).start()
+    with pytest.raises(ConfigError, match="max_retries=-1"):
+        BlenderRenderer(max_retries=-1, workers=0).start()
 
 
 @needs_bpy
 def test_dead_worker_is_a_render_error_and_nothing_is_left_behind():
-    r = BlenderRenderer(resolution=16, samples=1, workers=1)
+    r = BlenderRenderer(resolution=16, samples=1, workers=1, max_retries=0)
     r.render([scene()])
     worker_tmp = list(r.tmp_dirs_)
     assert len(worker_tmp) == 1
-    r._procs[0].kill()
+    r._procs[0].kill()  # killed while idle: with max_retries=0 not restarted
     r._procs[0].join()
-    with pytest.raises(RenderError, match="worker 0.*died"):
+    with pytest.raises(RenderError, match=r"worker 0 .*died before it got its chunk.*SIGKILL.*max_retries=0"):
         r.render([scene()])
+    assert r.restarts_ == 0
     with pytest.raises(RenderError, match="closed"):
         r.render([scene()])
     r.close()
@@ -157,6 +161,60 @@ def test_dead_worker_is_a_render_error_and_nothing_is_left_behind():
         pool.render([scene()])
         (ptmp,) = pool.tmp_dirs_
     assert not os.path.exists(ptmp)  # a worker that is closed cleans up its folder
+
+
+@needs_bpy
+def test_a_worker_killed_mid_batch_is_restarted_and_its_chunk_rendered_again(tmp_path, monkeypatch, caplog):
+    ps = [scene(c, i % 2, view_azimuth=25.0 * i) for i, c in enumerate(CLASSES)]
+    with BlenderRenderer(resolution=16, samples=2, workers=0) as local:  # the uncrashed run (same pixels as a pool)
+        ref = local.render(ps)
+    marker = tmp_path / "crashed"
+    monkeypatch.setenv(_FAULT_ENV, f"kill-once:{marker}")  # the first worker to get a chunk SIGKILLs itself mid-chunk
+    with caplog.at_level(logging.WARNING, logger="weakspot.scene.renderer"):
+        with BlenderRenderer(resolution=16, samples=2, workers=2) as pool:
+            got = pool.render(ps)
+            assert marker.exists() and pool.restarts_ == 1
+            again = pool.render(ps[::-1])[::-1]  # the fresh worker goes on working, and renders the other chunk
+            assert pool.restarts_ == 1
+            pool._procs[1].kill()  # killed from outside while idle: restarted when the next batch comes
+            pool._procs[1].join()
+            third = pool.render(ps)
+            assert pool.restarts_ == 2
+            tmp_dirs = list(pool.tmp_dirs_)
+    assert np.array_equal(ref, got) and np.array_equal(ref, again) and np.array_equal(ref, third)
+    first, second = [r for r in caplog.records if r.name == "weakspot.scene.renderer"]
+    assert "worker 1 " in second.getMessage() and "before it got its chunk" in second.getMessage()
+    record = first
+    assert record.levelno == logging.WARNING
+    assert "died while rendering its chunk (chunk " in record.getMessage()
+    assert "SIGKILL" in record.getMessage() and "retry 1 of 2" in record.getMessage()
+    assert not any(os.path.exists(d) for d in tmp_dirs)
+
+
+@needs_bpy
+def test_a_worker_that_always_dies_exhausts_the_retries(monkeypatch, caplog):
+    monkeypatch.setenv(_FAULT_ENV, "kill")
+    r = BlenderRenderer(resolution=16, samples=1, workers=1, max_retries=1)
+    with caplog.at_level(logging.WARNING, logger="weakspot.scene.renderer"):
+        with pytest.raises(RenderError, match=r"worker 0 \(pid \d+\) died while rendering its chunk \(chunk 0: scenes "
+                           r"0-2 of 3: mug#0, bowl#1, cap#2\); it was killed by SIGKILL.*exit code -9; gave up after "
+                           r"1 restart\(s\) for this chunk \(max_retries=1\)"):
+            r.render([scene(), scene("bowl", 1), scene("cap", 2)])
+    assert r.restarts_ == 1 and len(caplog.records) == 1
+    with pytest.raises(RenderError, match="closed"):
+        r.render([scene()])
+    assert not any(os.path.exists(d) for d in r.tmp_dirs_)
+
+
+@needs_bpy
+def test_a_python_error_in_a_worker_is_not_retried(monkeypatch):
+    monkeypatch.setenv(_FAULT_ENV, "raise")
+    r = BlenderRenderer(resolution=16, samples=1, workers=1)
+    with pytest.raises(RenderError, match="worker 0 failed during render: RuntimeError: fault injected"):
+        r.render([scene()])
+    assert r.restarts_ == 0
+    with pytest.raises(RenderError, match="closed"):
+        r.render([scene()])
 
 
 def test_missing_bpy_is_a_render_error(monkeypatch):

@@ -4,7 +4,13 @@ Caveats first:
 
 * ``bpy`` (Blender as a Python module, 5.0) runs headless and only with Cycles (EEVEE needs a display). It is
   imported lazily, in worker processes (``workers >= 1``, "spawn" context, one Blender per process, started once)
-  or in this process (``workers = 0``). A missing bpy or a dead worker is a :class:`~weakspot.errors.RenderError`.
+  or in this process (``workers = 0``). A missing bpy is a :class:`~weakspot.errors.RenderError`.
+* A worker that dies while it holds a chunk (a segfault in Blender, the out-of-memory killer, SIGKILL) is replaced
+  by a fresh one and that chunk alone is rendered again, at most ``max_retries`` times per chunk (renders are
+  deterministic, so the pixels are those of an uncrashed run); each restart is logged as a warning and counted in
+  ``restarts_``. Past that, or when a worker raises a Python exception (not a crash: rendering again would fail
+  again), or does not answer within ``timeout``, it is a :class:`~weakspot.errors.RenderError` and the renderer is
+  closed. A worker that dies while starting is not restarted either.
 * Cycles writes its result to a PNG in a private temporary folder, which is read back and removed at once; the
   folder is deleted on :meth:`BlenderRenderer.close` (the in-memory Viewer-node route does not work headless in
   Blender 5.0). Nothing is left behind.
@@ -36,10 +42,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import math
 import multiprocessing as mp
+import multiprocessing.connection
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -55,6 +64,12 @@ from weakspot.scene.objects import OBJECTS, build_object
 from weakspot.scene.space import SceneSpace
 
 RENDERERS = Registry("renderer")
+logger = logging.getLogger(__name__)
+
+#: Fault injection for the tests (read by the worker processes): ``kill`` makes every worker SIGKILL itself after
+#: the first scene of each chunk, ``kill-once:<path>`` only the first worker to create the file ``<path>``, and
+#: ``raise`` makes a worker raise a Python exception instead of rendering.
+_FAULT_ENV = "WEAKSPOT_RENDER_FAULT"
 
 #: Camera lens: Blender's default 50 mm on a 36 mm sensor (39.6 degrees field of view).
 LENS_MM = 50.0
@@ -387,11 +402,50 @@ def _worker_main(conn, config: Dict[str, Any]) -> None:  # runs in a spawned pro
             if msg[0] == "close":
                 break
             try:
+                _inject_fault(scene, msg[1])
                 conn.send(("ok", scene.render(msg[1])))
             except BaseException as e:  # noqa: BLE001
                 conn.send(("error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
     finally:
         scene.close()
+
+
+def _inject_fault(scene: "_BlenderScene", chunk: Sequence[Mapping[str, Any]]) -> None:
+    """The tests' crash (see :data:`_FAULT_ENV`): die mid-chunk, after one scene, as a real crash would."""
+    fault = os.environ.get(_FAULT_ENV, "")
+    if not fault:
+        return
+    if fault == "raise":
+        raise RuntimeError(f"fault injected by {_FAULT_ENV}=raise")
+    if fault.startswith("kill-once:"):
+        try:
+            os.close(os.open(fault[len("kill-once:"):], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+    elif fault != "kill":
+        return
+    if chunk:
+        scene.render_one(chunk[0])
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _exit_reason(code: Optional[int]) -> str:
+    """How a worker ended, in words: its signal (SIGKILL is often the out-of-memory killer) or its exit code."""
+    if code is None:
+        return "closed its pipe (exit code unknown)"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        oom = " (the out-of-memory killer, or a kill -9)" if -code == signal.SIGKILL else ""
+        return f"was killed by {name}{oom}, exit code {code}"
+    return f"exited with code {code}"
+
+
+def _describe_chunk(chunk: Sequence[Mapping[str, Any]], lo: int, n: int) -> str:
+    names = ", ".join(f"{p['class']}#{p['instance']}" for p in chunk[:4]) + (", ..." if len(chunk) > 4 else "")
+    return f"scenes {lo}-{lo + len(chunk) - 1} of {n}: {names}"
 
 
 def _hint(what: str) -> str:
@@ -431,6 +485,19 @@ class BlenderRenderer:
         Seconds to wait for a worker to start or answer a batch before raising RenderError.
     cache_size : int, default 256
         Meshes kept per worker (least recently used are dropped).
+    max_retries : int, default 2
+        How many times one chunk of a batch is given to a fresh worker after the worker rendering it died (a crash,
+        not a Python exception); ``0`` makes any dead worker a RenderError. Each restart costs a Blender start-up
+        (a few seconds).
+
+    Attributes
+    ----------
+    device_used_ : str
+        Where Cycles renders: ``"cpu"``, ``"gpu:optix"`` or ``"gpu:cuda"``.
+    tmp_dirs_ : list of str
+        The workers' private temporary folders (removed on :meth:`close`).
+    restarts_ : int
+        Workers restarted after a crash since this renderer was made.
 
     Example
     -------
@@ -441,7 +508,7 @@ class BlenderRenderer:
 
     def __init__(self, *, resolution: int = 64, samples: int = 8, workers: int = 2, device: str = "auto",
                  seed: int = 0, background: Tuple[float, float, float] = BACKGROUND, threads: Optional[int] = None,
-                 timeout: float = 600.0, cache_size: int = 256):
+                 timeout: float = 600.0, cache_size: int = 256, max_retries: int = 2):
         self.resolution = resolution
         self.samples = samples
         self.workers = workers
@@ -451,6 +518,7 @@ class BlenderRenderer:
         self.threads = threads
         self.timeout = timeout
         self.cache_size = cache_size
+        self.max_retries = max_retries
         self._procs: List[Any] = []
         self._conns: List[Any] = []
         self._local: Optional[_BlenderScene] = None
@@ -458,6 +526,8 @@ class BlenderRenderer:
         self._closed = False
         self.device_used_: Optional[str] = None
         self.tmp_dirs_: List[str] = []
+        self.restarts_ = 0
+        self._worker_config: Dict[str, Any] = {}
 
     # -- life cycle ----------------------------------------------------------------------------------------------
     def _check(self) -> None:
@@ -474,6 +544,8 @@ class BlenderRenderer:
             bad("device", self.device, "auto, cpu, cuda")
         if len(self.background) != 3 or not all(0.0 <= float(v) <= 1.0 for v in self.background):
             bad("background", self.background, "three numbers in [0, 1]")
+        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
+            bad("max_retries", self.max_retries, "a non-negative int")
 
     def _config(self) -> Dict[str, Any]:
         if self.device == "auto":
@@ -506,15 +578,12 @@ class BlenderRenderer:
             self.tmp_dirs_ = [self._local._tmp]
             self._started = True
             return self
-        ctx = mp.get_context("spawn")
+        self._worker_config = config
         try:
             for _ in range(self.workers):
-                parent, child = ctx.Pipe()
-                proc = ctx.Process(target=_worker_main, args=(child, config), daemon=True)
-                proc.start()
-                child.close()
+                proc, conn = self._spawn()
                 self._procs.append(proc)
-                self._conns.append(parent)
+                self._conns.append(conn)
             answers = [self._receive(i, what="start") for i in range(self.workers)]
         except BaseException:
             self._terminate()
@@ -524,17 +593,36 @@ class BlenderRenderer:
         self._started = True
         return self
 
-    def _send(self, i: int, msg: Any) -> None:
-        proc = self._procs[i]
+    def _spawn(self) -> Tuple[Any, Any]:
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_worker_main, args=(child, self._worker_config), daemon=True)
+        proc.start()
+        child.close()
+        return proc, parent
+
+    def _try_send(self, i: int, msg: Any) -> bool:
+        """Send to worker ``i``; False when it is dead (its pipe broken)."""
         try:
-            if not proc.is_alive():
-                raise BrokenPipeError
+            if not self._procs[i].is_alive():
+                return False
             self._conns[i].send(msg)
+            return True
         except (BrokenPipeError, EOFError, OSError):
-            code = proc.exitcode
-            self._terminate()
-            raise RenderError(f"render worker {i} (pid {proc.pid}) died before a render request (exit code {code}); "
-                              "the renderer is closed, make a new one") from None
+            return False
+
+    def _restart(self, i: int) -> None:
+        """Replace the dead worker ``i`` by a fresh one (not waited for) and remove the dead one's folder."""
+        proc, conn = self._procs[i], self._conns[i]
+        with contextlib.suppress(Exception):
+            conn.close()
+        if proc.is_alive():  # its pipe broke but it lingers: it cannot be trusted with another chunk
+            proc.kill()
+        proc.join(timeout=5)
+        if i < len(self.tmp_dirs_):
+            shutil.rmtree(self.tmp_dirs_[i], ignore_errors=True)  # a killed worker could not remove it
+        self._procs[i], self._conns[i] = self._spawn()
+        self.restarts_ += 1
 
     def _receive(self, i: int, *, what: str) -> Any:
         conn, proc = self._conns[i], self._procs[i]
@@ -627,11 +715,91 @@ class BlenderRenderer:
         elif self._local is not None:
             rgba = self._local.render(params)
         else:
-            k = min(len(self._conns), n)
-            bounds = np.linspace(0, n, k + 1).round().astype(int)
-            for i in range(k):  # contiguous chunks: consecutive views of one object stay on one worker's cache
-                self._send(i, ("render", params[bounds[i]:bounds[i + 1]]))
-            rgba = np.concatenate([self._receive(i, what="render") for i in range(k)])
+            try:
+                rgba = self._render_pool(params)
+            except BaseException:  # an interrupt would leave answers in the pipes for the next batch to misread
+                self._terminate()
+                raise
         if return_alpha:
             return np.ascontiguousarray(rgba[..., :3]), np.ascontiguousarray(rgba[..., 3])
         return np.ascontiguousarray(rgba[..., :3])
+
+    def _render_pool(self, params: List[Mapping[str, Any]]) -> np.ndarray:
+        """Chunk ``i`` goes to worker ``i``; a worker that dies is replaced and its chunk alone is sent again."""
+        n = len(params)
+        k = min(len(self._conns), n)
+        bounds = np.linspace(0, n, k + 1).round().astype(int)
+        # contiguous chunks: consecutive views of one object stay on one worker's mesh cache
+        chunks = [params[bounds[i]:bounds[i + 1]] for i in range(k)]
+        results: List[Optional[np.ndarray]] = [None] * k
+        crashes = [0] * k
+        phase: Dict[int, str] = {}  # worker -> "render" (holds its chunk) or "start" (a fresh one, not ready yet)
+        deadline: Dict[int, float] = {}
+
+        def submit(i: int) -> None:
+            if self._try_send(i, ("render", chunks[i])):
+                phase[i], deadline[i] = "render", time.monotonic() + self.timeout
+            else:
+                crashed(i, "before it got its chunk")
+
+        def crashed(i: int, when: str) -> None:
+            proc = self._procs[i]
+            proc.join(timeout=5)
+            reason = _exit_reason(proc.exitcode)
+            crashes[i] += 1
+            what = f"chunk {i}: {_describe_chunk(chunks[i], int(bounds[i]), n)}"
+            if crashes[i] > self.max_retries:
+                self._terminate()
+                raise RenderError(f"render worker {i} (pid {proc.pid}) died {when} ({what}); it {reason}; "
+                                  f"gave up after {crashes[i] - 1} restart(s) for this chunk (max_retries="
+                                  f"{self.max_retries}); the renderer is closed, make a new one")
+            logger.warning("render worker %d (pid %s) died %s (%s); it %s; restarting it and rendering the "
+                           "chunk again (retry %d of %d)", i, proc.pid, when, what, reason, crashes[i],
+                           self.max_retries)
+            self._restart(i)
+            phase[i], deadline[i] = "start", time.monotonic() + self.timeout
+
+        for i in range(k):
+            submit(i)
+        while phase:
+            waiting = {}
+            for i in phase:
+                waiting[self._conns[i]] = i
+                waiting[self._procs[i].sentinel] = i
+            left = min(deadline[i] for i in phase) - time.monotonic()
+            ready = mp.connection.wait(list(waiting), timeout=max(left, 0.0))
+            handled = set()
+            for obj in ready:
+                i = waiting[obj]
+                if i in handled or i not in phase:
+                    continue
+                handled.add(i)
+                conn, proc, stage = self._conns[i], self._procs[i], phase[i]
+                has_msg = None
+                try:
+                    has_msg = conn.poll()
+                    status, payload = conn.recv() if has_msg else ("died", None)
+                except (EOFError, OSError):
+                    status, payload = "died", None
+                if status == "died":
+                    if has_msg is False and proc.is_alive():  # a spurious wake-up
+                        continue
+                    del phase[i]
+                    crashed(i, "while rendering its chunk" if stage == "render" else "while starting again")
+                elif status == "ready" and stage == "start":
+                    self.tmp_dirs_[i] = payload[1]
+                    submit(i)
+                elif status == "ok" and stage == "render":
+                    results[i] = payload
+                    del phase[i]
+                else:
+                    self._terminate()
+                    what = "render" if stage == "render" else "restart"
+                    raise RenderError(f"render worker {i} failed during {what}: {payload}")
+            now = time.monotonic()
+            late = [i for i in phase if now > deadline[i]]
+            if late:
+                self._terminate()
+                what = "render" if phase[late[0]] == "render" else "restart"
+                raise RenderError(f"render worker {late[0]} did not answer within {self.timeout} s during {what}")
+        return np.concatenate(results)
