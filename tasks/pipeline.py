@@ -122,6 +122,7 @@ def _top(raw: Dict[str, Any], *names: str) -> List[str]:
 def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
     """The ``stages:`` mapping of dvc.yaml for the params in ``raw`` (params.yaml as read, before defaults)."""
     from weakspot.config import validate_section
+    from weakspot.errors import ConfigError
     from weakspot.targets import pairs
 
     targets = validate_section("targets", raw).root  # the whole file was validated by the caller (check_params)
@@ -129,6 +130,11 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
     st = validate_section("examine", raw).study
     study_on = "examine" in raw and (st.m_study.enabled or st.artificial_weakness.enabled or st.order_check
                                      or st.strength)
+    if study_on and st.full_model and (st.full_model not in targets
+                                       or targets[st.full_model].data.kind != "scenes"):
+        scenes = [t for t, p in targets.items() if p.data.kind == "scenes"]
+        raise ConfigError(f"examine.study.full_model: {st.full_model!r} is not a scene target; scene targets: "
+                          f"{', '.join(scenes) or 'none'}")
     out: Dict[str, Any] = {}
     scene_targets = [t for t, p in targets.items() if p.data.kind == "scenes"]
     run_pairs = pairs(targets)
@@ -187,7 +193,8 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
         shared = [k for k in examine_raw if k not in ("study", "T", "checkpoints")]
         out["examine_study"] = {
             "cmd": "python -m flows.examine_study",
-            "deps": flow_deps("examine_study") + [str(paths.RENDER)],
+            "deps": flow_deps("examine_study") + [str(paths.RENDER)]
+            + ([str(paths.model_dir(st.full_model))] if st.full_model else []),
             "params": _top(raw, "device") + [f"examine.{k}" for k in ["study"] + shared],
             "outs": [{str(paths.plots("examine_study")): {"cache": False}}],
             "metrics": [{str(paths.metrics("examine_study")): {"cache": False}}],

@@ -47,7 +47,8 @@ def train_builtin(target: str, arch: str, train_params: Dict[str, Any], prepared
         module = ARCHS.get(arch)(train.input_shape, train.n_classes)
         history = train_torch_classifier(
             module, train.X, train.y, X_val=val.X, y_val=val.y, epochs=p.epochs, lr=p.lr, batch_size=p.batch_size,
-            weight_decay=p.weight_decay, seed=p.seed, augment=p.augment, device=resolve_device(device),
+            weight_decay=p.weight_decay, seed=p.seed, augment=p.augment, lr_schedule=p.lr_schedule,
+            device=resolve_device(device),
             progress=printer(f"train-{target}"))
         buf = io.BytesIO()
         torch.save({k: v.detach().cpu() for k, v in module.state_dict().items()}, buf)

@@ -64,3 +64,19 @@ def test_stages_are_per_target_and_only_where_a_method_fits():
     assert "examine.T" in stages["examine-scenes"]["params"]
     assert not any(p.startswith("examine") for p in stages["train-scenes"]["params"])
     assert "examine.T" not in stages["examine_study"]["params"]
+
+
+def test_the_study_reads_the_scene_targets_model_it_reuses():
+    import pytest
+
+    from tasks.pipeline import stages
+    from weakspot.config import read_yaml
+    from weakspot.errors import ConfigError
+
+    raw = read_yaml(ROOT / "params.yaml")
+    name = raw["examine"]["study"].get("full_model")
+    if name:  # a retrained scenes model reruns the study
+        assert f"data/targets/{name}/model" in stages(raw)["examine_study"]["deps"]
+    raw["examine"]["study"]["full_model"] = "digits"
+    with pytest.raises(ConfigError, match="full_model: 'digits' is not a scene target; scene targets: scenes"):
+        stages(raw)

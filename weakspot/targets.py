@@ -122,6 +122,8 @@ class TrainParams(_Section):
     batch_size: int = Field(64, ge=1)
     weight_decay: float = Field(0.0, ge=0)
     augment: Optional[Literal["hflip"]] = Field(None, description="hflip: random horizontal flips (images)")
+    lr_schedule: Literal["constant", "cosine"] = Field(
+        "constant", description="cosine: the learning rate anneals from lr to 0 over training")
     seed: int = 0
     options: Dict[str, Any] = Field(default_factory=dict,
                                     description="options of a built-in scikit-learn architecture (svm_grid: kernels, C, gamma, cv)")

@@ -211,17 +211,19 @@ def test_study_trains_its_models_and_runs_the_experiments(world, study):
     train = meta[meta.split == "train"]
     assert models.loc["small_cnn_m1", "n_train"] == train.groupby(["class", "instance"]).ngroups
     assert models.loc["small_cnn_m10", "n_train"] == len(train)  # m = 10 is the full model
-    assert models.loc["small_cnn_limited", "n_train"] == int(train.view_elevation.between(-30, 30).sum())
+    assert models.loc["small_cnn_limited", "n_train"] == len(train)  # rendered afresh, same size (Sec. 4.4)
     assert models.loc["small_cnn", "unseen_accuracy"] > 0.6
     m = res.metrics
     assert set(m) == {"m_study", "artificial_weakness", "order_check", "strength"}
     assert set(m["m_study"]) == {"rl", "bo", "T0"} and set(m["m_study"]["rl"]) == {"m=1", "m=10"}
-    assert set(m["artificial_weakness"]) == {"rl", "bo", "random"}
-    for v in m["artificial_weakness"].values():
-        assert list(v) == ["frac_extreme_elevation"] and 0.0 <= v["frac_extreme_elevation"] <= 1.0
+    aw = m["artificial_weakness"]
+    assert set(aw) == {"rl", "bo", "random", "chance"} and aw["chance"] == pytest.approx(2 / 3)
+    for e in ("rl", "bo", "random"):
+        assert list(aw[e]) == ["frac_outside_train_range"] and 0.0 <= aw[e]["frac_outside_train_range"] <= 1.0
     json.dumps(m)
     assert {"models", "table3", "artificial_weakness", "factor_order", "strength"} == set(res.tables)
-    assert {"artificial_weakness", "factor_order", "strength"} == set(res.figures)
+    assert {"artificial_weakness", "artificial_tsne", "factor_order", "strength"} == set(res.figures)
+    assert res.tables["artificial_weakness"].examiner.iloc[-1].startswith("chance")
     # strength mode goes the other way: the best scenes beat the random protocol
     st = res.tables["strength"]
     assert (st.best_found >= st.T0).all()
@@ -290,3 +292,22 @@ def test_paper_defaults():
     assert p.study.m_study.values == [1, 2, 5, 10] and p.study.m_study.T == 200
     assert p.study.artificial_weakness.train_range == (-30.0, 30.0) and p.study.artificial_weakness.T == 250
     assert p.study.order_check and p.study.strength
+
+
+def test_the_planted_weakness_training_set_is_rendered_inside_the_range(world):
+    """Sec. 4.4 limits the elevation *when rendering* the training data: the same rows (class, instance, view) as the
+    training split, the factor inside the range and every other factor drawn afresh, reproducibly."""
+    from weakspot.examine.experiment import render_limited_training_set
+
+    space, r, images, meta, params, _ = world
+    train = meta[meta.split == "train"]
+    a_img, a = render_limited_training_set(r, space, train, "view_elevation", (-30, 30), seed=0, chunk=37)
+    b_img, b = render_limited_training_set(r, space, train, "view_elevation", (-30, 30), seed=0)
+    assert len(a_img) == len(a) == len(train) and np.array_equal(a_img, b_img) and a.equals(b)
+    assert a.view_elevation.between(-30, 30).all() and a.view_elevation.std() > 10  # spread over the range
+    assert (a[["class", "instance", "label"]].to_numpy() == train[["class", "instance", "label"]].to_numpy()).all()
+    lo, hi = space.bounds["view_azimuth"]
+    assert a.view_azimuth.between(lo, hi).all() and a.view_azimuth.std() > 0.2 * (hi - lo)
+    assert not np.allclose(a.view_azimuth.to_numpy(), train.view_azimuth.to_numpy())
+    with pytest.raises(ConfigError, match="must lie inside view_elevation's bounds"):
+        render_limited_training_set(r, space, train, "view_elevation", (-120, 30))

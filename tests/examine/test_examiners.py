@@ -118,6 +118,21 @@ def test_rl_order_is_a_permutation_and_changes_the_sampling():
         make_examiner("rl", bounds=BOUNDS, order=NAMES[:3]).suggest(1)
 
 
+def test_rl_samples_the_point_light_energy_first_by_default():
+    """Paper Sec. 4.5: the default order is Gamma_l, Gamma_o, r_l, A_l, U_l, r_v, A_v, U_v, theta_v, whatever the
+    order of the bounds; the view-first order of the Sec. 4.5 check is another permutation with the same seed."""
+    from weakspot.scene.space import DEFAULT_BOUNDS, RL_ORDER, RL_ORDER_VIEW_FIRST, SEARCHED
+
+    assert RL_ORDER[0] == "light_energy" and sorted(RL_ORDER) == sorted(SEARCHED)
+    assert RL_ORDER_VIEW_FIRST[:4] == ("view_distance", "view_azimuth", "view_elevation", "view_roll")
+    bounds = {k: DEFAULT_BOUNDS[k] for k in SEARCHED}
+    shuffled = {k: bounds[k] for k in reversed(SEARCHED)}
+    default = make_examiner("rl", bounds=shuffled, seed=3).suggest(16)
+    assert default == make_examiner("rl", bounds=bounds, seed=3, order=list(RL_ORDER)).suggest(16)
+    assert default != make_examiner("rl", bounds=bounds, seed=3, order=list(SEARCHED)).suggest(16)
+    assert default != make_examiner("rl", bounds=bounds, seed=3, order=list(RL_ORDER_VIEW_FIRST)).suggest(16)
+
+
 def test_bad_input_is_named():
     with pytest.raises(ConfigError, match=r"bounds\['x'\]"):
         make_examiner("random", bounds={"x": (1.0, 0.0)}).suggest(1)

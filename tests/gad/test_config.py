@@ -47,3 +47,19 @@ def test_a_newly_registered_search_is_valid():
         assert GadParams(searches=["gad", name]).searches == ["gad", name]
     finally:
         SEARCHES._items.pop(name, None)  # keep the registry as the other tests expect it
+
+
+def test_split_seeds_and_the_r2_gate():
+    p = GadParams()
+    assert p.seeds == [0, 1, 2, 3, 4] and p.min_pseudo_r2 == 0.5 and p.design_data_fraction == 0.5
+    assert GadParams(seeds=[3, 0, 1]).seeds == [0, 1, 3]
+    with pytest.raises(ValidationError, match="must include 0"):
+        GadParams(seeds=[1, 2])
+    with pytest.raises(ValidationError, match="distinct"):
+        GadParams(seeds=[0, 0])
+    with pytest.raises(ValidationError, match="distinct offsets >= 0"):
+        GadParams(seeds=[0, -1])
+    with pytest.raises(ValidationError):
+        GadParams(design_data_fraction=1.0)
+    with pytest.raises(ValidationError):
+        GadParams(min_pseudo_r2=2.0)

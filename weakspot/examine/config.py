@@ -58,6 +58,8 @@ class BOParams(_Section):
 
     init_points: int = Field(2, ge=1)  # Sec. 4.1: "we allow 2 random examples at the very beginning"
     kappa: float = Field(2.576, ge=0)  # package default UCB weight; not given in the paper
+    exploration_decay: Optional[float] = Field(None, gt=0, le=1)  # package option: kappa x this per step (ours)
+    ard: bool = False  # one GP length scale per factor (ours; the package has one for all)
     n_restarts_optimizer: int = Field(0, ge=0)  # speed tuning (package: 5); warm-started fits instead
     refit_every: int = Field(5, ge=1)  # GP hyperparameters re-optimised every k steps (speed tuning)
     n_random: int = Field(2000, ge=1)  # acquisition candidates (package: 10000)
@@ -78,6 +80,7 @@ class ArtificialWeaknessParams(_Section):
     classes: Optional[List[str]] = None  # None: every examined class (Fig. 4 shows "can")
     T: int = Field(250, ge=1)  # Fig. 4: T = 250
     tail: int = Field(50, ge=1)  # metrics: the last 50 queries
+    tsne_class: Optional[str] = "can"  # Fig. 4 shows "can"; an unexamined name falls back to the first class
 
 
 
@@ -107,8 +110,11 @@ class StudyParams(_Section):
     lr: Optional[float] = Field(None, gt=0, le=1)  # None: weakspot.models.PAPER_LR[arch] (Sec. 4.1), else 0.001
     batch_size: int = Field(64, ge=1)  # not given in the paper
     augment: Optional[Literal["hflip"]] = "hflip"  # random horizontal flips; not given in the paper
+    lr_schedule: Literal["constant", "cosine"] = "constant"  # Sec. 4.1 gives a constant Adam rate
     m_study: MStudyParams = MStudyParams()  # Sec. 4.3 / Table 3
     artificial_weakness: ArtificialWeaknessParams = ArtificialWeaknessParams()  # Sec. 4.4
+    full_model: Optional[str] = None  # a scene target whose trained model serves as the full model (order check,
+    #                                   strength, m >= views per instance) instead of training one more (ours)
     order_check: bool = True  # Sec. 4.5
     strength: bool = True  # Sec. 4.6 / Fig. 5
     strength_examiner: ExaminerName = "rl"

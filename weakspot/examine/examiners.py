@@ -189,6 +189,13 @@ class BayesianOptimizationExaminer(Examiner):
         Best points perturbed in each local-search round.
     local_scales : sequence of float, default (0.1, 0.03, 0.01)
         Standard deviation (unit-cube scale) of each local-search round.
+    exploration_decay : float, optional
+        The package's UCB option: kappa is multiplied by this after every suggestion, so the examination moves from
+        exploring to committing to the weakness it found (None: constant kappa, as the paper's package defaults).
+    ard : bool, default False
+        Give the GP's Matern kernel one length scale per factor (automatic relevance determination) instead of the
+        package's single one: a weakness that depends on two factors of nine is then a long valley the GP can
+        learn, not a ball it must cover.
     stock : bool, default False
         Use the package exactly as shipped (5 restarts, refit every step, 10000 candidates, 10 L-BFGS starts),
         for benchmarking.
@@ -221,6 +228,8 @@ class BayesianOptimizationExaminer(Examiner):
         local_scales: Sequence[float] = (0.1, 0.03, 0.01),
         stock: bool = False,
         single_thread: bool = True,
+        exploration_decay: Optional[float] = None,
+        ard: bool = False,
     ):
         super().__init__(bounds=bounds, seed=seed, mode=mode)
         self.single_thread = single_thread
@@ -234,6 +243,8 @@ class BayesianOptimizationExaminer(Examiner):
         self.n_seeds = n_seeds
         self.local_scales = tuple(local_scales)
         self.stock = stock
+        self.exploration_decay = exploration_decay
+        self.ard = ard
 
     def _setup(self) -> None:
         from bayes_opt import BayesianOptimization, acquisition
@@ -241,6 +252,8 @@ class BayesianOptimizationExaminer(Examiner):
         for key, lo in (("init_points", 1), ("refit_every", 1), ("n_random", 1)):
             if int(getattr(self, key)) < lo:
                 raise ConfigError(f"bo.{key}: must be >= {lo}, got {getattr(self, key)!r}")
+        if self.exploration_decay is not None and not (0 < float(self.exploration_decay) <= 1):
+            raise ConfigError(f"bo.exploration_decay: must be in (0, 1] or None, got {self.exploration_decay!r}")
         if self.n_restarts_optimizer < 0 or self.n_smart < 0 or self.kappa < 0:
             raise ConfigError("bo: n_restarts_optimizer, n_smart and kappa must be >= 0")
         if int(self.n_local) < 1 or int(self.n_seeds) < 1 or any(not (0 < float(v) <= 1) for v in self.local_scales):
@@ -251,12 +264,17 @@ class BayesianOptimizationExaminer(Examiner):
         self.opt_ = BayesianOptimization(
             f=None,
             pbounds=pbounds,
-            acquisition_function=acquisition.UpperConfidenceBound(kappa=self.kappa, random_state=self.rs_),
+            acquisition_function=acquisition.UpperConfidenceBound(
+                kappa=self.kappa, exploration_decay=self.exploration_decay, random_state=self.rs_),
             random_state=self.rs_,
             verbose=0,
             allow_duplicate_points=True,
         )
         gp = self.opt_._gp
+        if self.ard and not self.stock:  # one length scale per factor (the package's Matern has one for all)
+            from sklearn.gaussian_process.kernels import Matern
+
+            gp.kernel = Matern(length_scale=np.ones(len(self.names_)), length_scale_bounds=(1e-2, 1e2), nu=2.5)
         self.base_kernel_ = gp.kernel
         gp.n_restarts_optimizer = 5 if self.stock else int(self.n_restarts_optimizer)
         self.n_suggested_ = 0
@@ -377,7 +395,9 @@ class RLExaminer(Examiner):
         Rewards (``-p`` or ``p``, the paper's R = L) are multiplied by this before the policy gradient (Adam makes
         the step nearly scale-free; kept for plain-SGD experiments).
     order : list of str, optional
-        Sampling order of the factors (paper Sec. 4.5 checks that it does not matter); default: ``bounds`` order.
+        Sampling order of the factors (paper Sec. 4.5 checks that it does not matter); default: the paper's
+        (:data:`weakspot.scene.space.RL_ORDER`, point light energy first) for the factors it names, then any other
+        factor in ``bounds`` order.
     device : str, default "cpu"
         ``auto|cpu|cuda``; the policy is tiny, CPU is usually fastest.
     """
@@ -426,7 +446,10 @@ class RLExaminer(Examiner):
                 raise ConfigError(f"rl.order: must be a permutation of the searched factors {self.names_}, got {order}")
             self.perm_ = np.array([self.names_.index(k) for k in order])
         else:
-            self.perm_ = np.arange(len(self.names_))
+            from weakspot.scene.space import RL_ORDER
+
+            order = [k for k in RL_ORDER if k in self.names_] + [k for k in self.names_ if k not in RL_ORDER]
+            self.perm_ = np.array([self.names_.index(k) for k in order])
         self.device_ = resolve_device(self.device)
         self.gen_ = torch.Generator(device="cpu").manual_seed(int(self.seed))
         with torch.random.fork_rng(devices=[]):

@@ -509,6 +509,19 @@ def _assemble_target(sessions: List[_Session], params: ExamineParams, space, mod
                                                                for r in differ) + "."
          if differ else "Every setting is the paper's."),
     ]
+    t0_mean = float(np.mean(list(t0.values())))
+    for e in params.examiners:  # an examiner that found weak scenes but did not stay in them, said as it is
+        if e == "random":
+            continue
+        mins = [per_class[c][e]["min_found"] for c in per_class if e in per_class[c]]
+        if metrics[e][last] >= t0_mean / 2 and mins and float(np.median(mins)) < t0_mean / 2:
+            summary.append(
+                f"{e} ends at {metrics[e][last]:.2f}, not below half of T0 ({t0_mean / 2:.2f}), although it found "
+                f"scenes at a median {float(np.median(mins)):.2f} per class: its last queries did not stay in the "
+                f"weak regions it found." + (" A GP over the 9 factors fitted to this few queries does not locate "
+                "those regions (narrow in a few factors), so UCB keeps exploring; in our runs a decaying kappa "
+                "(bo.exploration_decay) ended higher and one length scale per factor (bo.ard) only a little lower."
+                if e == "bo" else ""))
     worst = tables["worst"].sort_values("p_true").iloc[0]
     headline = [f"The examiners drove the true-class probability of class {worst['class']} down to "
                 f"{worst['p_true']:.2f} (random scenes: {t0[worst['class']]:.2f}) in T = {params.T} iterations"
@@ -524,7 +537,8 @@ def _assemble_target(sessions: List[_Session], params: ExamineParams, space, mod
 # entry point 2: the study (models of its own)
 # ----------------------------------------------------------------------------------------------------------------
 def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, *, device: Any = "auto",
-              progress: Optional[Progress] = None) -> StageResult:
+              progress: Optional[Progress] = None, full_model: Optional[Tuple[Any, Sequence[str], str]] = None
+              ) -> StageResult:
     """Train the study's models and run the paper's Sec. 4.3 (Table 3), 4.4 (artificial weakness), 4.5 (factor
     order) and 4.6 (strength) experiments on them.
 
@@ -535,7 +549,10 @@ def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, 
     * ``<arch>``: all training images (for the factor order check and strength mode, and m >= the views per
       instance);
     * ``<arch>_m<m>``: the first m views of each training instance (``study.m_study.values``; Sec. 4.3);
-    * ``<arch>_limited``: only training images with ``artificial_weakness.factor`` in ``train_range`` (Sec. 4.4).
+    * ``<arch>_limited``: a training set *rendered* with ``artificial_weakness.factor`` drawn inside ``train_range``
+      (Sec. 4.4: the range is limited "during training"): the same rows (class, instance, view) as the training
+      split, every factor drawn afresh from ``space`` with that one factor's range limited, so the set has the
+      same size, instances and views (see :func:`render_limited_training_set`).
 
     Parameters
     ----------
@@ -543,6 +560,10 @@ def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, 
         As :func:`examine_target`.
     device : {"auto", "cpu", "cuda"}
         Where the models train and run.
+    full_model : (classifier, classes, name), optional
+        An already trained model of the full training split (``params.study.full_model`` names the scene target
+        whose model the stage passes here) used as ``<arch>`` instead of training one: ``classes[i]`` names its
+        output ``i``; ``name`` labels it in the ``models`` table.
     progress : :data:`weakspot.progress.Progress`, optional
         ``progress("train <name>: epoch (loss ...)", epoch, epochs)`` while training, then
         ``progress("examine", done, total)``.
@@ -590,7 +611,18 @@ def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, 
     view = train["view"] if "view" in train.columns else train.groupby(["class", "instance"]).cumcount()
     m_max = int(view.max()) + 1
     need_full = st.order_check or st.strength or (ms.enabled and any(m >= m_max for m in ms.values))
-    if need_full:
+    if need_full and full_model is not None:
+        clf, names, source = full_model
+        trained[arch] = _Model(clf=clf, classes=list(names))
+        row = {"model": arch, "role": f"full: the audited model of target {source!r} (not retrained)",
+               "n_train": int(len(train))}
+        if len(unseen_pos):
+            pv = trained[arch].proba(images[unseen_pos])
+            lab = np.array([trained[arch].classes.index(c) for c in unseen["class"].astype(str)])
+            row["unseen_accuracy"] = float((pv.argmax(1) == lab).mean())
+            row["unseen_true_class_proba"] = float(pv[np.arange(len(lab)), lab].mean())
+        info_rows.append(row)
+    elif need_full:
         fit(arch, train, params.seed, "full")
     if ms.enabled:
         for m in ms.values:
@@ -602,11 +634,20 @@ def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, 
                 continue
             fit(name, train[view.to_numpy() < m], params.seed + 100 + m, "m_study")
     if aw.enabled:
-        lo, hi = aw.train_range
-        rows = train[(train[aw.factor] >= lo) & (train[aw.factor] <= hi)]
-        if len(rows) == 0:
-            raise DataError(f"artificial_weakness: no training image has {aw.factor} in [{lo}, {hi}]")
-        fit(f"{arch}_limited", rows, params.seed + 200, "artificial")
+        lim_images, lim_meta = render_limited_training_set(renderer, space, train, aw.factor, aw.train_range,
+                                                           seed=params.seed, chunk=params.render_chunk,
+                                                           progress=progress)
+        name = f"{arch}_limited"
+        clf = train_study_model(lim_images, lim_meta["label"].to_numpy(), len(all_classes), params,
+                                seed=params.seed + 200, device=device, name=name, progress=progress)
+        trained[name] = _Model(clf=clf, classes=all_classes)
+        row = {"model": name, "role": "artificial", "n_train": int(len(lim_meta))}
+        if len(unseen_pos):
+            pv = trained[name].proba(images[unseen_pos])
+            lab = unseen["label"].to_numpy()
+            row["unseen_accuracy"] = float((pv.argmax(1) == lab).mean())
+            row["unseen_true_class_proba"] = float(pv[np.arange(len(lab)), lab].mean())
+        info_rows.append(row)
 
     base = trained[next(iter(trained))]
     classes = _examined_classes(params.classes, base, meta)
@@ -619,8 +660,10 @@ def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, 
         sessions += _make_sessions(params, space, trained, instances, classes, "main", arch,
                                    ["rl"] if st.order_check else [], st.T)
     if st.order_check:
-        searched = list(space.searched)
-        order = searched[-4:] + searched[:-4]  # Sec. 4.5 / Fig. 6(b): viewpoint factors first
+        from weakspot.scene.space import RL_ORDER_VIEW_FIRST
+
+        # Sec. 4.5 / Fig. 6(b): viewpoint factors first; the same examiner seeds as the default-order sessions
+        order = [k for k in RL_ORDER_VIEW_FIRST if k in space.searched]
         sessions += [s for s in _make_sessions(params, space, trained, instances, classes, "order", arch, ["rl"],
                                                st.T, order=order) if s.examiner_name != "t0"]
     if st.strength:
@@ -631,12 +674,53 @@ def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, 
         for m in ms.values:
             sessions += _make_sessions(params, space, trained, instances, ms.classes or classes, "m_study",
                                        f"{arch}_m{m}", ms.examiners, ms.T)
-    if aw.enabled:
-        sessions += [s for s in _make_sessions(params, space, trained, instances, aw.classes or classes,
-                                               "artificial", f"{arch}_limited", aw.examiners, aw.T, tail=aw.tail)
-                     if s.examiner_name != "t0"]
+    if aw.enabled:  # with its T = 0 sessions: the random set of the Fig. 4 t-SNE
+        sessions += _make_sessions(params, space, trained, instances, aw.classes or classes, "artificial",
+                                   f"{arch}_limited", aw.examiners, aw.T, tail=aw.tail)
     _run(sessions, renderer, trained, params.render_chunk, progress)
     return _assemble_study(sessions, params, space, pd.DataFrame(info_rows))
+
+
+def render_limited_training_set(renderer, space, train, factor: str, train_range: Sequence[float], *, seed: int = 0,
+                                chunk: int = 512, progress: Optional[Progress] = None):
+    """Render the training set of the artificial-weakness model (paper Sec. 4.4): one image per row of ``train``
+    (same class, instance and view), every factor drawn uniformly from ``space`` with ``factor`` limited to
+    ``train_range``; returns ``(images, table)`` with the drawn factors in the table.
+
+    The draws are seeded per (class, instance, view) by ``seed``, so the set is the same on every run and does not
+    depend on the row order. A range that does not lie inside the factor's bounds is a ConfigError.
+    """
+    import zlib
+
+    import pandas as pd
+
+    from weakspot.scene.space import FACTORS, SceneSpace
+
+    lo, hi = (float(v) for v in train_range)
+    full_lo, full_hi = space.bounds[factor]
+    if not (full_lo <= lo < hi <= full_hi):
+        raise ConfigError(f"artificial_weakness.train_range: [{lo:g}, {hi:g}] must lie inside {factor}'s bounds "
+                          f"[{full_lo:g}, {full_hi:g}]")
+    limited = SceneSpace({**space.bounds, factor: (lo, hi)})
+    rows = train[["class", "label", "instance"]].copy()
+    rows["class"] = rows["class"].astype(str)
+    view = train["view"].to_numpy() if "view" in train.columns else train.groupby(["class", "instance"]).cumcount()
+    rows["view"] = np.asarray(view, dtype=np.int64)
+    drawn = []
+    for c, i, v in zip(rows["class"], rows["instance"], rows["view"]):
+        rng = np.random.default_rng([int(seed), zlib.crc32(f"limited/{factor}/{c}".encode()), int(i), int(v)])
+        drawn.append(limited.sample(rng, 1)[0])
+    scenes = [{**d, "class": c, "instance": int(i)} for d, c, i in zip(drawn, rows["class"], rows["instance"])]
+    out = []
+    for a in range(0, len(scenes), chunk):
+        out.append(np.asarray(renderer.render(scenes[a:a + chunk])))
+        if progress is not None:
+            progress(f"render the training set with {factor} in [{lo:g}, {hi:g}]", min(a + chunk, len(scenes)),
+                     len(scenes))
+    images = np.concatenate(out) if out else np.empty((0, 0, 0, 3), np.uint8)
+    table = pd.concat([rows.reset_index(drop=True),
+                       pd.DataFrame([[d[f] for f in FACTORS] for d in drawn], columns=list(FACTORS))], axis=1)
+    return images, table
 
 
 def train_study_model(images: np.ndarray, labels: np.ndarray, n_classes: int, params: ExamineParams, *, seed: int,
@@ -666,7 +750,8 @@ def train_study_model(images: np.ndarray, labels: np.ndarray, n_classes: int, pa
             progress(f"train {name}: {what}", done, total)
 
     train_torch_classifier(module, x, labels.astype(np.int64), epochs=st.epochs, lr=st.learning_rate(),
-                           batch_size=st.batch_size, seed=int(seed), device=dev, augment=st.augment, progress=cb)
+                           batch_size=st.batch_size, seed=int(seed), device=dev, augment=st.augment,
+                           lr_schedule=st.lr_schedule, progress=cb)
     return TorchClassifier(module, n_classes=int(n_classes), device=dev)
 
 
@@ -680,8 +765,14 @@ def _assemble_study(sessions: List[_Session], params: ExamineParams, space, mode
     figures: Dict[str, Any] = {}
     items: List[Dict[str, str]] = [{"table": "models", "caption": f"The study's {st.arch} models: training images "
                                     "and accuracy on random views of the unseen instances."}]
-    summary = [f"The study trains its own {st.arch} models ({st.epochs} epochs, Adam, lr {st.learning_rate():g}) "
-               "on the rendered training split and examines them."]
+    sched = "" if st.lr_schedule == "constant" else f", {st.lr_schedule}-annealed (the paper's is constant)"
+    summary = [f"The study trains its own {st.arch} models ({st.epochs} epochs (paper: 40), Adam, lr "
+               f"{st.learning_rate():g}{sched}) and examines them"
+               + (f"; its full model is the audited model of target {st.full_model!r}, not retrained"
+                  if st.full_model else "") + "."]
+    if not ms.enabled:
+        summary.append("Table 3 (training-set size m) is not run in this profile: it trains three more models "
+                       "(profiles/paper.yaml runs it).")
     if ms.enabled:
         mrows = []
         metrics["m_study"] = {}
@@ -703,22 +794,40 @@ def _assemble_study(sessions: List[_Session], params: ExamineParams, space, mode
                                                     f"T = {ms.T} (paper Table 3)."})
     if aw.enabled:
         lo, hi = aw.train_range
-        metrics["artificial_weakness"] = {}
+        full_lo, full_hi = space.bounds[aw.factor]
+        chance = 1.0 - (hi - lo) / (full_hi - full_lo)  # a uniform draw over the full range lands outside
+        metrics["artificial_weakness"] = {"chance": chance}
         arows = []
         for e in aw.examiners:
             ss = _group(sessions, "artificial", examiner=e)
             vals = np.concatenate([[p[aw.factor] for p in s.tail_params] for s in ss])
             frac = float(np.mean((vals < lo) | (vals > hi)))
-            metrics["artificial_weakness"][e] = {"frac_extreme_elevation": frac}
-            arows.append({"examiner": e, "frac_extreme_elevation": frac,
+            metrics["artificial_weakness"][e] = {"frac_outside_train_range": frac}
+            arows.append({"examiner": e, "last_queries": f"{aw.tail} per class x {len(ss)} classes",
+                          "renders_per_class": aw.T * params.queries_per_iteration(e),
+                          "frac_outside_train_range": frac,
                           "p_true_last": float(np.mean([s.at(s.T, params.window) for s in ss]))})
+        t0s = _group(sessions, "artificial_t0")
+        arows.append({"examiner": "chance (uniform scenes)", "last_queries": "", "renders_per_class": 0,
+                      "frac_outside_train_range": chance,
+                      "p_true_last": float(np.mean([s.probs[0].mean() for s in t0s])) if t0s else float("nan")})
         tables["artificial_weakness"] = pd.DataFrame(arows)
         figures["artificial_weakness"] = _fig_artificial(sessions, aw)
-        items += [{"table": "artificial_weakness", "caption": f"Model trained with {aw.factor} limited to "
-                   f"[{lo:g}, {hi:g}] (paper Sec. 4.4): fraction of the last {aw.tail} queries outside that range."},
+        cls = _aw_tsne_class(sessions, aw)
+        if cls is not None:
+            figures["artificial_tsne"] = _fig_artificial_tsne(sessions, aw, cls, params.seed)
+        items += [{"table": "artificial_weakness", "caption": f"Model trained on a set rendered with {aw.factor} "
+                   f"limited to [{lo:g}, {hi:g}] (paper Sec. 4.4; same size, instances and views as the full set), "
+                   f"examined for T = {aw.T} iterations: share of each examiner's last {aw.tail} queries outside "
+                   f"that range, next to chance ({chance:.2f}: a uniform scene; p_true_last there is T0)."},
                   {"figure": "artificial_weakness", "caption": f"{aw.factor} of the last {aw.tail} queries."}]
-        summary.append("Artificial weakness: fraction of late queries outside the training range: " + ", ".join(
-            f"{r['examiner']} {r['frac_extreme_elevation']:.2f}" for r in arows) + ".")
+        if cls is not None:
+            items.append({"figure": "artificial_tsne", "caption": f"t-SNE of {cls} images (paper Fig. 4): "
+                          f"{params.n_random} uniform scenes (circles) and each examiner's last {aw.tail} (triangles); "
+                          f"orange: {aw.factor} outside the training range; opaque: misclassified."})
+        shares = ", ".join(f"{r['examiner']} {r['frac_outside_train_range']:.2f}" for r in arows[:-1])
+        summary.append(f"Planted weakness (Sec. 4.4, training views rendered with {aw.factor} in [{lo:g}, {hi:g}]): "
+                       f"share of the last {aw.tail} queries outside that range: {shares}; chance {chance:.2f}.")
     if st.order_check:
         tables["factor_order"], figures["factor_order"] = _order_check(sessions, params, space)
         fo = tables["factor_order"]
@@ -889,6 +998,45 @@ def _fig_artificial(sessions, aw):
     ax.axvspan(lo, hi, color="grey", alpha=0.2, label="training range")
     ax.set(xlabel=aw.factor, ylabel="density of late queries")
     ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def _aw_tsne_class(sessions, aw) -> Optional[str]:
+    have = [s.cls for s in _group(sessions, "artificial")]
+    if not have:
+        return None
+    return aw.tsne_class if aw.tsne_class in have else have[0]
+
+
+def _fig_artificial_tsne(sessions, aw, cls: str, seed: int):
+    """Paper Fig. 4: uniform scenes against each examiner's last queries of one class on the limited model."""
+    plt = _plt()
+    lo, hi = aw.train_range
+    exs = [e for e in aw.examiners if e != "random"] or list(aw.examiners)
+    fig, axes = plt.subplots(1, len(exs), figsize=(4 * len(exs), 4), squeeze=False)
+    r = [s for s in _group(sessions, "artificial_t0") if s.cls == cls]
+    for ax, e in zip(axes[0], exs):
+        x = [s for s in _group(sessions, "artificial", examiner=e) if s.cls == cls]
+        if not r or not x:
+            ax.set_axis_off()
+            continue
+        r0, x0 = r[0], x[0]
+        imgs = np.stack(list(r0.tail_images) + list(x0.tail_images))
+        factor = np.array([p[aw.factor] for p in list(r0.tail_params) + list(x0.tail_params)])
+        outside = (factor < lo) | (factor > hi)
+        wrong = np.array([p != r0.label for p in list(r0.tail_pred)] + [p != x0.label for p in x0.tail_pred])
+        is_ex = np.r_[np.zeros(len(r0.tail_images), bool), np.ones(len(x0.tail_images), bool)]
+        Y = _tsne(imgs, seed)
+        for ex, marker, lab in ((False, "o", "uniform"), (True, "^", e)):
+            for out, color in ((False, "C0"), (True, "C1")):
+                for bad in (False, True):
+                    k = (is_ex == ex) & (outside == out) & (wrong == bad)
+                    if k.any():
+                        ax.scatter(Y[k, 0], Y[k, 1], marker=marker, s=20, color=color, alpha=0.9 if bad else 0.25,
+                                   label=f"{lab}, {'outside' if out else 'inside'}{', wrong' if bad else ''}")
+        ax.set(title=f"{cls}: uniform vs {e} (last {len(x0.tail_images)})", xticks=[], yticks=[])
+        ax.legend(fontsize=6)
     fig.tight_layout()
     return fig
 

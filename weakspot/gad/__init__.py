@@ -5,7 +5,9 @@ classifier, used only through ``predict_proba``, and its splits); it trains no m
 of Algorithm 1. The paper's SVM is the built-in scikit-learn architecture ``svm_grid``
 (:data:`weakspot.models.SKLEARN_ARCHS`), its biased splits :data:`weakspot.data.BIAS_PRESETS`. The library is pure
 (no Prefect, no DVC, no file layout); the baselines are re-implementations (see :mod:`weakspot.gad.search`); the
-attack's step size and cap are ours (the paper gives none).
+attack's step size and cap are ours (the paper gives none); half the extraction design is jittered evaluation rows
+(ours, see :mod:`weakspot.gad.extract`). The protocol is repeated over split seeds (:mod:`weakspot.gad.seeds`), and
+GAD's SDR is withheld where the pseudo-model fails the R^2 gate (``gad.min_pseudo_r2``).
 """
 
 from weakspot.gad.attack import AttackResult, gad_attack
@@ -20,7 +22,7 @@ from weakspot.gad.search import SEARCHES, Pool, make_search
 __all__ = [
     "AttackResult", "DatasetOutcome", "Extraction", "GadParams", "Pool", "SEARCHES", "Split", "biased_split",
     "extract_pseudo_model", "findings_of", "gad_attack", "gad_scores", "latin_hypercube", "loess_fit", "mae",
-    "make_preset_split", "make_search", "mean_ci95", "result_of", "run_target", "sdr", "sdr_curve",
+    "make_preset_split", "make_search", "mean_ci95", "reseeded_target", "result_of", "run_target", "sdr", "sdr_curve",
 ]
 
 
@@ -29,4 +31,8 @@ def __getattr__(name: str):
         from weakspot.gad import experiment
 
         return getattr(experiment, name)
+    if name == "reseeded_target":
+        from weakspot.gad.seeds import reseeded_target
+
+        return reseeded_target
     raise AttributeError(name)

@@ -96,8 +96,9 @@ def make_preset_split(name: str, *, seed: int = 0, root: Any = None, **overrides
     """The paper's biased split of a built-in data set (:data:`weakspot.data.BIAS_PRESETS`), labels as class codes.
 
     Loads the preset's source with :func:`weakspot.data.load_source` (``root``: folder of the KEEL files, default the
-    repository's copy), keeps its features and applies its bias and sizes; keyword overrides (``features``,
-    ``class_of_interest``, ``rules``, ``n_train``, ``n_test``, ``log_mae``, ``description``) win where not None.
+    repository's copy), keeps its features and applies its bias and sizes (``info["preset"]`` names it); keyword
+    overrides (``features``, ``class_of_interest``, ``rules``, ``n_train``, ``n_test``, ``log_mae``, ``description``)
+    win where not None.
     """
     from weakspot.data import load_source
 
@@ -117,4 +118,6 @@ def make_preset_split(name: str, *, seed: int = 0, root: Any = None, **overrides
         log_mae=p.log_mae, description=p.description,
     )
     kw.update({k: v for k, v in overrides.items() if v is not None})
-    return biased_split(X, ds.y, seed=seed, name=name, classes=list(ds.classes), **kw)
+    split = biased_split(X, ds.y, seed=seed, name=name, classes=list(ds.classes), **kw)
+    split.info["preset"] = name  # as the prepare stage records it: Table I looks the paper's figures up by it
+    return split

@@ -18,6 +18,7 @@ from weakspot.errors import ConfigError, DataError
 from weakspot.progress import Progress
 
 AUGMENTATIONS = ("hflip",)
+LR_SCHEDULES = ("constant", "cosine")
 
 
 def _has_batch_norm(module: torch.nn.Module) -> bool:
@@ -62,6 +63,7 @@ def train_torch_classifier(
     device: Any,
     weight_decay: float = 0.0,
     augment: Optional[str] = None,
+    lr_schedule: str = "constant",
     progress: Optional[Progress] = None,
 ) -> Dict[str, Any]:
     """Train ``module`` in place with Adam and cross-entropy; return the per-epoch history.
@@ -91,6 +93,10 @@ def train_torch_classifier(
     augment : {None, "hflip"}, default None
         ``"hflip"``: flip each training image left-right with probability 1/2 (batched; the flips are drawn from the
         seeded generator of the batch order). Needs image inputs ``(n, C, H, W)``.
+    lr_schedule : {"constant", "cosine"}, default "constant"
+        ``"cosine"``: the learning rate follows a half cosine from ``lr`` to 0 over all steps (Loshchilov & Hutter,
+        SGDR, without restarts), so the weights settle instead of ending wherever the last Adam step left them
+        (the scene CNN's validation accuracy swings by 0.1-0.2 between late epochs at a constant rate).
     progress : callable(what, done, total), optional
         :data:`weakspot.progress.Progress`: ``progress("epoch (loss 0.123)", epoch_done, epochs)`` after every
         epoch (the training loss, and the validation accuracy when there is validation data, in the note).
@@ -121,6 +127,9 @@ def train_torch_classifier(
         if not ok or isinstance(value, bool):
             raise ConfigError(f"train_torch_classifier: {name} = {value!r} is not allowed "
                               "(epochs, batch_size: integers >= 1; lr > 0; weight_decay >= 0; seed: integer)")
+    if lr_schedule not in LR_SCHEDULES:
+        raise ConfigError(f"train_torch_classifier: lr_schedule = {lr_schedule!r} is not allowed; use "
+                          f"{', '.join(repr(a) for a in LR_SCHEDULES)}")
     if (X_val is None) != (y_val is None):
         raise ConfigError("train_torch_classifier: give both X_val and y_val, or neither")
     if augment is not None and augment not in AUGMENTATIONS:
@@ -144,6 +153,9 @@ def train_torch_classifier(
     n = int(X.shape[0])
     if n == 0:
         raise DataError("train_torch_classifier: the training set is empty")
+    sched = None
+    if lr_schedule == "cosine":
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, int(epochs) * -(-n // int(batch_size))))
     t0 = time.perf_counter()
     devices: List[int] = [dev.index or 0] if dev.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
@@ -168,6 +180,8 @@ def train_torch_classifier(
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
+                if sched is not None:
+                    sched.step()
                 loss_sum += loss.detach() * idx.shape[0]
                 correct += (out.detach().argmax(dim=1) == yb).sum()
                 seen += int(idx.shape[0])

@@ -53,6 +53,15 @@ FACTORS: Tuple[str, ...] = (
 FIXED: Tuple[str, ...] = ("sun_alpha", "sun_beta", "sun_zeta")  # paper Sec. 4.1: the sun is not the examiner's
 SEARCHED: Tuple[str, ...] = tuple(f for f in FACTORS if f not in FIXED)
 
+#: The RL examiner's default sampling order (paper Sec. 4.5): point light energy Gamma_l first, then the sun's energy
+#: Gamma_o, the light's r_l, A_l, U_l and the viewpoint's r_v, A_v, U_v, theta_v.
+RL_ORDER: Tuple[str, ...] = (
+    "light_energy", "sun_energy", "light_distance", "light_azimuth", "light_elevation",
+    "view_distance", "view_azimuth", "view_elevation", "view_roll",
+)
+#: Sec. 4.5's second order, viewpoint factors first: r_v, A_v, U_v, theta_v, Gamma_l, Gamma_o, r_l, A_l, U_l.
+RL_ORDER_VIEW_FIRST: Tuple[str, ...] = RL_ORDER[-4:] + RL_ORDER[:-4]
+
 #: Table 1 of the paper, verbatim (LB, UB).
 PAPER_BOUNDS: Dict[str, Tuple[float, float]] = {
     "sun_alpha": (0.0, 2 * math.pi),
