@@ -808,7 +808,7 @@ def _assemble_study(sessions: List[_Session], params: ExamineParams, space, mode
                           "frac_outside_train_range": frac,
                           "p_true_last": float(np.mean([s.at(s.T, params.window) for s in ss]))})
         t0s = _group(sessions, "artificial_t0")
-        arows.append({"examiner": "chance (uniform scenes)", "last_queries": "", "renders_per_class": 0,
+        arows.append({"examiner": "chance (uniform scenes)", "last_queries": "a uniform draw", "renders_per_class": 0,
                       "frac_outside_train_range": chance,
                       "p_true_last": float(np.mean([s.probs[0].mean() for s in t0s])) if t0s else float("nan")})
         tables["artificial_weakness"] = pd.DataFrame(arows)
@@ -847,8 +847,10 @@ def _assemble_study(sessions: List[_Session], params: ExamineParams, space, mode
                                                    "true-class probability."},
                   {"figure": "strength", "caption": "Strength mode curves and the best scenes (paper Fig. 5)."}]
     return StageResult(metrics=metrics, tables=tables, figures=figures,
-                       title="Adversarial examiner study: training-set size, artificial weakness, factor order, "
-                             "strength", summary=summary, items=items).check()
+                       title="Adversarial examiner study: " + ", ".join(
+                           n for n, on in (("training-set size", ms.enabled), ("planted weakness", aw.enabled),
+                                           ("factor order", st.order_check), ("strength mode", st.strength)) if on),
+                       summary=summary, items=items).check()
 
 
 
