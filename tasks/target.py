@@ -35,30 +35,22 @@ def train_builtin(target: str, arch: str, train_params: Dict[str, Any], prepared
     import torch
 
     from tasks.data import read_prepared
-    from weakspot.device import resolve_device, seed_everything
-    from weakspot.models import ARCHS, SKLEARN_ARCHS, train_torch_classifier
+    from weakspot.models import fit_builtin
     from weakspot.progress import printer
     from weakspot.targets import TrainParams
 
     p = TrainParams.model_validate(train_params)
     train, val = read_prepared(target, "train"), read_prepared(target, "val")
-    if arch in ARCHS:
-        seed_everything(p.seed)
-        module = ARCHS.get(arch)(train.input_shape, train.n_classes)
-        history = train_torch_classifier(
-            module, train.X, train.y, X_val=val.X, y_val=val.y, epochs=p.epochs, lr=p.lr, batch_size=p.batch_size,
-            weight_decay=p.weight_decay, seed=p.seed, augment=p.augment, lr_schedule=p.lr_schedule,
-            device=resolve_device(device),
-            progress=printer(f"train-{target}"))
-        buf = io.BytesIO()
-        torch.save({k: v.detach().cpu() for k, v in module.state_dict().items()}, buf)
-        return {"blob": _blob(buf.getvalue(), ".pt"), "file": "model.pt", "history": history}
+    model, record = fit_builtin(arch, train.X, train.y, train.n_classes, p, seed=p.seed, X_val=val.X, y_val=val.y,
+                                device=device, progress=printer(f"train-{target}"))
+    buf = io.BytesIO()
+    if isinstance(model, torch.nn.Module):
+        torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, buf)
+        return {"blob": _blob(buf.getvalue(), ".pt"), "file": "model.pt", **record}
     import joblib
 
-    est, info = SKLEARN_ARCHS.get(arch)(train.X.reshape(len(train), -1), train.y, seed=p.seed, **p.options)
-    buf = io.BytesIO()
-    joblib.dump(est, buf)
-    return {"blob": _blob(buf.getvalue(), ".joblib"), "file": "model.joblib", "info": info}
+    joblib.dump(model, buf)
+    return {"blob": _blob(buf.getvalue(), ".joblib"), "file": "model.joblib", **record}
 
 
 def train_cached(*args: Any) -> Dict[str, Any]:

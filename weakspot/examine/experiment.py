@@ -594,18 +594,24 @@ def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, 
     unseen = _unseen(meta)
     unseen_pos = meta.index.get_indexer(unseen.index)
 
-    def fit(name: str, rows, seed: int, role: str) -> None:
-        pos = meta.index.get_indexer(rows.index)
-        clf = train_study_model(images[pos], meta["label"].to_numpy()[pos], len(all_classes), params, seed=seed,
-                                device=device, name=name, progress=progress)
-        trained[name] = _Model(clf=clf, classes=all_classes)
-        row = {"model": name, "role": role, "n_train": int(len(pos))}
+    def add(name: str, model: _Model, role: str, n_train: int) -> None:
+        trained[name] = model
+        row = {"model": name, "role": role, "n_train": int(n_train)}
         if len(unseen_pos):  # accuracy on random views of the unseen instances (the standard protocol)
-            pv = trained[name].proba(images[unseen_pos])
-            lab = unseen["label"].to_numpy()
+            pv = model.proba(images[unseen_pos])
+            lab = np.array([model.classes.index(c) for c in unseen["class"].astype(str)])
             row["unseen_accuracy"] = float((pv.argmax(1) == lab).mean())
             row["unseen_true_class_proba"] = float(pv[np.arange(len(lab)), lab].mean())
         info_rows.append(row)
+
+    def fit(name: str, imgs: np.ndarray, labels: np.ndarray, seed: int, role: str) -> None:
+        clf = train_study_model(imgs, labels, len(all_classes), params, seed=seed, device=device, name=name,
+                                progress=progress)
+        add(name, _Model(clf=clf, classes=all_classes), role, len(labels))
+
+    def fit_rows(name: str, rows, seed: int, role: str) -> None:
+        pos = meta.index.get_indexer(rows.index)
+        fit(name, images[pos], meta["label"].to_numpy()[pos], seed, role)
 
     arch = st.arch
     view = train["view"] if "view" in train.columns else train.groupby(["class", "instance"]).cumcount()
@@ -613,17 +619,10 @@ def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, 
     need_full = st.order_check or st.strength or (ms.enabled and any(m >= m_max for m in ms.values))
     if need_full and full_model is not None:
         clf, names, source = full_model
-        trained[arch] = _Model(clf=clf, classes=list(names))
-        row = {"model": arch, "role": f"full: the audited model of target {source!r} (not retrained)",
-               "n_train": int(len(train))}
-        if len(unseen_pos):
-            pv = trained[arch].proba(images[unseen_pos])
-            lab = np.array([trained[arch].classes.index(c) for c in unseen["class"].astype(str)])
-            row["unseen_accuracy"] = float((pv.argmax(1) == lab).mean())
-            row["unseen_true_class_proba"] = float(pv[np.arange(len(lab)), lab].mean())
-        info_rows.append(row)
+        add(arch, _Model(clf=clf, classes=list(names)), f"full: the audited model of target {source!r} "
+            "(not retrained)", len(train))
     elif need_full:
-        fit(arch, train, params.seed, "full")
+        fit_rows(arch, train, params.seed, "full")
     if ms.enabled:
         for m in ms.values:
             name = f"{arch}_m{m}"
@@ -632,22 +631,12 @@ def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, 
                 info_rows.append({**next(r for r in info_rows if r["model"] == arch), "model": name,
                                   "role": "m_study"})
                 continue
-            fit(name, train[view.to_numpy() < m], params.seed + 100 + m, "m_study")
+            fit_rows(name, train[view.to_numpy() < m], params.seed + 100 + m, "m_study")
     if aw.enabled:
         lim_images, lim_meta = render_limited_training_set(renderer, space, train, aw.factor, aw.train_range,
                                                            seed=params.seed, chunk=params.render_chunk,
                                                            progress=progress)
-        name = f"{arch}_limited"
-        clf = train_study_model(lim_images, lim_meta["label"].to_numpy(), len(all_classes), params,
-                                seed=params.seed + 200, device=device, name=name, progress=progress)
-        trained[name] = _Model(clf=clf, classes=all_classes)
-        row = {"model": name, "role": "artificial", "n_train": int(len(lim_meta))}
-        if len(unseen_pos):
-            pv = trained[name].proba(images[unseen_pos])
-            lab = unseen["label"].to_numpy()
-            row["unseen_accuracy"] = float((pv.argmax(1) == lab).mean())
-            row["unseen_true_class_proba"] = float(pv[np.arange(len(lab)), lab].mean())
-        info_rows.append(row)
+        fit(f"{arch}_limited", lim_images, lim_meta["label"].to_numpy(), params.seed + 200, "artificial")
 
     base = trained[next(iter(trained))]
     classes = _examined_classes(params.classes, base, meta)

@@ -82,21 +82,13 @@ def reseeded_target(target: Any, offset: int, *, name: str, device: str = "auto"
 
 def _train(target: Any, ds: Any, splits: Dict[str, np.ndarray], seed: int, device: str) -> Tuple[Any, Dict[str, Any]]:
     """Train the target's built-in architecture on the training rows, as the ``train`` stage does."""
-    from weakspot.models import ARCHS, SKLEARN_ARCHS, SklearnClassifier, TorchClassifier, train_torch_classifier
+    import torch
 
-    arch = target.model.arch
-    p = target.train
-    tr = splits["train"]
-    if arch in SKLEARN_ARCHS:
-        est, info = SKLEARN_ARCHS.get(arch)(ds.X[tr].reshape(len(tr), -1), ds.y[tr], seed=seed, **p.options)
-        return SklearnClassifier(est, n_classes=ds.n_classes), dict(info)
-    from weakspot.device import resolve_device, seed_everything
+    from weakspot.models import SklearnClassifier, TorchClassifier, fit_builtin
 
-    seed_everything(seed)
-    module = ARCHS.get(arch)(tuple(ds.X.shape[1:]), ds.n_classes)
-    val = splits["val"]
-    extra = {"lr_schedule": p.lr_schedule} if hasattr(p, "lr_schedule") else {}  # where the train stage passes one
-    train_torch_classifier(module, ds.X[tr], ds.y[tr], X_val=ds.X[val], y_val=ds.y[val], epochs=p.epochs, lr=p.lr,
-                           batch_size=p.batch_size, weight_decay=p.weight_decay, seed=seed, augment=p.augment,
-                           device=resolve_device(device), **extra)
-    return TorchClassifier(module, n_classes=ds.n_classes, device=device), {"arch": arch}
+    tr, val = splits["train"], splits["val"]
+    model, record = fit_builtin(target.model.arch, ds.X[tr], ds.y[tr], ds.n_classes, target.train, seed=seed,
+                                X_val=ds.X[val], y_val=ds.y[val], device=device)
+    if isinstance(model, torch.nn.Module):
+        return TorchClassifier(model, n_classes=ds.n_classes, device=device), {"arch": target.model.arch}
+    return SklearnClassifier(model, n_classes=ds.n_classes), record["info"]

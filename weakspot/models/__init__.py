@@ -16,7 +16,7 @@ from weakspot.models.archs import ARCHS, MLP, PAPER_LR, LeNet, Normalize, regist
 from weakspot.models.sklearn_archs import SKLEARN_ARCHS, register_sklearn_arch
 from weakspot.models.protocol import Classifier, WhiteBoxClassifier, check_probabilities, is_white_box
 from weakspot.models.spec import ModelSpec, load_model, load_state_dict, resolve_factory
-from weakspot.models.train import train_torch_classifier
+from weakspot.models.train import fit_builtin, train_torch_classifier
 
 __all__ = [
     "ARCHS",
@@ -38,5 +38,6 @@ __all__ = [
     "register_arch",
     "register_sklearn_arch",
     "resolve_factory",
+    "fit_builtin",
     "train_torch_classifier",
 ]

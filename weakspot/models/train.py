@@ -9,7 +9,7 @@ A module with batch norm skips a trailing batch of a single sample (batch norm n
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -203,3 +203,28 @@ def train_torch_classifier(
                 progress(f"epoch ({note})", epoch, int(epochs))
     module.eval()
     return history
+
+
+def fit_builtin(arch: str, X_train: np.ndarray, y_train: np.ndarray, n_classes: int, params: Any, *, seed: int,
+                X_val: Optional[np.ndarray] = None, y_val: Optional[np.ndarray] = None, device: Any = "auto",
+                progress: Optional[Progress] = None) -> Tuple[Any, Dict[str, Any]]:
+    """Train the built-in architecture ``arch`` as the ``train`` stage does: a torch one (``ARCHS``, seeded weights,
+    :func:`train_torch_classifier` with ``params``' epochs, lr, schedule ...) or a scikit-learn one
+    (``SKLEARN_ARCHS`` with ``params.options``). ``params`` is a ``weakspot.targets.TrainParams``; ``seed`` replaces
+    its seed. Returns ``(torch module or estimator, {"history": ...} or {"info": ...})``."""
+    from weakspot.device import resolve_device, seed_everything
+    from weakspot.models.archs import ARCHS
+    from weakspot.models.sklearn_archs import SKLEARN_ARCHS
+
+    if arch in ARCHS:
+        seed_everything(int(seed))
+        module = ARCHS.get(arch)(tuple(X_train.shape[1:]), int(n_classes))
+        history = train_torch_classifier(
+            module, X_train, y_train, X_val=X_val, y_val=y_val, epochs=params.epochs, lr=params.lr,
+            batch_size=params.batch_size, weight_decay=params.weight_decay, seed=int(seed), augment=params.augment,
+            lr_schedule=params.lr_schedule, device=resolve_device(device) if isinstance(device, str) else device,
+            progress=progress)
+        return module, {"history": history}
+    est, info = SKLEARN_ARCHS.get(arch)(np.asarray(X_train).reshape(len(X_train), -1), y_train, seed=int(seed),
+                                        **params.options)
+    return est, {"info": dict(info)}
