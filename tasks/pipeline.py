@@ -176,6 +176,8 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
         if m == "examine":
             deps.append(str(paths.RENDER))
             params += _keys(raw, f"targets.{t}", ["class_map"])
+        if m == "intrinsic":  # the defended models train as the target did, on its own list of defences
+            params += _keys(raw, f"targets.{t}", ["defences", "train"])
         outs: List[Any] = [{str(paths.plots(m, t)): {"cache": False}}, {str(paths.findings(t, m)): {"cache": False}}]
         if m == "gad":
             outs += [{str(paths.findings_extra(t, m, "to_label.parquet")): {"cache": False}},

@@ -88,6 +88,14 @@ def test_full_run_audits_every_target_with_every_method_that_fits(repo):
                 "top_class_pairs"} <= set(cm) and cm["n_seeds"] == 40
         assert f"id='corner-{t}'" in page
     assert not (repo.path / "metrics/corner/phoneme.json").exists()
+    for t in ("digits", "scenes"):  # intrinsic robustness on both white-box image targets, with the smoke's defences
+        im = json.loads((repo.path / f"metrics/intrinsic/{t}.json").read_text())
+        for d in ("none", "minmax", "distillation"):
+            assert {"psi", "psi_softmax", "clean_acc", "fgsm_acc", "pgd30_acc", "cw30_acc", "autoattack_acc"} <= set(im[d])
+        assert abs(im["reparam"]["none"]["x100"] / im["reparam"]["none"]["x1"] - 1) < 0.01
+        assert f"id='intrinsic-{t}'" in page
+        assert pd.read_parquet(repo.path / f"findings/{t}/intrinsic.parquet")["kind"].iloc[0] == "threat_model"
+    assert not (repo.path / "metrics/intrinsic/phoneme.json").exists()
     ex = pd.read_parquet(repo.path / "findings/scenes/examine.parquet")
     cond = ex[ex["kind"] == "class_condition"]  # one per examined class (+ a row per class never learnt)
     assert len(cond) == 3 and cond["image"].map(lambda b: bytes(b[:8]) == b"\x89PNG\r\n\x1a\n").all()

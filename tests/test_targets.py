@@ -21,7 +21,16 @@ def test_methods_fit_by_modality_gradients_and_scene():
     assert "gradients" in fits(_t(data={"source": "digits"}, model={"kind": "sklearn", "weights": "m.pkl"}))["corner"]
     assert "image" in fits(table)["corner"]
     assert [(p.target, p.method) for p in pairs({"d": digits, "t": table, "s": scenes})] == \
-        [("d", "corner"), ("t", "gad"), ("s", "corner"), ("s", "examine")]
+        [("d", "corner"), ("d", "intrinsic"), ("t", "gad"), ("s", "corner"), ("s", "examine"), ("s", "intrinsic")]
+    assert fits(digits)["intrinsic"] is None and "gradients" in \
+        fits(_t(data={"source": "digits"}, model={"kind": "sklearn", "weights": "m.pkl"}))["intrinsic"]
+
+
+def test_a_target_names_its_own_defences_and_a_bad_name_is_an_error():
+    t = _t(data={"source": "digits"}, model={"kind": "builtin", "arch": "lenet"}, defences=[])
+    assert t.defences == []
+    with pytest.raises(ValueError, match="unknown defence 'minimax'; valid: fgsm_at, minmax"):
+        _t(data={"source": "digits"}, defences=["minimax"])
 
 
 def test_a_users_classifier_of_rendered_objects_is_examined_given_a_class_map():

@@ -141,6 +141,17 @@ class TargetParams(_Section):
         None, description="class whose confident errors GAD searches (name or code; default: the bias preset's, or code 1)")
     class_map: Optional[Dict[str, str]] = Field(
         None, description="the model's class name -> scene class, for a user's classifier of rendered objects")
+    defences: Optional[List[str]] = Field(
+        None, description="defended models the intrinsic method trains from this target (default: intrinsic.defences; [] for none)")
+
+    @field_validator("defences")
+    @classmethod
+    def _known_defences(cls, v: Optional[List[str]]) -> Optional[List[str]]:
+        if v is not None:
+            from weakspot.intrinsic.config import check_defences
+
+            check_defences(v, "defences")
+        return v
 
     @field_validator("methods")
     @classmethod
@@ -255,6 +266,8 @@ register_method(Method("gad", "Generalized Adversarial Distance", "seeds/001 (Be
                        modalities=("tabular",)))
 register_method(Method("examine", "Adversarial examiner", "seeds/000 (Shu et al., AAAI 2020)",
                        modalities=("image",), scene=True))
+register_method(Method("intrinsic", "Intrinsic robustness", "seeds/002 (Yu et al., IJCAI 2019)",
+                       modalities=("image",), white_box=True))
 register_method(Method("corner", "Corner cases", "seeds/003 (Platon, Avrin & Chan-Hon-Tong, ECAI 2020)",
                        modalities=("image",), white_box=True))
 

@@ -9,7 +9,7 @@ A module with batch norm skips a trailing batch of a single sample (batch norm n
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -19,6 +19,9 @@ from weakspot.progress import Progress
 
 AUGMENTATIONS = ("hflip",)
 LR_SCHEDULES = ("constant", "cosine")
+
+LossFn = Callable[[torch.nn.Module, torch.Tensor, torch.Tensor, torch.Generator], Tuple[torch.Tensor, torch.Tensor]]
+"""``loss_fn(module, xb, yb, generator) -> (scalar loss, logits)``: a training loss other than cross-entropy."""
 
 
 def _has_batch_norm(module: torch.nn.Module) -> bool:
@@ -65,8 +68,9 @@ def train_torch_classifier(
     augment: Optional[str] = None,
     lr_schedule: str = "constant",
     progress: Optional[Progress] = None,
+    loss_fn: Optional[LossFn] = None,
 ) -> Dict[str, Any]:
-    """Train ``module`` in place with Adam and cross-entropy; return the per-epoch history.
+    """Train ``module`` in place with Adam and cross-entropy (or ``loss_fn``); return the per-epoch history.
 
     Parameters
     ----------
@@ -100,6 +104,13 @@ def train_torch_classifier(
     progress : callable(what, done, total), optional
         :data:`weakspot.progress.Progress`: ``progress("epoch (loss 0.123)", epoch_done, epochs)`` after every
         epoch (the training loss, and the validation accuracy when there is validation data, in the note).
+    loss_fn : callable(module, xb, yb, generator) -> (loss, logits), optional
+        Replaces the cross-entropy of a batch (the hook the defences of :mod:`weakspot.intrinsic.defences` use):
+        called with the module (in train mode), the batch on ``device`` (after ``augment``), its labels and the
+        loop's seeded CPU ``torch.Generator`` (draw random starts from it to stay deterministic); returns the scalar
+        loss to minimise and the logits whose arg-max counts towards ``train_accuracy`` (``(m, k)`` for a batch of
+        ``m``; e.g. the logits of the adversarial examples trained on). It must leave the module in train mode.
+        Default None: ``cross_entropy(module(xb), yb)``, bit for bit the same training as without the keyword.
 
     Returns
     -------
@@ -130,6 +141,9 @@ def train_torch_classifier(
     if lr_schedule not in LR_SCHEDULES:
         raise ConfigError(f"train_torch_classifier: lr_schedule = {lr_schedule!r} is not allowed; use "
                           f"{', '.join(repr(a) for a in LR_SCHEDULES)}")
+    if loss_fn is not None and not callable(loss_fn):
+        raise ConfigError(f"train_torch_classifier: loss_fn = {loss_fn!r} is not callable; give a function "
+                          "(module, xb, yb, generator) -> (loss, logits), or None for cross-entropy")
     if (X_val is None) != (y_val is None):
         raise ConfigError("train_torch_classifier: give both X_val and y_val, or neither")
     if augment is not None and augment not in AUGMENTATIONS:
@@ -175,8 +189,18 @@ def train_torch_classifier(
                 if augment == "hflip":
                     flip = (torch.rand(idx.shape[0], generator=gen) < 0.5).to(dev)
                     xb = torch.where(flip[:, None, None, None], xb.flip(-1), xb)
-                out = module(xb)
-                loss = torch.nn.functional.cross_entropy(out, yb)
+                if loss_fn is None:
+                    out = module(xb)
+                    loss = torch.nn.functional.cross_entropy(out, yb)
+                else:
+                    loss, out = loss_fn(module, xb, yb, gen)
+                    if not (isinstance(loss, torch.Tensor) and loss.ndim == 0 and isinstance(out, torch.Tensor)
+                            and out.ndim == 2 and out.shape[0] == yb.shape[0]):
+                        raise ConfigError(
+                            "train_torch_classifier: loss_fn must return (scalar loss tensor, logits (m, k)) for a "
+                            f"batch of m = {int(yb.shape[0])}; got loss "
+                            f"{tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__} and "
+                            f"logits {tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__}")
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()

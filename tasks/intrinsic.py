@@ -1,0 +1,75 @@
+"""Tasks of the per-target ``intrinsic`` stage: the defended models, one cached training task each.
+
+A defended model depends on the audited model's weights (its starting point, or only its architecture when trained
+from scratch), the training data, the defence, its options and eps, and the library code; its cache key holds all
+of them (digests, not the arrays). Like every model's weights it never travels through Prefect's result store: the
+task writes a content-addressed blob (``.prefect/blobs/<sha256>.pt``) and returns its path; a cache hit whose blob is
+gone is recomputed.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any, Dict
+
+from tasks.common import cached_task
+
+
+def fresh_copy(module: Any, seed: int) -> Any:
+    """A copy of ``module`` with every layer's parameters re-initialised from ``seed`` (the architecture and seed the
+    target's training would start from, for a user's torch model too)."""
+    import copy
+
+    import torch
+
+    m = copy.deepcopy(module)
+    with torch.random.fork_rng():
+        torch.manual_seed(int(seed))
+        for layer in m.modules():
+            if hasattr(layer, "reset_parameters") and layer is not m:
+                layer.reset_parameters()
+    return m
+
+
+@cached_task
+def train_defence_blob(target: str, defence: str, options: Dict[str, Any], eps: float, clip: list, init: str,
+                       train: Dict[str, Any], epochs: int, prepared_digest: str, model_digest: str, code_digest: str,
+                       device: str) -> Dict[str, Any]:
+    """Train the defended copy ``defence`` of ``target``'s model; returns ``{"blob", "label", "settings",
+    "seconds", "val_accuracy"}``."""
+    import time
+
+    import torch
+
+    from tasks.data import read_prepared
+    from tasks.target import _blob, load_target_model
+    from weakspot.device import resolve_device
+    from weakspot.intrinsic.defences import train_defence
+    from weakspot.progress import printer
+
+    dev = resolve_device(device)
+    clf, _ = load_target_model(target, device)
+    module = clf.module
+    module = fresh_copy(module, train["seed"]) if init == "scratch" else __import__("copy").deepcopy(module)
+    if defence == "distillation" and init == "target":  # fine-tuning a trained model: start at temperature T
+        options = {"warm_start": True, **options}
+    tr = read_prepared(target, "train")
+    t0 = time.perf_counter()
+    module, info = train_defence(defence, module, tr.X, tr.y, eps=float(eps), clip=tuple(clip), epochs=int(epochs),
+                                 lr=float(train["lr"]), batch_size=int(train["batch_size"]), seed=int(train["seed"]),
+                                 device=dev, lr_schedule=train.get("lr_schedule", "constant"),
+                                 augment=train.get("augment"), weight_decay=float(train.get("weight_decay", 0.0)),
+                                 options=options, progress=printer(f"intrinsic-{target}"))
+    seconds = time.perf_counter() - t0
+    buf = io.BytesIO()
+    torch.save({k: v.detach().cpu() for k, v in module.state_dict().items()}, buf)
+    return {"blob": _blob(buf.getvalue(), ".pt"), "label": info.get("label", defence),
+            "settings": info.get("settings", {}), "seconds": round(seconds, 2)}
+
+
+def defended_model(*args: Any) -> Dict[str, Any]:
+    out = train_defence_blob(*args)
+    if not Path(out["blob"]).is_file():  # the cached result outlived its blob: train again
+        out = train_defence_blob.with_options(refresh_cache=True)(*args)
+    return out

@@ -1,0 +1,168 @@
+"""weakspot.intrinsic.attacks and .art_attacks: FGSM, PGD and CW (seeds/002 Sec. 5.1) against known answers and
+against IBM ART's implementations."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from weakspot.errors import ConfigError, DataError
+from weakspot.intrinsic import attacks as A
+
+EPS = 0.08  # on these digits (in [0, 1]) PGD-10 leaves about half the inputs correct: a non-trivial range
+
+
+def _digits_net(seed: int = 0, steps: int = 200):
+    """A small ReLU MLP (64-32-10) on sklearn's 8x8 digits in [0, 1], trained in a fraction of a second."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X = (X / 16.0).astype(np.float32)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # module fixtures run outside conftest's one-thread fixture; tiny ops only spin-wait
+    try:
+        torch.manual_seed(seed)
+        net = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
+        opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+        Xt, yt = torch.as_tensor(X[:1200]), torch.as_tensor(y[:1200])
+        for _ in range(steps):
+            opt.zero_grad()
+            F.cross_entropy(net(Xt), yt).backward()
+            opt.step()
+    finally:
+        torch.set_num_threads(threads)
+    net.zero_grad(set_to_none=True)
+    return net.eval(), X[1200:], y[1200:]
+
+
+@pytest.fixture(scope="module")
+def digits():
+    net, X, y = _digits_net()
+    X, y = X[:300], y[:300]
+    assert (A.predict(net, X) == y).mean() > 0.9
+    return net, X, y
+
+
+def _acc(net, X, y):
+    return float((A.predict(net, X) == y).mean())
+
+
+def _in_ball_and_range(X_adv, X, eps, clip=(0.0, 1.0)):
+    return np.abs(X_adv - X).max() <= eps + 1e-6 and X_adv.min() >= clip[0] and X_adv.max() <= clip[1]
+
+
+# ------------------------------------------------------------------------------------------------------ known answers
+def test_fgsm_on_a_linear_two_class_model_is_the_sign_of_the_weight_difference():
+    lin = torch.nn.Linear(5, 2)
+    with torch.no_grad():
+        lin.weight.copy_(torch.tensor([[1.0, -2.0, 0.5, -0.1, 3.0], [-1.0, 1.0, 0.7, 0.4, 2.0]]))
+        lin.bias.zero_()
+    x = torch.full((2, 5), 0.5)
+    y = torch.tensor([0, 1])
+    out = A.fgsm(lin, x, y, eps=0.1)
+    # the cross-entropy of class y grows along w_other - w_y (its input gradient is (1 - q_y) (w_other - w_y))
+    d = (lin.weight[1] - lin.weight[0]).detach()
+    torch.testing.assert_close(out[0], 0.5 + 0.1 * d.sign())
+    torch.testing.assert_close(out[1], 0.5 - 0.1 * d.sign())
+
+
+def test_our_pgd_matches_art_pgd(digits):
+    """Same model, inputs, eps, steps and step size, no random start: the same robust accuracy (within 1 point)."""
+    from weakspot.intrinsic.art_attacks import art_pgd
+
+    net, X, y = digits
+    ours = A.batched(A.pgd, net, X, y, eps=EPS, steps=10, step_size=0.02, random_start=False)
+    art = art_pgd(net, X, y, eps=EPS, steps=10, step_size=0.02, n_classes=10)
+    acc_ours, acc_art = _acc(net, ours, y), _acc(net, art, y)
+    assert 0.2 <= acc_ours <= 0.8, acc_ours
+    assert abs(acc_ours - acc_art) <= 0.01, (acc_ours, acc_art)
+    assert _in_ball_and_range(ours, X, EPS) and _in_ball_and_range(art, X, EPS)
+    assert np.abs(ours - art).max() < 1e-5  # the same walk, up to float rounding
+
+
+def test_cw_is_at_least_as_strong_as_fgsm_and_stays_in_the_ball(digits):
+    net, X, y = digits
+    X = X.copy()
+    X[:, :4] = 0.01  # clipping binds here
+    cw = A.batched(A.pgd, net, X, y, eps=EPS, steps=10, loss="cw", generator=torch.Generator().manual_seed(0))
+    fg = A.batched(A.fgsm, net, X, y, eps=EPS)
+    assert _acc(net, cw, y) <= _acc(net, fg, y) + 0.01
+    assert _acc(net, cw, y) < _acc(net, X, y) - 0.2  # it does attack
+    assert _in_ball_and_range(cw, X, EPS) and _in_ball_and_range(fg, X, EPS)
+    assert (cw[:, :4] == 0.0).any()
+
+
+def test_cw_margin_known_values():
+    z = torch.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, -1.0]])
+    torch.testing.assert_close(A.cw_margin(z, torch.tensor([0, 0])), torch.tensor([1.0, -5.0]))
+
+
+def test_least_likely_fgsm_moves_toward_the_target(digits):
+    net, X, y = digits
+    x = torch.as_tensor(X)
+    with torch.no_grad():
+        p0 = torch.softmax(net(x), 1)
+    target = p0.argmin(1)
+    adv = A.fgsm(net, x, torch.as_tensor(y), eps=0.05, target=target)
+    with torch.no_grad():
+        p1 = torch.softmax(net(adv), 1)
+    gain = (p1.gather(1, target[:, None]) - p0.gather(1, target[:, None]))[:, 0]
+    assert (gain > 0).float().mean() > 0.95 and gain.mean() > 0
+    assert _in_ball_and_range(adv.numpy(), X, 0.05)
+
+
+# ----------------------------------------------------------------------------------------------------- ART AutoAttack
+def test_art_autoattack_is_stronger_than_pgd_deterministic_and_leaves_the_global_rng(digits):
+    from weakspot.intrinsic.art_attacks import art_autoattack
+
+    net, X, y = digits
+    X, y = X[:150], y[:150]
+    np.random.seed(123)
+    torch.manual_seed(123)
+    np_state, torch_state = np.random.get_state()[1].copy(), torch.get_rng_state().clone()
+    a = art_autoattack(net, X, y, eps=EPS, n_classes=10, iters=10, seed=4)
+    assert np.array_equal(np.random.get_state()[1], np_state) and torch.equal(torch.get_rng_state(), torch_state)
+    b = art_autoattack(net, X, y, eps=EPS, n_classes=10, iters=10, seed=4)
+    assert np.array_equal(a, b)
+    pgd = A.batched(A.pgd, net, X, y, eps=EPS, steps=10, generator=torch.Generator().manual_seed(0))
+    assert _acc(net, a, y) <= _acc(net, pgd, y) + 0.02
+    assert _acc(net, a, y) < _acc(net, X, y) - 0.2
+    assert _in_ball_and_range(a, X, EPS)
+
+
+def test_art_wrappers_reject_bad_settings(digits):
+    from weakspot.intrinsic.art_attacks import art_autoattack, art_pgd
+
+    net, X, y = digits
+    with pytest.raises(ConfigError, match="apgd-ce, apgd-dlr"):
+        art_autoattack(net, X[:4], y[:4], eps=EPS, n_classes=10, attacks=("square",))
+    with pytest.raises(ConfigError, match="n_classes >= 3"):
+        art_autoattack(net, X[:4], y[:4] % 2, eps=EPS, n_classes=2)
+    with pytest.raises(ConfigError, match="eps"):
+        art_pgd(net, X[:4], y[:4], eps=0.0, n_classes=10)
+    bad = X[:4].copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(DataError, match="NaN"):
+        art_pgd(net, bad, y[:4], eps=EPS, n_classes=10)
+
+
+def test_importing_weakspot_does_not_import_art():
+    code = ("import sys, weakspot, weakspot.intrinsic.attacks, weakspot.intrinsic.psi, "
+            "weakspot.intrinsic.art_attacks; sys.exit('art' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+
+
+# ------------------------------------------------------------------------------------------------------------ errors
+def test_attack_errors(digits):
+    net, X, y = digits
+    bad = X[:4].copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(DataError, match="NaN"):
+        A.batched(A.pgd, net, bad, y[:4], eps=EPS)
+    with pytest.raises(ConfigError, match="eps"):
+        A.fgsm(net, torch.as_tensor(X[:4]), torch.as_tensor(y[:4]), eps=-0.1)
+    with pytest.raises(ConfigError, match="cw"):
+        A.pgd(net, torch.as_tensor(X[:4]), torch.as_tensor(y[:4]), eps=EPS, loss="hinge")

@@ -1,0 +1,5 @@
+"""Intrinsic robustness (seeds/002, Yu et al., "Interpreting and Evaluating Neural Network Robustness", IJCAI 2019):
+the robustness score psi (the inverse of the mean largest KL divergence in an eps-ball, on scale-invariant normalised
+logits), decision surfaces, reference attacks (FGSM, PGD-30, CW-30, AutoAttack through IBM ART) and the defended
+models the paper compares (adversarial training, min-max training, gradient regularisation, defensive distillation).
+"""
