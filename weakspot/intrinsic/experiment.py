@@ -470,7 +470,12 @@ def _result(evals, reparam, stab, claim_t, claim_m, surfaces, X, y, classes, p, 
            f"psi is {best}'s ({evals[best].psi:.1f}). The paper's claims, checked: "
            + "; ".join(f"{r['claim']}: {r['holds']}" for r in claim_t.to_dict("records")) + "."] if defended else []),
         "Caveats: psi and every accuracy come from gradient-based searches, so they bound the model's worst case from "
-        "one side only (a stronger search can only lower the accuracy and raise the KL). "
+        "one side only (a stronger search can only lower the accuracy and raise the KL). Eq. 5 gives the most "
+        "negative logit probability exactly 0 whenever its magnitude is the largest (on nearly every clean input "
+        f"here), which makes the KL unbounded; probabilities are floored at {p.psi.floor:g} inside its logs, so psi "
+        "is on a different scale from the paper's tables (compare models, not numbers across papers). Gradient "
+        "inhibition (Liu et al. 2018, Table 3) is not among the defences: seeds/002 describes it only as relying on "
+        "vanishing input gradients, and its own paper is not at hand to implement it from. "
         + ("The grade is Sec. 5.6's three levels for MNIST at eps 0.3, with bounds placed between Table 1's LeNet "
            "models because the paper's ranges are not legible in our copy; our digits are 8x8, not MNIST's 28x28. "
            if grey else "")
