@@ -38,6 +38,15 @@ STAGE_ORDER = ("prepare", "train", "gad", "render", "examine", "examine_study", 
 cached_task = task(cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
 
 
+def run_blob_task(blob_task: Any, *args: Any) -> Dict[str, Any]:
+    """Run a cached task that writes its product (weights) to a content-addressed blob and returns ``{"blob": path,
+    ...}``; a cached result whose blob is gone (a cleaned ``.prefect/blobs``) is recomputed."""
+    out = blob_task(*args)
+    if not Path(out["blob"]).is_file():
+        out = blob_task.with_options(refresh_cache=True)(*args)
+    return out
+
+
 def stage_params(section: str) -> Tuple[Dict[str, Any], Any]:
     """(top-level settings, validated section) from params.yaml; raises ConfigError before any work."""
     return load_section(section, PARAMS_FILE)

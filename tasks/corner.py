@@ -9,11 +9,12 @@ recomputed.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Dict
 
 from prefect import task
 from prefect.cache_policies import INPUTS, TASK_SOURCE
+
+from tasks.common import run_blob_task
 
 
 @task(cache_policy=(INPUTS - "target") + TASK_SOURCE, persist_result=True)
@@ -40,8 +41,4 @@ def train_generator_blob(target: str, generator_params: Dict[str, Any], train_di
 
 def generator_for(target: str, generator_params: Dict[str, Any], train_digest: str, code_digest: str,
                   device: str) -> Dict[str, Any]:
-    args = (target, generator_params, train_digest, code_digest, device)
-    out = train_generator_blob(*args)
-    if not Path(out["blob"]).is_file():  # the cached result outlived its blob: train again
-        out = train_generator_blob.with_options(refresh_cache=True)(*args)
-    return out
+    return run_blob_task(train_generator_blob, target, generator_params, train_digest, code_digest, device)

@@ -10,10 +10,9 @@ gone is recomputed.
 from __future__ import annotations
 
 import io
-from pathlib import Path
 from typing import Any, Dict
 
-from tasks.common import cached_task
+from tasks.common import cached_task, run_blob_task
 
 
 def fresh_copy(module: Any, seed: int) -> Any:
@@ -38,6 +37,7 @@ def train_defence_blob(target: str, defence: str, options: Dict[str, Any], eps: 
                        device: str) -> Dict[str, Any]:
     """Train the defended copy ``defence`` of ``target``'s model; returns ``{"blob", "label", "settings",
     "seconds", "val_accuracy"}``."""
+    import copy
     import time
 
     import torch
@@ -51,7 +51,7 @@ def train_defence_blob(target: str, defence: str, options: Dict[str, Any], eps: 
     dev = resolve_device(device)
     clf, _ = load_target_model(target, device)
     module = clf.module
-    module = fresh_copy(module, train["seed"]) if init == "scratch" else __import__("copy").deepcopy(module)
+    module = fresh_copy(module, train["seed"]) if init == "scratch" else copy.deepcopy(module)
     if defence == "distillation" and init == "target":  # fine-tuning a trained model: start at temperature T
         options = {"warm_start": True, **options}
     tr = read_prepared(target, "train")
@@ -69,7 +69,4 @@ def train_defence_blob(target: str, defence: str, options: Dict[str, Any], eps: 
 
 
 def defended_model(*args: Any) -> Dict[str, Any]:
-    out = train_defence_blob(*args)
-    if not Path(out["blob"]).is_file():  # the cached result outlived its blob: train again
-        out = train_defence_blob.with_options(refresh_cache=True)(*args)
-    return out
+    return run_blob_task(train_defence_blob, *args)

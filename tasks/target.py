@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, Tuple
 
 from tasks import paths
-from tasks.common import cached_task
+from tasks.common import cached_task, run_blob_task
 from weakspot.errors import DataError
 from weakspot.io import write_bytes, write_json
 
@@ -54,10 +54,7 @@ def train_builtin(target: str, arch: str, train_params: Dict[str, Any], prepared
 
 
 def train_cached(*args: Any) -> Dict[str, Any]:
-    out = train_builtin(*args)
-    if not Path(out["blob"]).is_file():  # the cached result outlived its blob: train again
-        out = train_builtin.with_options(refresh_cache=True)(*args)
-    return out
+    return run_blob_task(train_builtin, *args)
 
 
 def save_model(target: str, blob: str, file: str) -> Path:

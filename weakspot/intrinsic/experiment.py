@@ -83,6 +83,12 @@ def _probs(module: torch.nn.Module, X: np.ndarray, device: Any, batch_size: int)
     return np.concatenate(out).astype(np.float64)
 
 
+def _ascent(p: IntrinsicParams, eps: float, clip: Tuple[float, float], device: Any) -> Dict[str, Any]:
+    """The KL ascent's keyword arguments (:func:`weakspot.intrinsic.psi.max_kl`), the same for every model."""
+    return dict(eps=eps, steps=p.psi.steps, step_size=p.psi.step_size, restarts=p.psi.restarts, clip=clip,
+                seed=p.seed, batch_size=int(p.batch_size), device=device, floor=p.psi.floor)
+
+
 def evaluate_model(name: str, label: str, module: torch.nn.Module, X: np.ndarray, y: np.ndarray, n_classes: int, *,
                    eps: float, clip: Tuple[float, float], params: IntrinsicParams, device: Any = "cpu",
                    kl_pool: Optional[Tuple[np.ndarray, np.ndarray]] = None,
@@ -93,8 +99,7 @@ def evaluate_model(name: str, label: str, module: torch.nn.Module, X: np.ndarray
     bs = int(p.batch_size)
     sec: Dict[str, float] = {}
     module.eval()
-    kw = dict(eps=eps, steps=p.psi.steps, step_size=p.psi.step_size, restarts=p.psi.restarts, clip=clip,
-              seed=p.seed, batch_size=bs, device=device, floor=p.psi.floor)
+    kw = _ascent(p, eps, clip, device)
     t = time.perf_counter()
     if kl_pool is not None:
         kl, xw = kl_pool[0][: len(X)], kl_pool[1][: len(X)]
@@ -147,8 +152,7 @@ def reparam_row(module: torch.nn.Module, X: np.ndarray, y: np.ndarray, *, eps: f
     and scaled by each factor."""
     p = params
     out: Dict[str, float] = {}
-    kw = dict(eps=eps, steps=p.psi.steps, step_size=p.psi.step_size, restarts=p.psi.restarts, clip=clip,
-              seed=p.seed, batch_size=int(p.batch_size), device=device, floor=p.psi.floor)
+    kw = _ascent(p, eps, clip, device)
     for f in [1.0] + list(p.reparam.factors):
         m = module if f == 1.0 else scaled_last_layer(module, f)
         key = f"x{f:g}"
@@ -326,8 +330,7 @@ def run_intrinsic(models: Dict[str, torch.nn.Module], X_pool: np.ndarray, y_pool
     n_psi = min(int(p.n_inputs), len(X_pool))
     n_pool = min(int(p.stability.pool), len(X_pool))
     X, y = X_pool[:n_psi], y_pool[:n_psi]
-    kw = dict(eps=eps, steps=p.psi.steps, step_size=p.psi.step_size, restarts=p.psi.restarts, clip=clip,
-              seed=p.seed, batch_size=int(p.batch_size), device=device, floor=p.psi.floor)
+    kw = _ascent(p, eps, clip, device)
     big = max(n_psi, n_pool)
     pool_r = max_kl(models["none"], X_pool[:big], normalisation="invariant", progress=progress, **kw)
     evals: Dict[str, ModelEval] = {}
