@@ -12,17 +12,13 @@ import flows  # noqa: F401
 from prefect import flow
 
 from tasks import paths
-from tasks.common import combined_digest, digest, lineage, run_main, source_digest, stage_params, target_params, \
-    write_stage_result
-from tasks.intrinsic import defended_model
+from tasks.common import lineage, run_main, stage_params, target_params, write_stage_result
+from tasks.intrinsic import defended_modules
 
 
 @flow(name="intrinsic")
 def intrinsic_flow(target: str) -> dict:
-    import copy
-
     import numpy as np
-    import torch
 
     from tasks.data import read_prepared
     from tasks.target import load_target_model
@@ -44,26 +40,11 @@ def intrinsic_flow(target: str) -> dict:
         raise DataError(f"{paths.prepared(target)}: the inputs hold NaN or infinite values")
     train_X = np.asarray(splits[2].X)
     clip = (float(min(0.0, train_X.min())), float(max(1.0, train_X.max())))  # images in [0, 1] (wider if the data are)
-    eps = float(p.eps.get(target, default_eps(X_pool.shape[1], *clip)))
     names = list(p.defences if t.defences is None else t.defences)
     init = init_of(p, target)
-    epochs = p.defence_epochs if init == "target" else t.train.epochs
-    pdig = combined_digest(digest([paths.prepared(target)]))
-    mdig = combined_digest(digest([paths.model_dir(target)]))
-    # the defended models depend on the training code only (not on how they are measured)
-    code = source_digest("weakspot.intrinsic.defences", "weakspot.intrinsic.attacks", "weakspot.intrinsic.psi",
-                         "weakspot.models")
-    models = {"none": clf.module}
-    info = {}
-    for d in names:
-        out = defended_model(target, d, p.defence_options.get(d, {}), eps, list(clip), init,
-                             t.train.model_dump(mode="json"), int(epochs), pdig, mdig, code, top["device"])
-        m = copy.deepcopy(clf.module)
-        m.load_state_dict(torch.load(out["blob"], map_location=dev, weights_only=True))
-        models[d] = m.to(dev).eval()
-        info[d] = {"label": out["label"] + (" from scratch" if init == "scratch" else " fine-tuned from the audited model"),
-                   "settings": out["settings"]}
-        info[d]["training_seconds"] = out["seconds"]
+    defended, info, eps_d = defended_modules(target, names, clf)
+    eps = eps_d if names else float(p.eps.get(target, default_eps(X_pool.shape[1], *clip)))
+    models = {"none": clf.module, **defended}
     result, found = run_intrinsic(models, X_pool, y_pool, classes, p, eps=eps, clip=clip, n_test=len(splits[0].X),
                                   defence_info=info, init=init, device=dev, progress=printer(f"intrinsic-{target}"))
     result.title = f"{result.title} ({target})"

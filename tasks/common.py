@@ -30,7 +30,8 @@ from tasks import paths
 PARAMS_FILE = str(paths.PARAMS)
 
 #: The order in which stages' sections appear in the report (and in the pipeline).
-STAGE_ORDER = ("prepare", "train", "gad", "render", "examine", "examine_study", "intrinsic", "corner", "report")
+STAGE_ORDER = ("prepare", "train", "gad", "render", "examine", "examine_study", "intrinsic", "corner", "hda",
+               "report")
 
 #: The decorator of every cached task: the key is the task's inputs (content digests of the files it reads and of
 #: the library code it calls, passed as arguments) and its own source, so a rerun after a crash, or with unchanged

@@ -70,3 +70,46 @@ def train_defence_blob(target: str, defence: str, options: Dict[str, Any], eps: 
 
 def defended_model(*args: Any) -> Dict[str, Any]:
     return run_blob_task(train_defence_blob, *args)
+
+
+def defended_modules(target: str, names: "list[str]", clf: Any = None) -> "tuple[Dict[str, Any], Dict[str, Any], Any]":
+    """The target's defended models as the ``intrinsic`` stage trains them (same cached tasks, so a stage that asks
+    for one the intrinsic stage already trained gets it from the cache): ``({name: module}, {name: info}, eps)``."""
+    import copy
+
+    import numpy as np
+    import torch
+
+    from tasks import paths
+    from tasks.common import combined_digest, digest, source_digest, stage_params, target_params
+    from tasks.data import read_prepared
+    from tasks.target import load_target_model
+    from weakspot.device import resolve_device
+    from weakspot.intrinsic.config import default_eps, init_of
+
+    top, t = target_params(target)
+    _, p = stage_params("intrinsic")
+    dev = resolve_device(top["device"])
+    if clf is None:
+        clf, _ = load_target_model(target, top["device"])
+    train_X = np.asarray(read_prepared(target, "train").X)
+    clip = (float(min(0.0, train_X.min())), float(max(1.0, train_X.max())))  # images in [0, 1] (wider if the data are)
+    n_channels = int(train_X.shape[1]) if train_X.ndim == 4 else 1
+    eps = float(p.eps.get(target, default_eps(n_channels, *clip)))
+    init = init_of(p, target)
+    epochs = p.defence_epochs if init == "target" else t.train.epochs
+    pdig = combined_digest(digest([paths.prepared(target)]))
+    mdig = combined_digest(digest([paths.model_dir(target)]))
+    # the defended models depend on the training code only (not on how they are measured)
+    code = source_digest("weakspot.intrinsic.defences", "weakspot.intrinsic.attacks", "weakspot.intrinsic.psi",
+                         "weakspot.models")
+    models, info = {}, {}
+    for d in names:
+        out = defended_model(target, d, p.defence_options.get(d, {}), eps, list(clip), init,
+                             t.train.model_dump(mode="json"), int(epochs), pdig, mdig, code, top["device"])
+        m = copy.deepcopy(clf.module)
+        m.load_state_dict(torch.load(out["blob"], map_location=dev, weights_only=True))
+        models[d] = m.to(dev).eval()
+        info[d] = {"label": out["label"] + (" from scratch" if init == "scratch" else " fine-tuned from the audited model"),
+                   "settings": out["settings"], "training_seconds": out["seconds"], "eps": eps}
+    return models, info, eps

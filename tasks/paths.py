@@ -57,3 +57,8 @@ def findings(target: str, method: str) -> Path:
 def findings_extra(target: str, method: str, name: str) -> Path:
     """A method's extra product next to its findings, e.g. ``findings/phoneme/gad_to_label.csv``."""
     return FINDINGS / target / f"{method}_{name}"
+
+
+def repaired(target: str, method: str) -> Path:
+    """``data/targets/<t>/repaired_<method>/``: a method's repaired copy of the target's model (model.pt + model.json)."""
+    return TARGETS / target / f"repaired_{method}"

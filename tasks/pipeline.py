@@ -178,7 +178,11 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
             params += _keys(raw, f"targets.{t}", ["class_map"])
         if m == "intrinsic":  # the defended models train as the target did, on its own list of defences
             params += _keys(raw, f"targets.{t}", ["defences", "train"])
+        if m == "hda":  # its adversarially trained model is the intrinsic stage's min-max model (the same task)
+            params += _top(raw, "intrinsic") + _keys(raw, f"targets.{t}", ["defences", "train"])
         outs: List[Any] = [{str(paths.plots(m, t)): {"cache": False}}, {str(paths.findings(t, m)): {"cache": False}}]
+        if m == "hda":  # the repaired model: cached by DVC like the target's own model
+            outs.append(str(paths.repaired(t, "hda")))
         if m == "gad":
             outs += [{str(paths.findings_extra(t, m, "to_label.parquet")): {"cache": False}},
                      {str(paths.findings_extra(t, m, "to_label.csv")): {"cache": False}}]

@@ -96,6 +96,15 @@ def test_full_run_audits_every_target_with_every_method_that_fits(repo):
         assert f"id='intrinsic-{t}'" in page
         assert pd.read_parquet(repo.path / f"findings/{t}/intrinsic.parquet")["kind"].iloc[0] == "threat_model"
     assert not (repo.path / "metrics/intrinsic/phoneme.json").exists()
+    for t in ("digits", "scenes"):  # HDA on both image targets: the issue's metrics, findings and the repaired model
+        hm = json.loads((repo.path / f"metrics/hda/{t}.json").read_text())
+        assert {"ae_prop", "pred_loss", "fid", "queries_per_seed"} <= set(hm["hda"])
+        assert {"hda", "pgd", "coverage", "foda"} <= set(hm) and set(hm["indicator_pearson"]) == {"gradient", "separation"}
+        assert {"hda", "pgd", "coverage", "none"} <= set(hm["finetune"])
+        assert f"id='hda-{t}'" in page
+        spec = json.loads((repo.path / f"data/targets/{t}/repaired_hda/model.json").read_text())
+        assert spec["repaired_by"].startswith("hda") and (repo.path / spec["weights"]).is_file()
+    assert not (repo.path / "metrics/hda/phoneme.json").exists()
     ex = pd.read_parquet(repo.path / "findings/scenes/examine.parquet")
     cond = ex[ex["kind"] == "class_condition"]  # one per examined class (+ a row per class never learnt)
     assert len(cond) == 3 and cond["image"].map(lambda b: bytes(b[:8]) == b"\x89PNG\r\n\x1a\n").all()
@@ -123,8 +132,9 @@ def test_changing_one_target_reruns_only_that_targets_stages(repo):
     repo.set_params(targets={"digits": {"train": {"epochs": 24}}})
     changed = _stages(repo.dvc("status").stdout)
     repo.set_params(targets={"digits": {"train": {"epochs": 25}}})
-    # the report reads the targets' params; the intrinsic stage trains its defended models as the target trains
-    assert changed == {"train-digits", "intrinsic-digits", "report"}, changed
+    # the report reads the targets' params; the intrinsic stage trains its defended models as the target trains, and
+    # HDA's adversarially trained model is the intrinsic stage's
+    assert changed == {"train-digits", "intrinsic-digits", "hda-digits", "report"}, changed
 
 
 def test_changing_examine_T_does_not_retrain_a_model(repo):

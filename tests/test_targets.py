@@ -21,7 +21,11 @@ def test_methods_fit_by_modality_gradients_and_scene():
     assert "gradients" in fits(_t(data={"source": "digits"}, model={"kind": "sklearn", "weights": "m.pkl"}))["corner"]
     assert "image" in fits(table)["corner"]
     assert [(p.target, p.method) for p in pairs({"d": digits, "t": table, "s": scenes})] == \
-        [("d", "corner"), ("d", "intrinsic"), ("t", "gad"), ("s", "corner"), ("s", "examine"), ("s", "intrinsic")]
+        [("d", "corner"), ("d", "hda"), ("d", "intrinsic"), ("t", "gad"), ("s", "corner"), ("s", "examine"),
+         ("s", "hda"), ("s", "intrinsic")]
+    # HDA is black-box at its core: it fits an image target whatever its model
+    assert fits(_t(data={"source": "digits"}, model={"kind": "sklearn", "weights": "m.pkl"}))["hda"] is None
+    assert "image" in fits(table)["hda"]
     assert fits(digits)["intrinsic"] is None and "gradients" in \
         fits(_t(data={"source": "digits"}, model={"kind": "sklearn", "weights": "m.pkl"}))["intrinsic"]
 

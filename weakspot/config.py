@@ -19,6 +19,7 @@ from weakspot.errors import ConfigError
 from weakspot.corner.config import CornerParams
 from weakspot.examine.config import ExamineParams
 from weakspot.gad.config import GadParams
+from weakspot.hda.config import HdaParams
 from weakspot.intrinsic.config import IntrinsicParams
 from weakspot.scene.config import SceneParams
 from weakspot.targets import TargetParams, check_target_name
@@ -56,6 +57,7 @@ SECTION_MODELS: Dict[str, type] = {
     "examine": ExamineParams,
     "corner": CornerParams,
     "intrinsic": IntrinsicParams,
+    "hda": HdaParams,
 }
 
 

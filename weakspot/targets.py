@@ -270,6 +270,10 @@ register_method(Method("intrinsic", "Intrinsic robustness", "seeds/002 (Yu et al
                        modalities=("image",), white_box=True))
 register_method(Method("corner", "Corner cases", "seeds/003 (Platon, Avrin & Chan-Hon-Tong, ECAI 2020)",
                        modalities=("image",), white_box=True))
+# black-box at its core (the GA reads probabilities only); its gradient indicator, PGD and coverage baselines and the
+# fine-tuning run where the model is a torch module
+register_method(Method("hda", "Hierarchical distribution-aware testing", "seeds/004 (Huang et al.)",
+                       modalities=("image",)))
 
 
 def fits(target: TargetParams) -> Dict[str, Optional[str]]:

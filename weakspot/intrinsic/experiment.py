@@ -651,8 +651,10 @@ def _findings(e: ModelEval, X: np.ndarray, y: np.ndarray, classes: List[str], p:
                      "kind": "class", "severity": 1.0 / e.psi_class[c], "severity_meaning": SEVERITY_CLASS,
                      "label": classes[c], "prediction": "", "confidence": float("nan")})
     for i in _worst_idx(e, int(p.max_findings)):
-        input_rows.append({"weak_spot": f"input {int(i)}: a neighbour within eps {eps:.4g} moves the prediction from "
-                                  f"{classes[e.pred[i]]} to {classes[e.pred_worst[i]]}",
+        moved = (f"moves the prediction from {classes[e.pred[i]]} to {classes[e.pred_worst[i]]}"
+                 if e.pred[i] != e.pred_worst[i] else
+                 f"keeps class {classes[e.pred[i]]} but moves its probabilities by KL {float(e.kl[i]):.3g}")
+        input_rows.append({"weak_spot": f"input {int(i)}: a neighbour within eps {eps:.4g} {moved}",
                      "kind": "input", "severity": float(e.kl[i]), "severity_meaning": SEVERITY_INPUT,
                      "label": classes[y[i]], "prediction": classes[e.pred_worst[i]],
                      "confidence": float(e.conf_worst[i]),
