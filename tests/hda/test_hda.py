@@ -294,5 +294,8 @@ def test_run_hda_on_a_black_box_model_uses_only_probabilities():
     assert {"hda", "foda"} <= set(m) and "pgd" not in m and "finetune" not in m and repaired is None
     assert 0.0 <= m["hda"]["ae_prop"] <= 1.0 and m["hda"]["test_cases"] == 18
     assert calls and result.check() is result
+    from weakspot.findings import REQUIRED
+
+    assert set(REQUIRED) <= set(found.columns)
     again, _, _ = run_hda(*args, radius=0.1, clip=(0.0, 1.0))
     assert again.metrics == m

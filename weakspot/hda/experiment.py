@@ -496,7 +496,9 @@ def _findings(evals, results, Xc, yc, sel, ld, classes, proba_fn, p, radius, nam
                                             "log_density": round(float(ld[sel[i]]), 4),
                                             "pred_loss": round(float(e.J[best]), 4), "ssim": round(float(ss[best]), 4)}),
                      "image": to_png(res.X_cases[best], scale=4 if X.shape[-1] <= 16 else 2)})
-    df = pd.DataFrame(rows)
+    from weakspot.findings import REQUIRED
+
+    df = pd.DataFrame(rows, columns=list(REQUIRED) + ["example", "image"])  # no AE anywhere: no findings, same shape
     if len(df):
         df = df.sort_values("severity", ascending=False, kind="stable").head(int(p.max_findings)).reset_index(drop=True)
     return df
