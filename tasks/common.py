@@ -119,13 +119,27 @@ def lineage(stage: str, top: Dict[str, Any], params: Any, inputs: "Iterable[os.P
             section: Optional[str] = None) -> Dict[str, Any]:
     """What made an artifact: the stage, its params (under their params.yaml section), the code version and the
     sha256 of its inputs (paths to hash, or a ready {name: sha256} mapping such as a data source's provenance)."""
+    import datetime
+
     p = params.model_dump(mode="json") if hasattr(params, "model_dump") else params
     return {
         "stage": stage,
         "params": {**top, section or stage: p},
         "code": code_version(),
         "inputs": dict(inputs) if isinstance(inputs, dict) else digest(inputs),
+        "ran_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "prefect_flow_run": _flow_run(),
     }
+
+
+def _flow_run() -> Optional[Dict[str, str]]:
+    """The Prefect flow run this stage runs in (its id and name, as the Prefect UI shows them), or None."""
+    try:
+        from prefect.runtime import flow_run
+
+        return {"id": str(flow_run.id), "name": str(flow_run.name)} if flow_run.id else None
+    except Exception:  # outside a flow, or an older Prefect: lineage goes on without it
+        return None
 
 
 def write_stage_result(stage: str, result: StageResult, lin: Dict[str, Any], *, target: Optional[str] = None,

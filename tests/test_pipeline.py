@@ -8,6 +8,7 @@ import hashlib
 import json
 import pickle
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,13 @@ def test_full_run_audits_every_target_with_every_method_that_fits(repo):
         spec = json.loads((repo.path / f"data/targets/{t}/repaired_hda/model.json").read_text())
         assert spec["repaired_by"].startswith("hda") and (repo.path / spec["weights"]).is_file()
     assert not (repo.path / "metrics/hda/phoneme.json").exists()
+    # lineage on demand: one number back to its data, with params, hashes, code version, time and Prefect run
+    out = repo.run(str(Path(sys.executable).parent / "weakspot"), "lineage", "metrics/hda/digits.json",
+                   "hda.ae_prop").stdout
+    assert out.startswith("metrics/hda/digits.json  hda.ae_prop = ")
+    for s in ("made by stage hda-digits", "hda.n_seeds = 6", "(made by train-digits)", "stage prepare-digits",
+              "Prefect flow run", "code: git "):
+        assert s in out, (s, out[:2000])
     ex = pd.read_parquet(repo.path / "findings/scenes/examine.parquet")
     cond = ex[ex["kind"] == "class_condition"]  # one per examined class (+ a row per class never learnt)
     assert len(cond) == 3 and cond["image"].map(lambda b: bytes(b[:8]) == b"\x89PNG\r\n\x1a\n").all()

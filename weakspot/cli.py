@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -156,6 +157,17 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lineage(args: argparse.Namespace) -> int:
+    from weakspot.lineage import format_trace, trace
+
+    path, key = args.path, args.key
+    if key is None and ":" in path and not Path(path).exists():
+        path, key = path.split(":", 1)
+    t = trace(path, key)
+    print(json.dumps(t, indent=1, default=str) if args.json else format_trace(t, all_deps=args.all))
+    return 0
+
+
 def cmd_schedule(args: argparse.Namespace) -> int:
     return subprocess.call([sys.executable, "-m", "flows.audit", "--serve", args.cron], env=_env())
 
@@ -180,6 +192,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profile", help="merge profiles/NAME.yaml into params.yaml (keeps a .bak)")
     p.add_argument("name")
     p.set_defaults(fn=cmd_profile)
+    ln = sub.add_parser("lineage", help="the chain that produced an artifact or a number: stages, the params they "
+                        "read, their inputs' hashes, the code version, when they ran and their Prefect runs")
+    ln.add_argument("path", help="an artifact, e.g. metrics/hda/digits.json (or PATH:KEY)")
+    ln.add_argument("key", nargs="?", help="a number in a JSON artifact, dotted: hda.ae_prop")
+    ln.add_argument("--json", action="store_true", help="machine-readable")
+    ln.add_argument("--all", action="store_true", help="list every code file the stages depend on")
+    ln.set_defaults(fn=cmd_lineage)
     c = sub.add_parser("schedule", help="serve the nightly audit flow with Prefect on a cron schedule")
     c.add_argument("--cron", default="0 2 * * *", help="cron schedule (default: 02:00 every night)")
     c.set_defaults(fn=cmd_schedule)
