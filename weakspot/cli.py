@@ -114,6 +114,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
     check_params(PARAMS)
     if not Path("flows").is_dir() or not Path(".dvc").is_dir():
         raise ConfigError(f"no weakspot pipeline in {Path.cwd()}: run `weakspot audit` from the weakspot repository root")
+    from weakspot.runlock import audit_lock
+
+    with audit_lock(".", "weakspot audit " + " ".join(sys.argv[2:])):
+        return _audit(args)
+
+
+def _audit(args: argparse.Namespace) -> int:
     if _pipeline():
         print("weakspot: dvc.yaml regenerated from params.yaml (targets or methods changed)", flush=True)
     repro = ["repro"] + (["--force"] if args.force else []) + list(args.stages or [])
