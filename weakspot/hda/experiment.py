@@ -435,11 +435,18 @@ def _metrics(evals, pear, ft_metrics, table5, fid3, table3, t8, use, radius, k, 
         m["pgd_ae_prop"] = m["pgd"]["ae_prop"]
         m["pgd_fid"] = m["pgd"]["fid"]
     m["claims"] = _claims(evals, table5, ft_metrics)
+    lat = m["latent"]
+    m["claims_rq1"] = {  # RQ1's three answers (Tables 3-4, Fig. 3), checked the same way
+        "vae_clusters_better_than_pca": bool(lat["VAE encoder"]["vs"] > lat["PCA"]["vs"]),
+        "kde_samples_lower_fid_than_uniform": bool(fid3["kde"] < fid3["uniform"]),
+        "indicators_correlate_as_expected": bool((pear["gradient"] is None or pear["gradient"] > 0)
+                                                 and (pear["separation"] or 0.0) < 0),
+    }
     return m
 
 
 def _claims(evals, table5, ft) -> Dict[str, Any]:
-    """The paper's three claims, each True/False (None where it could not be checked)."""
+    """The paper's claims of the issue, each True/False (None where it could not be checked)."""
     out: Dict[str, Any] = {}
     h = evals.get(("hda", "selected"))
     others = [evals[(b, "selected")] for b in ("pgd", "coverage") if (b, "selected") in evals]
@@ -541,6 +548,15 @@ def _result(m, evals, results, table3, fid3, pear, table5, table8_rows, ft_rows,
          "holds": claims.get("finetune_most_robustness"), "numbers": _ftcmp(m, "global_robustness")},
         {"claim (seeds/004)": "... for the least test accuracy", "holds": claims.get("finetune_least_accuracy_drop"),
          "numbers": _ftcmp(m, "test_acc")},
+        {"claim (seeds/004)": "RQ1: the VAE encoder clusters the classes better than PCA (Table 3)",
+         "holds": m["claims_rq1"]["vae_clusters_better_than_pca"],
+         "numbers": f"V-measure {m['latent']['VAE encoder']['vs']:.3f} vs {m['latent']['PCA']['vs']:.3f}"},
+        {"claim (seeds/004)": "RQ1: samples of the KDE have a lower FID than uniform latent samples (Fig. 3)",
+         "holds": m["claims_rq1"]["kde_samples_lower_fid_than_uniform"],
+         "numbers": f"FID {fid3['kde']:.3g} vs {fid3['uniform']:.3g}"},
+        {"claim (seeds/004)": "RQ1: gradient indicator correlates +, separation - with misclassification (Table 4)",
+         "holds": m["claims_rq1"]["indicators_correlate_as_expected"],
+         "numbers": ", ".join(f"{k} r {v:+.2f}" for k, v in pear.items() if v is not None and np.isfinite(v))},
     ])
     ctab["holds"] = ctab["holds"].map(lambda v: "not checked" if v is None else ("yes" if v else "no"))
     settings = _settings(p, radius, n_cand)
