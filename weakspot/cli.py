@@ -136,6 +136,28 @@ def _audit(args: argparse.Namespace) -> int:
     from tasks.paths import REPORT  # importable: _pipeline() put the repository on sys.path
 
     print(f"weakspot: audit finished in {time.time() - t0:.0f} s. Report: {REPORT.resolve()}")
+    return _record_and_compare()
+
+
+def _record_and_compare() -> int:
+    """Keep the audit's metrics in the history store and compare them with the previous audit's; 3 on a regression
+    (with history.fail_on_regression), else 0. The comparison is written next to the audit's file."""
+    from weakspot.config import load_section
+    from weakspot.history import audits, compare, format_comparison, load, record
+    from weakspot.io import write_json
+
+    _, hp = load_section("history", PARAMS)
+    prev = audits(".", hp.dir)
+    rec = record(".", hp.dir)
+    prev_id = prev[-1].stem if prev else None
+    rows = compare(load(prev[-1]), load(Path(rec["file"])), hp.rules) if prev else []
+    write_json(Path(hp.dir) / f"{rec['audit_id']}.comparison.json",
+               {"audit": rec, "previous": prev_id, "rows": rows})
+    print(format_comparison(rows, prev_id, rec["audit_id"]))
+    if any(r["regression"] for r in rows) and hp.fail_on_regression:
+        print("weakspot: regressions since the last audit (exit 3); history.rules in params.yaml set what counts",
+              file=sys.stderr)
+        return 3
     return 0
 
 

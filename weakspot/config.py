@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Literal, Optional, Tuple
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
@@ -36,6 +36,25 @@ class ReportParams(_Section):
     max_table_rows: int = Field(20, ge=1, le=10_000)
 
 
+class RuleParams(BaseModel):
+    """One regression rule of the audit history (weakspot/history.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    metric: str = Field(..., description="<stage>/<target>:<dotted.key>, shell wildcards allowed")
+    worse: Literal["up", "down", "new"]
+    tolerance: float = Field(0.0, ge=0)
+    relative: bool = False
+
+
+class HistoryParams(BaseModel):
+    """params.yaml ``history`` section."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+    dir: str = "history"
+    fail_on_regression: bool = True
+    rules: List[RuleParams] = Field(default_factory=list)
+
+
 class TargetsParams(RootModel[Dict[str, TargetParams]]):
     """The ``targets`` mapping: name -> :class:`~weakspot.targets.TargetParams` (see :mod:`weakspot.targets`)."""
 
@@ -58,6 +77,7 @@ SECTION_MODELS: Dict[str, type] = {
     "corner": CornerParams,
     "intrinsic": IntrinsicParams,
     "hda": HdaParams,
+    "history": HistoryParams,
 }
 
 
