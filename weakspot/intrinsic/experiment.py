@@ -590,12 +590,9 @@ def _fig_per_class(evals: Dict[str, ModelEval], classes: List[str]) -> Any:
 
 
 def _img(x: np.ndarray) -> np.ndarray:
-    a = np.asarray(x, np.float64)
-    if a.ndim == 3:
-        a = np.moveaxis(a, 0, -1)
-        if a.shape[-1] == 1:
-            a = a[..., 0]
-    return np.clip(a, 0, 1)
+    from weakspot.findings import display_array
+
+    return display_array(x)
 
 
 def _worst_idx(e: ModelEval, k: int) -> np.ndarray:
