@@ -24,7 +24,7 @@ def hda_flow(target: str) -> dict:
     import numpy as np
     import torch
 
-    from tasks.data import read_prepared
+    from tasks.data import image_range, read_prepared
     from tasks.target import load_target_model
     from weakspot.device import resolve_device
     from weakspot.errors import DataError
@@ -49,7 +49,7 @@ def hda_flow(target: str) -> dict:
             raise DataError(f"{paths.prepared(target)}: the {name} inputs hold NaN or infinite values")
         arrays[name] = (X, np.asarray(s.y, np.int64))
     X_tr, y_tr = arrays["train"]
-    clip = (float(min(0.0, X_tr.min())), float(max(1.0, X_tr.max())))  # images in [0, 1] (wider if the data are)
+    clip = image_range(X_tr)
     radius = radius_of(p, target, X_tr.shape[1] if X_tr.ndim == 4 else 1, clip)
     module = getattr(clf, "module", None)
     if module is not None and getattr(clf, "outputs", "logits") != "logits":  # probabilities: log p are its logits

@@ -20,7 +20,7 @@ from tasks.intrinsic import defended_modules
 def intrinsic_flow(target: str) -> dict:
     import numpy as np
 
-    from tasks.data import read_prepared
+    from tasks.data import image_range, read_prepared
     from tasks.target import load_target_model
     from weakspot.device import resolve_device
     from weakspot.errors import DataError
@@ -39,7 +39,7 @@ def intrinsic_flow(target: str) -> dict:
     if not np.isfinite(X_pool).all():
         raise DataError(f"{paths.prepared(target)}: the inputs hold NaN or infinite values")
     train_X = np.asarray(splits[2].X)
-    clip = (float(min(0.0, train_X.min())), float(max(1.0, train_X.max())))  # images in [0, 1] (wider if the data are)
+    clip = image_range(train_X)
     names = list(p.defences if t.defences is None else t.defences)
     init = init_of(p, target)
     defended, info, eps_d = defended_modules(target, names, clf)

@@ -42,7 +42,7 @@ def train_defence_blob(target: str, defence: str, options: Dict[str, Any], eps: 
 
     import torch
 
-    from tasks.data import read_prepared
+    from tasks.data import image_range, read_prepared
     from tasks.target import _blob, load_target_model
     from weakspot.device import resolve_device
     from weakspot.intrinsic.defences import train_defence
@@ -82,7 +82,7 @@ def defended_modules(target: str, names: "list[str]", clf: Any = None) -> "tuple
 
     from tasks import paths
     from tasks.common import combined_digest, digest, source_digest, stage_params, target_params
-    from tasks.data import read_prepared
+    from tasks.data import image_range, read_prepared
     from tasks.target import load_target_model
     from weakspot.device import resolve_device
     from weakspot.intrinsic.config import default_eps, init_of
@@ -93,7 +93,7 @@ def defended_modules(target: str, names: "list[str]", clf: Any = None) -> "tuple
     if clf is None:
         clf, _ = load_target_model(target, top["device"])
     train_X = np.asarray(read_prepared(target, "train").X)
-    clip = (float(min(0.0, train_X.min())), float(max(1.0, train_X.max())))  # images in [0, 1] (wider if the data are)
+    clip = image_range(train_X)
     n_channels = int(train_X.shape[1]) if train_X.ndim == 4 else 1
     eps = float(p.eps.get(target, default_eps(n_channels, *clip)))
     init = init_of(p, target)

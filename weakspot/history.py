@@ -29,20 +29,12 @@ from typing import Any, Dict, List, Optional
 
 from weakspot.config import HistoryParams, RuleParams  # noqa: F401  (the params section lives with the others)
 from weakspot.errors import DataError
+from weakspot.lineage import flatten
 
 #: Columns of a history file, one row per metric value of one audit.
 SCHEMA = {"audit_id": "string", "time": "string (ISO 8601, UTC)", "git_rev": "string", "git_dirty": "bool",
           "lock_sha256": "string", "metric": "string: <stage>/<target>:<dotted.key>", "value": "float64 or NaN",
           "text": "string: JSON of a value that is not a number, else empty"}
-
-
-def _flatten(d: Any, prefix: str) -> Dict[str, Any]:
-    if isinstance(d, dict):
-        out: Dict[str, Any] = {}
-        for k, v in d.items():
-            out.update(_flatten(v, f"{prefix}.{k}" if not prefix.endswith(":") else f"{prefix}{k}"))
-        return out
-    return {prefix: d}
 
 
 def snapshot(root: "str | Path" = ".") -> Dict[str, Any]:
@@ -52,7 +44,7 @@ def snapshot(root: "str | Path" = ".") -> Dict[str, Any]:
     for f in sorted((root / "metrics").rglob("*.json")):
         name = f.relative_to(root / "metrics").with_suffix("").as_posix()
         try:
-            out.update(_flatten(json.loads(f.read_text()), f"{name}:"))
+            out.update({f"{name}:{k}": v for k, v in flatten(json.loads(f.read_text())).items()})
         except (OSError, ValueError) as e:
             raise DataError(f"{f}: not readable as JSON ({e}); rerun its stage") from None
     return out

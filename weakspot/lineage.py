@@ -67,11 +67,12 @@ def _metadata(stage: str, root: Path) -> Dict[str, Any]:
     return {}
 
 
-def _flatten(d: Any, prefix: str = "") -> Dict[str, Any]:
+def flatten(d: Any, prefix: str = "") -> Dict[str, Any]:
+    """Nested dicts as ``{"a.b.c": leaf}`` (lists and scalars are leaves)."""
     if isinstance(d, dict):
         out: Dict[str, Any] = {}
         for k, v in d.items():
-            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
         return out
     return {prefix: d}
 
@@ -140,7 +141,7 @@ def trace(path: str, key: Optional[str] = None, root: "str | Path" = ".") -> Dic
                 todo.append(by)
         outs = [{"path": _norm(o["path"]), "md5": o.get("md5")} for o in (lk or {}).get("outs", [])]
         entry = {"stage": name, "cmd": st.get("cmd"), "recorded": lk is not None,
-                 "params": _flatten((lk or {}).get("params", {}).get("params.yaml", {})),
+                 "params": flatten((lk or {}).get("params", {}).get("params.yaml", {})),
                  "deps": deps, "outs": outs, "code": meta.get("code"), "ran_at": meta.get("ran_at"),
                  "prefect_flow_run": meta.get("prefect_flow_run"), "metadata_file": meta.get("_file"),
                  "input_sha256": meta.get("inputs", {})}

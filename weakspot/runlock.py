@@ -14,6 +14,7 @@ import datetime
 import json
 import os
 import socket
+import time
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -51,8 +52,6 @@ def audit_lock(root: "str | Path" = ".", command: str = "weakspot audit",
     path.parent.mkdir(parents=True, exist_ok=True)
     me = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
           "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    import time
-
     for attempt in range(3):
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)

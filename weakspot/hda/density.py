@@ -82,6 +82,10 @@ class Density:
     log_density_ref: float  # the median training input's log density (reported densities are relative to it)
     history: list
 
+    @property
+    def device(self) -> torch.device:
+        return next(self.vae.parameters()).device
+
     # ------------------------------------------------------------------------------------------------ mapping
     def _unit(self, x: torch.Tensor) -> torch.Tensor:
         lo, hi = self.clip
@@ -95,7 +99,7 @@ class Density:
     def encode(self, X: Any, batch: int = 1024) -> Tuple[np.ndarray, np.ndarray]:
         """Codes (mu, sigma) of inputs ``X`` (n, *shape) in the data's units."""
         mus, sig = [], []
-        dev = self.mu.device
+        dev = self.device
         for i in range(0, len(X), batch):
             xb = torch.as_tensor(np.asarray(X[i:i + batch], np.float32), device=dev)
             m, lv = self.vae.encode(self._unit(xb))
@@ -106,21 +110,21 @@ class Density:
     @torch.no_grad()
     def features(self, X: Any, batch: int = 1024) -> np.ndarray:
         """The encoder's last hidden layer: the features FID is computed on."""
-        dev = self.mu.device
+        dev = self.device
         out = [self.vae.features(self._unit(torch.as_tensor(np.asarray(X[i:i + batch], np.float32), device=dev)))
                .cpu().numpy() for i in range(0, len(X), batch)]
         return np.concatenate(out).astype(np.float64)
 
     @torch.no_grad()
     def decode(self, Z: Any, batch: int = 1024) -> np.ndarray:
-        dev = self.mu.device
+        dev = self.device
         out = [self._data(self.vae.decode(torch.as_tensor(np.asarray(Z[i:i + batch], np.float32), device=dev)))
                .cpu().numpy() for i in range(0, len(Z), batch)]
         return np.concatenate(out).astype(np.float32)
 
     def log_kde(self, Z: Any, batch: int = 256) -> np.ndarray:
         """Eq. 5: log of (1/N) sum_i N(z; mu_i, diag(sigma_i^2)) for each row of ``Z`` (natural log)."""
-        return log_adaptive_kde(torch.as_tensor(np.asarray(Z, np.float32), device=self.mu.device), self.mu,
+        return log_adaptive_kde(torch.as_tensor(np.asarray(Z, np.float32), device=self.device), self.mu,
                                 self.sigma, batch=batch).cpu().numpy().astype(np.float64)
 
     def log_density(self, X: Any) -> np.ndarray:
@@ -207,7 +211,6 @@ def train_density(X: np.ndarray, *, clip: Tuple[float, float], latent_dim: int =
     vae.eval()
     dens = Density(vae=vae, mu=torch.zeros(0), sigma=torch.zeros(0), clip=(lo, hi), log_density_ref=0.0,
                    history=history)
-    dens.mu = torch.zeros(1, latent_dim, device=dev)  # encode() reads the device from mu
     mu, sig = dens.encode(X)
     dens.mu = torch.as_tensor(mu, device=dev)
     dens.sigma = torch.as_tensor(np.maximum(sig, 1e-6), device=dev)
@@ -240,7 +243,7 @@ def latent_quality(dens: Density, X: np.ndarray, y: np.ndarray, X_test: np.ndarr
                    seed: int = 0) -> Any:
     """Table 3: VAE encoder against PCA with as many components -- K-means (k = classes) completeness, homogeneity
     and V-measure of the codes against the labels, and the reconstruction error on held-out inputs (sum of squared
-    errors per input, in the data's units)."""
+    errors per input, in the data's units). ``X, y`` are the data ``dens`` was trained on (its codes are reused)."""
     import pandas as pd
     from sklearn.cluster import KMeans
     from sklearn.decomposition import PCA
@@ -250,7 +253,8 @@ def latent_quality(dens: Density, X: np.ndarray, y: np.ndarray, X_test: np.ndarr
     flat = np.asarray(X, np.float64).reshape(len(X), -1)
     flat_t = np.asarray(X_test, np.float64).reshape(len(X_test), -1)
     pca = PCA(n_components=min(d, flat.shape[1], len(flat)), random_state=seed).fit(flat)
-    codes = {"PCA": pca.transform(flat), "VAE encoder": dens.encode(X)[0].astype(np.float64)}
+    # the VAE's codes of the training data are the KDE's centres (X is the data it was trained on)
+    codes = {"PCA": pca.transform(flat), "VAE encoder": dens.mu.cpu().numpy().astype(np.float64)}
     rec = {"PCA": pca.inverse_transform(pca.transform(flat_t)),
            "VAE encoder": dens.decode(dens.encode(X_test)[0]).reshape(len(X_test), -1)}
     rows = []

@@ -178,7 +178,7 @@ def run_hda(module: Optional[torch.nn.Module], proba_fn: G.ProbaFn, X_train: np.
                         progress=progress)
     tick("local robustness (AMLS)", t0)
     log10p = np.full(len(Xc), np.nan)
-    log10p[est_idx] = G.log_p_to_log10(est.log_p)
+    log10p[est_idx] = est.log10_p
     pear = {"gradient": _pearson(log10p[balls], np.log10(grad[balls] + 1e-30)) if white else None,
             "separation": _pearson(log10p[balls], np.log10(sep[balls] + 1e-30))}
     floor_share = float(np.mean(est.terminated[np.searchsorted(est_idx, balls)]))
@@ -294,9 +294,7 @@ def _coverage(module, cov, Xs, ys, n_i, radius, clip, p, progress) -> G.LocalRes
 
 
 def _eval(res, sname, Xs, ys, proba_fn, dens, feat, clip, bs, device) -> G.CaseEval:
-    e = G.evaluate_cases(res, sname, Xs, ys, proba_fn, dens, clip=clip, batch=bs, device=device)
-    e.fid = fid(feat, np.asarray(Xs, np.float32), res.X_cases[e.ae_mask])
-    return e
+    return G.evaluate_cases(res, sname, Xs, ys, proba_fn, dens, clip=clip, batch=bs, device=device, featurize=feat)
 
 
 def _attack(att, mod, pf, Xs, ys, n_i, radius, clip, p, ga_kw, n_classes, bs, device, progress) -> G.LocalResult:
@@ -480,10 +478,8 @@ def _findings(evals, results, Xc, yc, sel, ld, classes, proba_fn, p, radius, nam
     e, res = evals[("hda", "selected")], results[("hda", "selected")]
     X = Xc[sel]
     y = yc[sel]
-    Xs = torch.as_tensor(X[res.seed_index])
-    ss = G.perceptual(torch.as_tensor(res.X_cases), Xs, "ssim", radius, 1.0).numpy() if len(Xs) else np.zeros(0)
+    ss = e.ssim_cases
     P_seed = _predict(proba_fn, X, p.batch_size)
-    P_case = _predict(proba_fn, res.X_cases, p.batch_size)
     rows = []
     for i in range(len(X)):
         mine = np.where(res.seed_index == i)[0]
@@ -492,12 +488,12 @@ def _findings(evals, results, Xc, yc, sel, ld, classes, proba_fn, p, radius, nam
             continue
         best = ae[np.argmax(ss[ae])]
         share = len(ae) / len(mine)
-        pred = int(P_case[best].argmax())
+        pred = int(e.pred[best])
         rows.append({"weak_spot": f"{names[sel[i]]} (true {classes[y[i]]}): {len(ae)} of {len(mine)} test cases "
                                   f"within L-inf {radius:.3g} are read as {classes[pred]} (SSIM {ss[best]:.3f})",
                      "kind": "input", "severity": float(share + float(ss[ae].mean())) / 2.0,
                      "severity_meaning": SEVERITY, "label": classes[y[i]], "prediction": classes[pred],
-                     "confidence": float(P_case[best].max()),
+                     "confidence": float(e.conf[best]),
                      "example": json.dumps({"seed": names[sel[i]], "prediction_before": classes[int(P_seed[i].argmax())],
                                             "confidence_before": round(float(P_seed[i].max()), 4),
                                             "log_density": round(float(ld[sel[i]]), 4),
@@ -730,8 +726,7 @@ def _fig_aes(evals, results, Xc, yc, sel, ld, classes, proba_fn, p) -> Any:
     plt = _plt()
     e, res = evals[("hda", "selected")], results[("hda", "selected")]
     X, y = Xc[sel], yc[sel]
-    ss = G.perceptual(torch.as_tensor(res.X_cases), torch.as_tensor(X[res.seed_index]), "ssim", 1.0, 1.0).numpy() \
-        if len(res.X_cases) else np.zeros(0)
+    ss = e.ssim_cases
     per_class = max(1, 12 // max(1, len(classes)))
     picks = []
     for c in range(len(classes)):
@@ -752,13 +747,12 @@ def _fig_aes(evals, results, Xc, yc, sel, ld, classes, proba_fn, p) -> Any:
         axes[0, 0].text(0, 0.5, "no AEs found", fontsize=9)
         return fig
     Ps = _predict(proba_fn, X[res.seed_index[picks]], p.batch_size)
-    Pa = _predict(proba_fn, res.X_cases[picks], p.batch_size)
     for c, j in enumerate(picks):
         i = res.seed_index[j]
         for r, (img, cap) in enumerate(((X[i], f"{classes[y[i]]}: {classes[int(Ps[c].argmax())]}\n"
                                                 f"density {ld[sel[i]]:+.2f}"),
-                                        (res.X_cases[j], f"-> {classes[int(Pa[c].argmax())]} "
-                                                         f"({Pa[c].max():.0%})\nSSIM {ss[j]:.3f}"))):
+                                        (res.X_cases[j], f"-> {classes[int(e.pred[j])]} "
+                                                         f"({e.conf[j]:.0%})\nSSIM {ss[j]:.3f}"))):
             ax = axes[r, c]
             im = _img(img)
             ax.imshow(im, cmap="gray" if im.ndim == 2 else None, vmin=0, vmax=1, interpolation="nearest")

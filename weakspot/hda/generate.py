@@ -32,16 +32,15 @@ Caveats first:
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from weakspot.errors import ConfigError, DataError
+from weakspot.intrinsic.attacks import cw_margin
 
 ProbaFn = Callable[[torch.Tensor], torch.Tensor]  # (m, *shape) inputs -> (m, k) probabilities
 
@@ -61,17 +60,12 @@ class LocalResult:
 # ---------------------------------------------------------------------------------------------------------- scoring
 def prediction_loss(proba: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Definition 3: J = p_best_other - p_y per row, in [-1, 1] (> 0: adversarial)."""
-    py = proba.gather(1, y[:, None])[:, 0]
-    other = proba.masked_fill(F.one_hot(y, proba.shape[1]).bool(), float("-inf")).max(1).values
-    return other - py
+    return -cw_margin(proba, y)
 
 
 def log_margin(proba: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """log p_best_other - log p_y per row: the sign of J, without its saturation at -1 on confident inputs."""
-    lp = torch.log(proba.clamp_min(1e-30))
-    ly = lp.gather(1, y[:, None])[:, 0]
-    other = lp.masked_fill(F.one_hot(y, proba.shape[1]).bool(), float("-inf")).max(1).values
-    return other - ly
+    return -cw_margin(torch.log(proba.clamp_min(1e-30)), y)
 
 
 def _ssim_window(h: int, w: int) -> int:
@@ -327,33 +321,37 @@ class CaseEval:
     seconds_per_seed: float
     ae_mask: np.ndarray = field(repr=False, default=None)
     J: np.ndarray = field(repr=False, default=None)
+    ssim_cases: np.ndarray = field(repr=False, default=None)  # each test case's SSIM to its seed
+    pred: np.ndarray = field(repr=False, default=None)  # the model's class for each test case
+    conf: np.ndarray = field(repr=False, default=None)  # ... and its probability
 
 
 def evaluate_cases(res: LocalResult, seeds_name: str, X: np.ndarray, y: np.ndarray, proba_fn: ProbaFn,
-                   density: Any, *, clip: Tuple[float, float], batch: int = 2048, device: Any = "cpu") -> CaseEval:
-    """Table 6's numbers for one generator's test cases around seeds ``X`` (labels ``y``)."""
+                   density: Any, *, clip: Tuple[float, float], batch: int = 2048, device: Any = "cpu",
+                   featurize: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> CaseEval:
+    """Table 6's numbers for one generator's test cases around seeds ``X`` (labels ``y``); FID on ``featurize``
+    (default: the VAE encoder's features)."""
+    from weakspot.hda.density import frechet_distance
+
     Xc = torch.as_tensor(res.X_cases, device=device)
     ys = torch.as_tensor(np.asarray(y, np.int64)[res.seed_index], device=device)
     with torch.no_grad():
-        J = prediction_loss(batched_proba(proba_fn, Xc, batch), ys).cpu().numpy().astype(np.float64)
+        P = batched_proba(proba_fn, Xc, batch)
+        J = prediction_loss(P, ys).cpu().numpy().astype(np.float64)
+        conf, pred = (t.cpu().numpy() for t in P.max(1)) if len(P) else (np.zeros(0), np.zeros(0, np.int64))
     ae = J > 0
     Xs = np.asarray(X, np.float32)[res.seed_index]
-    fid = frechet(density, np.asarray(X, np.float32), res.X_cases[ae]) if ae.sum() >= 2 else float("nan")
+    feat = featurize or density.features
+    fid = frechet_distance(feat(np.asarray(X, np.float32)), feat(res.X_cases[ae])) if ae.sum() >= 2 else float("nan")
     lin = float(np.abs(res.X_cases - Xs).reshape(len(Xs), -1).max(1).mean()) if len(Xs) else float("nan")
-    xs_t = torch.as_tensor(Xs)
-    ss = float(perceptual(torch.as_tensor(res.X_cases), xs_t, "ssim", 1.0, clip[1] - clip[0]).mean()) \
-        if len(Xs) else float("nan")
+    ss = perceptual(torch.as_tensor(res.X_cases), torch.as_tensor(Xs), "ssim", 1.0, clip[1] - clip[0]).numpy() \
+        if len(Xs) else np.zeros(0)
     k = len(X)
     return CaseEval(res.method, seeds_name, k, len(J), float(ae.mean()) if len(J) else 0.0,
                     float(J[ae].mean()) if ae.any() else float("nan"), fid,
-                    float(density.log_density(res.X_cases[ae]).mean()) if ae.any() else float("nan"), lin, ss,
-                    res.queries / max(k, 1), res.seconds / max(k, 1), ae, J)
-
-
-def frechet(density: Any, A: np.ndarray, B: np.ndarray) -> float:
-    from weakspot.hda.density import frechet_distance
-
-    return frechet_distance(density.features(A), density.features(B))
+                    float(density.log_density(res.X_cases[ae]).mean()) if ae.any() else float("nan"), lin,
+                    float(ss.mean()) if len(ss) else float("nan"), res.queries / max(k, 1), res.seconds / max(k, 1),
+                    ae, J, ss, pred, conf)
 
 
 def module_proba(module: torch.nn.Module) -> ProbaFn:
@@ -377,6 +375,3 @@ def classifier_proba(clf: Any, device: Any = "cpu") -> ProbaFn:
         return torch.as_tensor(np.asarray(clf.predict_proba(x.detach().cpu().numpy()), np.float32), device=device)
     return fn
 
-
-def log_p_to_log10(v: np.ndarray) -> np.ndarray:
-    return np.asarray(v, np.float64) / math.log(10.0)
