@@ -1,37 +1,158 @@
-"""The nightly audit: one Prefect flow that runs `weakspot audit` (the DVC pipeline (only what changed reruns) and reports.
+"""The nightly audit: one Prefect flow that runs `weakspot audit --push` (the DVC pipeline: only what changed reruns,
+the history comparison, then every output pushed to the DVC remote) and publishes the verdict as Prefect artifacts.
 
-``python -m flows.audit`` runs it once; ``python -m flows.audit --serve "0 2 * * *"`` (or ``weakspot schedule``)
-serves it on a cron schedule against the Prefect server (the embedded one by default, or PREFECT_API_URL).
+``python -m flows.audit`` runs it once; ``weakspot serve --cron "0 2 * * *"`` serves it as the deployment
+``nightly-audit/weakspot-nightly`` (``python -m flows.audit --serve CRON`` does the same against PREFECT_API_URL).
+
+The flow run ends Completed when the audit passed, Failed naming the regressed metrics when the audit found a
+regression (exit 3, not retried: rerunning would not change the numbers), and Failed after one retry for any other
+failure (a stage failed, the push failed), with the audit's last output lines in the message.
 """
 
 from __future__ import annotations
 
+import collections
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import List, Optional, Set
 
-import flows  # noqa: F401
+import flows  # noqa: F401  (Prefect settings before Prefect is imported)
 from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.states import Completed, Failed
 
 from tasks import paths
 
-
-@task(retries=1, retry_delay_seconds=60)
-def run_audit() -> None:
-    """`weakspot audit`: regenerate dvc.yaml from params.yaml, then `dvc repro` (only what changed reruns)."""
-    subprocess.run([sys.executable, "-m", "weakspot.cli", "audit"], check=True)
+#: The repository the flow audits: the checkout this file is in (served or deployed from its root).
+ROOT = Path(__file__).resolve().parents[1]
+REGRESSION = 3
 
 
-@flow(name="nightly-audit")
-def audit_flow() -> str:
-    run_audit()
-    report = Path(paths.REPORT).resolve()
-    print(f"nightly audit finished: {report}")
-    return str(report)
+class AuditError(RuntimeError):
+    pass
+
+
+def _history_dir() -> Path:
+    """params.yaml's history.dir (``history`` when params.yaml does not validate: the audit then says why)."""
+    from weakspot.config import load_section
+    from weakspot.errors import WeakspotError
+
+    try:
+        _, hp = load_section("history", ROOT / "params.yaml")
+    except WeakspotError:
+        return ROOT / "history"
+    return ROOT / hp.dir
+
+
+def _comparisons() -> Set[str]:
+    d = _history_dir()
+    return {p.name for p in d.glob("*.comparison.json")} if d.is_dir() else set()
+
+
+@task(retries=1, retry_delay_seconds=60, cache_policy=NO_CACHE, persist_result=False)
+def run_audit(push: bool = True) -> int:
+    """`weakspot audit [--push]` in the repository root; its exit code when it finished (0, or 3 on a regression),
+    an AuditError (retried once) on any other exit."""
+    cmd = [sys.executable, "-m", "weakspot.cli", "audit"] + (["--push"] if push else [])
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT__FLOW_RUN_ID"}  # the stages' runs are their own
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    print(f"nightly audit: {' '.join(cmd[2:])} in {ROOT}", flush=True)
+    tail: collections.deque = collections.deque(maxlen=30)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            bufsize=1)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        tail.append(line.rstrip())
+    rc = proc.wait()
+    if rc not in (0, REGRESSION):
+        raise AuditError(f"`weakspot {' '.join(cmd[3:])}` failed (exit {rc}) in {ROOT}; its last lines:\n"
+                         + "\n".join(tail))
+    return rc
+
+
+@flow(name="nightly-audit", persist_result=False,
+      description="weakspot audit --push, then the verdict as artifacts (weakspot-verdict, weakspot-comparison); "
+      "Failed when a watched metric regressed")
+def audit_flow(push: bool = True):
+    """Run the audit; publish its verdict; Completed, or Failed naming the regressed metrics."""
+    from weakspot.verdict import publish_verdict, regressed, verdict_line
+
+    before = _comparisons()
+    rc = run_audit(push)
+    new: List[str] = sorted(_comparisons() - before)
+    report = ROOT / paths.REPORT
+    print(f"nightly audit finished (exit {rc}). Report: {report}", flush=True)
+    comparison: Optional[dict] = None
+    if new:
+        comparison = json.loads((_history_dir() / new[-1]).read_text())
+        publish_verdict(comparison, str(report))
+        print(f"verdict: {verdict_line(comparison)}", flush=True)
+    if rc == REGRESSION:
+        bad = regressed(comparison) if comparison else []
+        names = "; ".join(f"{r['metric']} {r['before']} -> {r['after']} ({r['rule']})" for r in bad)
+        return Failed(message=f"weakspot audit: {len(bad)} regression(s) since audit "
+                      f"{comparison.get('previous') if comparison else '?'}: {names or 'see the audit output'}. "
+                      f"Report: {report}")
+    return Completed(message=f"weakspot audit: {verdict_line(comparison) if comparison else 'done'}. "
+                     f"Report: {report}", data=str(report))
+
+
+def local_timezone() -> str:
+    """This machine's IANA time zone (TZ, else /etc/localtime's link), else UTC: a cron of 02:00 means 02:00 here."""
+    tz = os.environ.get("TZ", "").lstrip(":")
+    if not tz:
+        try:
+            link = os.readlink("/etc/localtime")
+            tz = link.split("zoneinfo/", 1)[1] if "zoneinfo/" in link else ""
+        except OSError:
+            tz = ""
+    try:
+        import zoneinfo
+
+        zoneinfo.ZoneInfo(tz)
+        return tz
+    except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+        return "UTC"
+
+
+def serve(cron: str, name: str = "weakspot-nightly", push: bool = True, timezone: Optional[str] = None) -> int:
+    """Serve the flow as deployment ``nightly-audit/<name>`` on ``cron`` against PREFECT_API_URL (or Prefect's
+    ephemeral server) until interrupted; the schedule is paused when serving stops."""
+    from prefect._internal.schemas.validators import validate_cron_string
+    from prefect.schedules import Cron
+
+    try:
+        validate_cron_string(cron)
+    except ValueError as e:
+        print(f"weakspot: error: {e}; e.g. \"0 2 * * *\" (02:00 every night) or \"*/30 * * * *\"", file=sys.stderr)
+        return 2
+    tz = timezone or local_timezone()
+    audit_flow.serve(name=name, schedule=Cron(cron, timezone=tz), parameters={"push": push},
+                     description=f"weakspot audit{' --push' if push else ''} in {ROOT} on cron {cron!r} ({tz}); "
+                     "verdict in the run's artifacts", pause_on_shutdown=True)
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m flows.audit", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--serve", metavar="CRON", help="serve on this cron schedule instead of running once")
+    ap.add_argument("--name", default="weakspot-nightly", help="the deployment's name")
+    ap.add_argument("--timezone", help="the cron's IANA time zone (default: this machine's)")
+    ap.add_argument("--no-push", dest="push", action="store_false", help="audit without pushing to the DVC remote")
+    args = ap.parse_args(argv)
+    if args.serve:
+        return serve(args.serve, args.name, args.push, args.timezone)
+    state = audit_flow(push=args.push, return_state=True)
+    print(f"nightly audit: {state.name}: {state.message}", file=sys.stderr if not state.is_completed() else sys.stdout)
+    return 0 if state.is_completed() else 1
 
 
 if __name__ == "__main__":
-    if len(sys.argv) >= 3 and sys.argv[1] == "--serve":
-        audit_flow.serve(name="weakspot-nightly", cron=sys.argv[2])
-    else:
-        audit_flow()
+    sys.exit(main())

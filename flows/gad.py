@@ -14,8 +14,8 @@ import flows  # noqa: F401
 from prefect import flow
 
 from tasks import paths
-from tasks.common import combined_digest, digest, lineage, run_main, source_digest, stage_params, target_params, \
-    write_stage_result
+from tasks.common import combined_digest, digest, fan_out, lineage, run_main, source_digest, stage_params, \
+    target_params, write_stage_result
 from tasks.gad import gad_target
 from weakspot.gad.experiment import findings_of, result_of
 from weakspot.io import write_parquet, write_text
@@ -34,8 +34,10 @@ def gad_flow(target: str) -> dict:
     spec = t.model_dump(mode="json")
     prepared, model = combined_digest(digest(inputs[:1])), combined_digest(digest(inputs[1:]))
     code = source_digest("weakspot.gad", "weakspot.models", "weakspot.data")
-    outcomes = [gad_target(target, key, prepared, model, code, top["device"], split_seed=s,
-                           target_spec=spec if s else None) for s in seeds]
+    # one task per split seed, all submitted at once (on Dask they run side by side), results in seed order
+    outcomes = fan_out(gad_target, [((target, key, prepared, model, code, top["device"]),
+                                     {"split_seed": s, "target_spec": spec if s else None}) for s in seeds],
+                       labels=[f"{target}, split seed {s}" for s in seeds])
     weak_spots, to_label = findings_of(outcomes[0])
     result = result_of(outcomes, p)
     lin = lineage("gad", top, p, inputs)

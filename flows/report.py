@@ -65,6 +65,33 @@ def weak_spots(targets: dict, metrics: dict) -> list:
     return out
 
 
+def since_last_audit():
+    """The comparison with the previous audit in the history store and the trend figure (PNG bytes or None); the
+    verdict is also published as Prefect artifacts, so the Prefect UI shows it on this run."""
+    import io
+
+    from weakspot.history import since_last, trend_figure
+
+    _, hp = stage_params("history")
+    since = since_last(".", hp.dir, hp.rules)
+    fig = trend_figure(since)
+    png = None
+    if fig is not None:
+        import matplotlib.pyplot as plt
+
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100)
+        plt.close(fig)
+        png = buf.getvalue()
+    from weakspot.verdict import publish_verdict
+    recorded = Path(hp.dir) / f"{since['current']}.comparison.json"
+    comparison = (json.loads(recorded.read_text()) if since["current"] and recorded.is_file() else
+                  {"audit": {"audit_id": since["current"] or "this run (not recorded in the history)"},
+                   "previous": since["previous"], "rows": since["rows"]})
+    publish_verdict(comparison, report_path=str(Path(paths.REPORT).resolve()))
+    return since, png
+
+
 @flow(name="report")
 def report_flow() -> str:
     top, p = stage_params("report")
@@ -78,9 +105,10 @@ def report_flow() -> str:
         "device": top["device"],
         "targets": len(targets.root),
     }
+    since, trend_png = since_last_audit()
     page = render_report(sections, figures=figures, tables=tables, metrics=metrics, title=p.title,
                          run_info=run_info, max_table_rows=p.max_table_rows,
-                         targets=weak_spots(targets.root, metrics), groups=GROUPS)
+                         targets=weak_spots(targets.root, metrics), groups=GROUPS, since=since, trend_png=trend_png)
     write_text(paths.REPORT, page)
     print(f"report: {len(targets.root)} targets, {len(sections)} sections -> {Path(paths.REPORT).resolve()}")
     return str(paths.REPORT)

@@ -48,6 +48,22 @@ def run_blob_task(blob_task: Any, *args: Any) -> Dict[str, Any]:
     return out
 
 
+def _runner() -> Any:
+    """tasks/runner.py, loaded by name: the runner decides where tasks run, never what they compute, so it is no
+    stage's DVC dependency (tasks/pipeline.py lists the modules named by import statements)."""
+    import importlib
+
+    return importlib.import_module("tasks.runner")
+
+
+def fan_out(task_fn: Any, calls: "Iterable[Tuple[Iterable[Any], Dict[str, Any]]]",
+            labels: "Optional[Iterable[str]]" = None) -> list:
+    """Run the cached task ``task_fn`` once per ``(args, kwargs)`` on the flow's task runner (params.yaml
+    ``execution``: one at a time, or on Dask workers), all submitted at once; the results in submission order. A call
+    whose Dask worker died is resubmitted ``execution.retries`` times, then the stage fails naming it."""
+    return _runner().fan_out(task_fn, list(calls), None if labels is None else list(labels))
+
+
 def stage_params(section: str) -> Tuple[Dict[str, Any], Any]:
     """(top-level settings, validated section) from params.yaml; raises ConfigError before any work."""
     return load_section(section, PARAMS_FILE)
@@ -189,7 +205,8 @@ def _quiet_expected_errors() -> None:
 
 
 def run_main(flow_fn: Callable[..., Any], section: Optional[str], *, per_target: bool = False) -> None:
-    """Entry point of ``python -m flows.<stage> [TARGET]``: validate params first, then run the flow.
+    """Entry point of ``python -m flows.<stage> [TARGET]``: validate params first, then run the flow on the task
+    runner of params.yaml's ``execution`` section (tasks/runner.py).
 
     A WeakspotError (bad params, missing file, bad model output) ends the run with its message and exit code 2,
     before any artifact is touched. A per-target stage takes the target's name as its one argument.
@@ -203,8 +220,10 @@ def run_main(flow_fn: Callable[..., Any], section: Optional[str], *, per_target:
             target_params(args[0])  # fail fast, before Prefect starts
         if section is not None:
             stage_params(section)
+        runner = _runner()
+        params = runner.execution()  # the task runner (params.yaml ``execution``), checked before Prefect starts too
         _quiet_expected_errors()
-        flow_fn(*args)
+        runner.run_flow(flow_fn, *args, params=params)
     except WeakspotError as exc:
         print(f"weakspot: error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -76,12 +76,13 @@ def defended_modules(target: str, names: "list[str]", clf: Any = None) -> "tuple
     """The target's defended models as the ``intrinsic`` stage trains them (same cached tasks, so a stage that asks
     for one the intrinsic stage already trained gets it from the cache): ``({name: module}, {name: info}, eps)``."""
     import copy
+    from pathlib import Path
 
     import numpy as np
     import torch
 
     from tasks import paths
-    from tasks.common import combined_digest, digest, source_digest, stage_params, target_params
+    from tasks.common import combined_digest, digest, fan_out, source_digest, stage_params, target_params
     from tasks.data import image_range, read_prepared
     from tasks.target import load_target_model
     from weakspot.device import resolve_device
@@ -103,10 +104,14 @@ def defended_modules(target: str, names: "list[str]", clf: Any = None) -> "tuple
     # the defended models depend on the training code only (not on how they are measured)
     code = source_digest("weakspot.intrinsic.defences", "weakspot.intrinsic.attacks", "weakspot.intrinsic.psi",
                          "weakspot.models")
+    calls = [(target, d, p.defence_options.get(d, {}), eps, list(clip), init, t.train.model_dump(mode="json"),
+              int(epochs), pdig, mdig, code, top["device"]) for d in names]
+    # independent trainings: one task each, all submitted at once (on Dask they train side by side), in `names` order
+    outs = fan_out(train_defence_blob, [(a, {}) for a in calls], labels=[f"{target}, {d}" for d in names])
     models, info = {}, {}
-    for d in names:
-        out = defended_model(target, d, p.defence_options.get(d, {}), eps, list(clip), init,
-                             t.train.model_dump(mode="json"), int(epochs), pdig, mdig, code, top["device"])
+    for d, args, out in zip(names, calls, outs):
+        if not Path(out["blob"]).is_file():  # a cached result whose blob is gone (a cleaned .prefect/blobs)
+            out = train_defence_blob.with_options(refresh_cache=True)(*args)
         m = copy.deepcopy(clf.module)
         m.load_state_dict(torch.load(out["blob"], map_location=dev, weights_only=True))
         models[d] = m.to(dev).eval()

@@ -144,8 +144,8 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
             "cmd": "python -m flows.render",
             "deps": flow_deps("render"),
             "params": _top(raw, "device", "scene"),
-            "outs": [str(paths.RENDER), {str(paths.plots("render")): {"cache": False}}],
-            "metrics": [{str(paths.metrics("render")): {"cache": False}}],
+            "outs": [str(paths.RENDER), str(paths.plots("render"))],
+            "metrics": [str(paths.metrics("render"))],
         }
     report_deps: List[str] = []
     for t, p in targets.items():
@@ -156,16 +156,16 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
             "cmd": f"python -m flows.prepare {t}",
             "deps": deps,
             "params": _keys(raw, f"targets.{t}", ["data", "class_of_interest"]),
-            "outs": [str(paths.prepared(t)), {str(paths.plots("prepare", t)): {"cache": False}}],
-            "metrics": [{str(paths.metrics("prepare", t)): {"cache": False}}],
+            "outs": [str(paths.prepared(t)), str(paths.plots("prepare", t))],
+            "metrics": [str(paths.metrics("prepare", t))],
         }
         weights = [p.model.weights] if p.model.weights else []
         out[f"train-{t}"] = {
             "cmd": f"python -m flows.train {t}",
             "deps": flow_deps("train") + [str(paths.prepared(t))] + weights,
             "params": _top(raw, "device") + _keys(raw, f"targets.{t}", ["model", "train"]),
-            "outs": [str(paths.model_dir(t)), {str(paths.plots("train", t)): {"cache": False}}],
-            "metrics": [{str(paths.metrics("train", t)): {"cache": False}}],
+            "outs": [str(paths.model_dir(t)), str(paths.plots("train", t))],
+            "metrics": [str(paths.metrics("train", t))],
         }
         report_deps += [str(paths.plots("prepare", t)), str(paths.plots("train", t)), str(paths.metrics("train", t))]
     for pr in run_pairs:
@@ -180,18 +180,17 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
             params += _keys(raw, f"targets.{t}", ["defences", "train"])
         if m == "hda":  # its adversarially trained model is the intrinsic stage's min-max model (the same task)
             params += _top(raw, "intrinsic") + _keys(raw, f"targets.{t}", ["defences", "train"])
-        outs: List[Any] = [{str(paths.plots(m, t)): {"cache": False}}, {str(paths.findings(t, m)): {"cache": False}}]
+        outs: List[Any] = [str(paths.plots(m, t)), str(paths.findings(t, m))]
         if m == "hda":  # the repaired model: cached by DVC like the target's own model
             outs.append(str(paths.repaired(t, "hda")))
         if m == "gad":
-            outs += [{str(paths.findings_extra(t, m, "to_label.parquet")): {"cache": False}},
-                     {str(paths.findings_extra(t, m, "to_label.csv")): {"cache": False}}]
+            outs += [str(paths.findings_extra(t, m, "to_label.parquet")), str(paths.findings_extra(t, m, "to_label.csv"))]
         out[f"{m}-{t}"] = {
             "cmd": f"python -m flows.{m} {t}",
             "deps": deps,
             "params": params,
             "outs": outs,
-            "metrics": [{str(paths.metrics(m, t)): {"cache": False}}],
+            "metrics": [str(paths.metrics(m, t))],
         }
         report_deps += [str(paths.plots(m, t)), str(paths.metrics(m, t)), str(paths.findings(t, m))]
     if study_on:
@@ -202,16 +201,18 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
             "deps": flow_deps("examine_study") + [str(paths.RENDER)]
             + ([str(paths.model_dir(st.full_model))] if st.full_model else []),
             "params": _top(raw, "device") + [f"examine.{k}" for k in ["study"] + shared],
-            "outs": [{str(paths.plots("examine_study")): {"cache": False}}],
-            "metrics": [{str(paths.metrics("examine_study")): {"cache": False}}],
+            "outs": [str(paths.plots("examine_study"))],
+            "metrics": [str(paths.metrics("examine_study"))],
         }
         report_deps += [str(paths.plots("examine_study")), str(paths.metrics("examine_study"))]
     if needs_render:
         report_deps.append(str(paths.plots("render")))
+    # the history store: the report compares this audit with the previous one and draws the trend
+    report_deps.append(str((raw.get("history") or {}).get("dir", "history")))
     out["report"] = {
         "cmd": "python -m flows.report",
         "deps": flow_deps("report") + report_deps,
-        "params": _top(raw, "report", "targets"),
+        "params": _top(raw, "report", "targets") + (["history.dir", "history.rules"] if "history" in raw else []),
         "outs": [{str(paths.REPORT): {"cache": False}}],
     }
     return out

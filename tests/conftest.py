@@ -86,3 +86,35 @@ def repo_factory(tmp_path_factory):
         return Repo(_copy_repo(tmp_path_factory.mktemp(name)))
 
     return make
+
+
+#: The operations tests' audit: one tabular target (Phoneme's SVM, one C) and GAD on tiny budgets, so that a whole
+#: `weakspot audit` (prepare, train, gad, report) takes well under a minute and can be run, killed, rerun, scheduled.
+TINY_TARGET = {"data": {"source": "keel:phoneme", "bias": {"preset": "phoneme", "seed": 0}},
+               "model": {"kind": "builtin", "arch": "svm_grid"},
+               "train": {"seed": 0, "options": {"kernels": ["rbf"], "C": [0.1], "gamma": ["scale"], "cv": 2}}}
+TINY_GAD = {"seeds": [0, 1], "design_points": 1000, "epochs": 3, "max_steps": 60, "replicates": 3, "pool_size": 100,
+            "budget": 10}
+
+
+def write_tiny_params(r: "Repo") -> "Repo":
+    import yaml
+
+    from weakspot.config import deep_merge
+
+    p = r.path / "params.yaml"
+    raw = yaml.safe_load(p.read_text())
+    raw["targets"] = {"phoneme": TINY_TARGET}
+    raw["gad"] = deep_merge(raw["gad"], TINY_GAD)
+    raw.pop("examine", None)  # the examiner's study needs a scene target
+    p.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return r
+
+
+@pytest.fixture(scope="session")
+def ops_repo(repo_factory):
+    """A tiny repository audited once (``weakspot audit``, history recorded) for the operations tests: history and
+    regressions, exact reruns, Dask, kill -9, the schedule. Tests that change it put it back as they found it."""
+    r = write_tiny_params(repo_factory("ops"))
+    r.audit()
+    return r

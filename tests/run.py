@@ -1,8 +1,9 @@
-"""`make test`: the unit tests and the end-to-end pipeline tests (marked ``slow``) in two pytest processes at once.
+"""`make test`: the unit tests, the end-to-end pipeline tests (marked ``slow``) and the operations tests (marked
+``ops``: a tiny audited repository run, killed, rerun, scheduled) in three pytest processes at once.
 
-The pipeline tests are subprocesses that mostly wait on one core each (Prefect, DVC, one stage at a time), so on
-this project's 2-core machine running them beside the unit tests halves the wall time. Both outputs are printed in
-full, then one closing line with the combined counts; the exit code is non-zero if either run failed.
+The pipeline and operations tests are subprocesses that mostly wait (Prefect, DVC, one stage at a time), so on this
+project's 2-core machine running them beside the unit tests cuts the wall time. The outputs are printed in full,
+then one closing line with the combined counts; the exit code is non-zero if any run failed.
 """
 
 from __future__ import annotations
@@ -23,23 +24,32 @@ def _counts(text: str) -> dict:
 
 def main(argv: list) -> int:
     base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *argv]
-    tmp = Path(tempfile.mkdtemp(prefix="weakspot-tests-"))  # one temp root each: the two runs never share a folder
-    with tempfile.TemporaryFile("w+") as slow_out:
-        slow = subprocess.Popen(base + ["-m", "slow", f"--basetemp={tmp / 'slow'}"], cwd=ROOT, stdout=slow_out,
-                                stderr=subprocess.STDOUT, text=True)
-        fast = subprocess.run(base + ["-m", "not slow", f"--basetemp={tmp / 'unit'}"], cwd=ROOT, capture_output=True,
-                              text=True)
-        slow.wait()
-        slow_out.seek(0)
-        slow_text = slow_out.read()
-    print("== unit tests (-m 'not slow')\n" + fast.stdout + fast.stderr, flush=True)
-    print("== pipeline tests (-m slow)\n" + slow_text, flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix="weakspot-tests-"))  # one temp root each: the runs never share a folder
+    groups = [("pipeline tests (-m 'slow and not ops')", "slow and not ops", "slow"),
+              ("operations tests (-m ops)", "ops", "ops")]
+    outs, procs = [], []
+    for _, marker, name in groups:
+        out = tempfile.TemporaryFile("w+")
+        procs.append(subprocess.Popen(base + ["-m", marker, f"--basetemp={tmp / name}"], cwd=ROOT, stdout=out,
+                                      stderr=subprocess.STDOUT, text=True))
+        outs.append(out)
+    fast = subprocess.run(base + ["-m", "not slow and not ops", f"--basetemp={tmp / 'unit'}"], cwd=ROOT,
+                          capture_output=True, text=True)
+    texts = []
+    for p, out in zip(procs, outs):
+        p.wait()
+        out.seek(0)
+        texts.append(out.read())
+        out.close()
+    print("== unit tests (-m 'not slow and not ops')\n" + fast.stdout + fast.stderr, flush=True)
+    for (title, _, _), text in zip(groups, texts):
+        print(f"== {title}\n" + text, flush=True)
     total = {}
-    for c in (_counts(fast.stdout), _counts(slow_text)):
+    for c in [_counts(fast.stdout)] + [_counts(t) for t in texts]:
         for k, v in c.items():
             total[k] = total.get(k, 0) + v
     failed = total.get("failed", 0) + total.get("error", 0) + total.get("errors", 0)
-    ok = fast.returncode in (0, 5) and slow.returncode in (0, 5) and (total.get("passed", 0) > 0)
+    ok = fast.returncode in (0, 5) and all(p.returncode in (0, 5) for p in procs) and total.get("passed", 0) > 0
     if not ok and failed == 0:
         failed = 1  # a run that crashed without counting
     line = f"{total.get('passed', 0)} passed, {failed} failed"

@@ -84,3 +84,107 @@ def test_audit_exits_3_on_a_regression_and_0_otherwise(tmp_path, monkeypatch):
     assert cli._record_and_compare() == 3
     comps = sorted((tmp_path / "history").glob("*.comparison.json"))
     assert len(comps) == 3 and json.loads(comps[-1].read_text())["rows"][0]["regression"] is True
+
+
+def test_a_rule_can_exclude_what_its_pattern_also_matches():
+    rules = HistoryParams.model_validate({"rules": [
+        {"metric": "gad/*:*.sdr.gad", "exclude": "*.per_seed.*", "worse": "up", "tolerance": 0.2}]}).rules
+    before = {"gad/p:p.sdr.gad": 1.0, "gad/p:p.per_seed.0.sdr.gad": 1.0}
+    after = {"gad/p:p.sdr.gad": 1.1, "gad/p:p.per_seed.0.sdr.gad": 9.0}
+    assert [(r["metric"], r["regression"]) for r in compare(before, after, rules)] == [("gad/p:p.sdr.gad", False)]
+
+
+def test_since_last_compares_the_recorded_audit_with_the_one_before_and_draws_the_trend(tmp_path):
+    import time
+
+    from weakspot.history import since_last, trend_figure
+    from weakspot.report.html import render_report
+
+    _metrics(tmp_path, 0.99, [["3", "9", 50]])
+    record(tmp_path, "history")
+    time.sleep(1.1)
+    _metrics(tmp_path, 0.90, [["3", "9", 50], ["4", "9", 20]])
+    record(tmp_path, "history")
+    since = since_last(tmp_path, "history", RULES)
+    assert since["recorded"] and since["n_audits"] == 2 and since["previous"] == audits(tmp_path)[0].stem
+    bad = {r["metric"] for r in since["rows"] if r["regression"]}
+    assert bad == {"train/digits:test_accuracy", "corner/digits:top_class_pairs"}
+    assert since["trend"]["train/digits:test_accuracy"] == [0.99, 0.90]
+    assert trend_figure(since) is not None
+    page = render_report([], figures={}, tables={}, metrics={}, since=since)
+    assert "Since the last audit" in page and "2 regressions among" in page and page.count("REGRESSION") >= 2
+
+    # metrics from a run the history did not record (dvc repro by hand): compared with the latest recorded audit
+    _metrics(tmp_path, 0.95, [["3", "9", 50], ["4", "9", 20]])
+    since = since_last(tmp_path, "history", RULES)
+    assert not since["recorded"] and since["previous"] == audits(tmp_path)[-1].stem
+    assert since["times"][-1] == "this run (not recorded)" and since["trend"]["train/digits:test_accuracy"][-1] == 0.95
+    assert not any(r["regression"] for r in since["rows"])  # 0.90 -> 0.95 is better
+
+
+def test_an_empty_history_says_so_in_the_report(tmp_path):
+    from weakspot.history import since_last
+    from weakspot.report.html import render_report
+
+    _metrics(tmp_path, 0.99, [])
+    since = since_last(tmp_path, "history", RULES)
+    assert since["n_audits"] == 0 and not since["rows"]
+    assert "no audit recorded yet" in render_report([], figures={}, tables={}, metrics={}, since=since)
+
+
+def test_each_audit_keeps_its_params_and_lock_and_is_found_by_id_prefix_or_last(tmp_path):
+    from weakspot.errors import DataError
+    from weakspot.history import find_audit
+
+    (tmp_path / "params.yaml").write_text("device: cpu\n")
+    (tmp_path / "dvc.lock").write_text("schema: '2.0'\nstages: {}\n")
+    _metrics(tmp_path, 0.99, [])
+    rec = record(tmp_path, "history")
+    found = find_audit(tmp_path, "history", rec["audit_id"][:10])
+    assert found["audit_id"] == rec["audit_id"] and found["lock_sha256"] == rec["lock_sha256"]
+    assert open(found["params"]).read() == "device: cpu\n" and "stages" in open(found["lock"]).read()
+    assert find_audit(tmp_path, "history", "last")["audit_id"] == rec["audit_id"]
+    with pytest.raises(DataError, match="not found.*recent audits"):
+        find_audit(tmp_path, "history", "1999")
+
+
+def test_a_rerun_compares_every_output_of_the_audits_stages_with_the_lock(tmp_path):
+    import hashlib
+
+    import yaml
+
+    from weakspot.rerun import compare_outputs
+
+    (tmp_path / "metrics/train").mkdir(parents=True)
+    (tmp_path / "metrics/train/a.json").write_text('{"x": 1}\n')
+    (tmp_path / "metrics/train/b.json").write_text('{"x": 2}\n')
+    md5 = hashlib.md5(b'{"x": 1}\n').hexdigest()
+    lock = {"schema": "2.0", "stages": {
+        "train-a": {"cmd": "x", "outs": [{"path": "metrics/train/a.json", "md5": md5},
+                                         {"path": "plots/train/a", "md5": "abc.dir"}]},
+        "train-b": {"cmd": "x", "outs": [{"path": "metrics/train/b.json", "md5": md5}]},
+        "train-c": {"cmd": "x", "outs": [{"path": "metrics/train/c.json", "md5": md5}]},
+        "gone": {"cmd": "x", "outs": [{"path": "metrics/gone.json", "md5": md5}]}}}
+    (tmp_path / "audit.lock").write_text(yaml.safe_dump(lock))
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {s: {"cmd": "x"} for s in
+                                                                  ("train-a", "train-b", "train-c")}}))
+    rows = {r["path"]: r["status"] for r in compare_outputs(tmp_path / "audit.lock", tmp_path)}
+    assert rows == {"metrics/train/a.json": "identical", "plots/train/a": "folder (not compared)",
+                    "metrics/train/b.json": "differs", "metrics/train/c.json": "missing"}
+
+
+def test_an_interrupted_runs_partial_files_are_swept(tmp_path):
+    from weakspot.cli import sweep_partials
+    from weakspot.io import atomic_path
+
+    (tmp_path / "metrics").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_path(tmp_path / "metrics/a.json") as tmp:
+            tmp.write_text('{"half":')
+            raise KeyboardInterrupt  # what kill -9 leaves is the same file, minus the clean-up
+    assert not (tmp_path / "metrics/a.json").exists()
+    left = tmp_path / "metrics/.a.json.partial-x1.json"
+    left.write_text('{"half":')
+    (tmp_path / "metrics/b.json").write_text("{}")
+    assert sweep_partials(tmp_path) == ["metrics/.a.json.partial-x1.json"]
+    assert (tmp_path / "metrics/b.json").is_file() and not left.exists()

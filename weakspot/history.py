@@ -13,7 +13,7 @@ among the corner cases). A metric that is missing in either audit is reported as
       dir: history
       rules:
         - {metric: "train/*:test_accuracy", worse: down, tolerance: 0.01}
-        - {metric: "gad/*:*.sdr", worse: up, tolerance: 0.2, relative: true}
+        - {metric: "gad/*:*.sdr.gad", exclude: "*.per_seed.*", worse: up, tolerance: 0.2, relative: true}
 """
 
 from __future__ import annotations
@@ -62,7 +62,10 @@ def audit_identity(root: "str | Path" = ".") -> Dict[str, Any]:
             return ""
 
     rev = git("rev-parse", "HEAD")
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    # params.yaml is kept with the audit and dvc.yaml is generated from it: only changes to other tracked files
+    # (the code, shipped data) make an audit unreproducible from its revision
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!params.yaml", ":!dvc.yaml",
+                     ":!dvc.lock"))
     now = datetime.datetime.now(datetime.timezone.utc)
     return {"audit_id": f"{now:%Y%m%dT%H%M%SZ}-{(rev or 'nogit')[:8]}-{lock_sha[:8]}",
             "time": now.isoformat(timespec="seconds"), "git_rev": rev, "git_dirty": dirty, "lock_sha256": lock_sha}
@@ -72,7 +75,7 @@ def record(root: "str | Path" = ".", store: "str | Path" = "history") -> Dict[st
     """Write this audit's metrics to the store; returns its identity (with ``"file"``)."""
     import pandas as pd
 
-    from weakspot.io import write_parquet
+    from weakspot.io import write_bytes, write_parquet
 
     root = Path(root)
     ident = audit_identity(root)
@@ -90,13 +93,41 @@ def record(root: "str | Path" = ".", store: "str | Path" = "history") -> Dict[st
         for r in rows:
             r["audit_id"] = ident["audit_id"]
     write_parquet(f, pd.DataFrame(rows, columns=list(SCHEMA)))
+    # what `weakspot rerun` needs besides the code at git_rev: the params that ran and the lock (every input,
+    # param and output hash), beside the audit's metrics
+    for name, suffix in (("params.yaml", ".params.yaml"), ("dvc.lock", ".dvc.lock")):
+        if (root / name).is_file():
+            write_bytes(f.with_suffix(suffix), (root / name).read_bytes())
     return {**ident, "file": str(f)}
 
 
+def find_audit(root: "str | Path", store: "str | Path", audit_id: str) -> Dict[str, Any]:
+    """The recorded audit whose id is ``audit_id`` (or starts with it, or ``last``): its identity and files."""
+    files = audits(root, store)
+    if not files:
+        raise DataError(f"no audits recorded in {Path(root) / store}: `weakspot audit` records each one")
+    if audit_id in ("last", "latest"):
+        hits = [files[-1]]
+    else:
+        hits = [f for f in files if f.stem == audit_id] or [f for f in files if f.stem.startswith(audit_id)]
+    if len(hits) != 1:
+        near = ", ".join(f.stem for f in files[-5:])
+        raise DataError(f"audit {audit_id!r} {'is ambiguous' if hits else 'not found'} in {Path(root) / store}; "
+                        f"recent audits: {near}")
+    f = hits[0]
+    import pandas as pd
+
+    head = pd.read_parquet(f, columns=["audit_id", "time", "git_rev", "git_dirty", "lock_sha256"]).head(1)
+    ident = head.iloc[0].to_dict() if len(head) else {"audit_id": f.stem}
+    ident["git_dirty"] = bool(ident.get("git_dirty", False))
+    return {**ident, "file": str(f), "params": str(f.with_suffix(".params.yaml")),
+            "lock": str(f.with_suffix(".dvc.lock"))}
+
+
 def audits(root: "str | Path" = ".", store: "str | Path" = "history") -> List[Path]:
-    """The store's audit files, oldest first."""
+    """The store's audit files, oldest first (ids start with the UTC time)."""
     d = Path(root) / store
-    return sorted(d.glob("*.parquet")) if d.is_dir() else []
+    return sorted(f for f in d.glob("*.parquet") if not f.name.startswith(".")) if d.is_dir() else []
 
 
 def load(path: Path) -> Dict[str, Any]:
@@ -115,11 +146,15 @@ def _items(v: Any) -> set:
     return set()
 
 
+def _watched(metric: str, rule: RuleParams) -> bool:
+    return fnmatch.fnmatchcase(metric, rule.metric) and not (rule.exclude and fnmatch.fnmatchcase(metric, rule.exclude))
+
+
 def compare(before: Dict[str, Any], after: Dict[str, Any], rules: List[RuleParams]) -> List[Dict[str, Any]]:
     """One row per (rule, metric) the rules match in either audit: before, after, change and whether it regressed."""
     rows = []
     for r in rules:
-        names = sorted({m for m in (*before, *after) if fnmatch.fnmatchcase(m, r.metric)})
+        names = sorted({m for m in (*before, *after) if _watched(m, r)})
         for m in names:
             b, a = before.get(m), after.get(m)
             row = {"metric": m, "rule": f"{r.worse}" + (f" > {r.tolerance:g}" + (" (relative)" if r.relative else "")
@@ -152,3 +187,92 @@ def format_comparison(rows: List[Dict[str, Any]], prev_id: Optional[str], new_id
         mark = "REGRESSION" if r["regression"] else r["note"]
         lines.append(f"  {mark}: {r['metric']}  {json.dumps(r['before'])} -> {json.dumps(r['after'])}  ({r['rule']})")
     return "\n".join(lines)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return (math.isnan(a) and math.isnan(b)) if (math.isnan(a) or math.isnan(b)) else float(a) == float(b)
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def since_last(root: "str | Path", store: "str | Path", rules: List[RuleParams],
+               max_audits: int = 30) -> Dict[str, Any]:
+    """What the report's "Since the last audit" section shows, from the store and the metrics now in ``root``.
+
+    When the latest recorded audit holds exactly the metrics now in ``metrics/`` (``weakspot audit`` records before
+    it renders the report), that audit is "this audit" and it is compared with the one before it; otherwise the
+    metrics come from an unrecorded run (``dvc repro`` by hand) and are compared with the latest recorded audit.
+    ``trend`` maps each watched numeric metric to its values over the last ``max_audits`` audits (oldest first).
+    """
+    files = audits(root, store)
+    now = snapshot(root)
+    out: Dict[str, Any] = {"current": None, "previous": None, "rows": [], "trend": {}, "times": [],
+                           "n_audits": len(files), "recorded": False}
+    if not files:
+        return out
+    last = load(files[-1])
+    recorded = set(last) == set(now) and all(_same(last[k], now[k]) for k in now)
+    if recorded:
+        out.update(current=files[-1].stem, recorded=True)
+        if len(files) > 1:
+            out.update(previous=files[-2].stem, rows=compare(load(files[-2]), last, rules))
+        series_files = files[-max_audits:]
+        loaded = [load(f) for f in series_files]
+        ids = [f.stem for f in series_files]
+    else:
+        out.update(previous=files[-1].stem, rows=compare(last, now, rules))
+        series_files = files[-(max_audits - 1):]
+        loaded = [load(f) for f in series_files] + [now]
+        ids = [f.stem for f in series_files] + ["this run (not recorded)"]
+    out["times"] = ids
+    watched = sorted({m for r in rules if r.worse != "new" for d in loaded for m in d if _watched(m, r)})
+    for m in watched:
+        vals = [d.get(m) for d in loaded]
+        if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+            out["trend"][m] = [float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+                               for v in vals]
+    return out
+
+
+def _short(audit_id: str) -> str:
+    """'20261122T225638Z-...' -> '11-22 22:56'."""
+    t = audit_id.split("-", 1)[0]
+    if len(t) >= 13 and t[8] == "T":
+        return f"{t[4:6]}-{t[6:8]} {t[9:11]}:{t[11:13]}"
+    return "now" if "not recorded" in audit_id else audit_id[:11]
+
+
+def trend_figure(since: Dict[str, Any], max_panels: int = 12):
+    """Small multiples: each watched metric over the recorded audits, the latest move marked red on a
+    regression; None with fewer than two audits to draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    trend = since.get("trend") or {}
+    if len(since.get("times") or []) < 2 or not trend:
+        return None
+    bad = {r["metric"] for r in since.get("rows", []) if r["regression"]}
+    names = sorted(trend, key=lambda m: (m not in bad, m))[:max_panels]
+    cols = min(4, len(names))
+    rows = -(-len(names) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.3 * rows), squeeze=False)
+    x = list(range(len(since["times"])))
+    for ax, m in zip(axes.flat, names):
+        ys = trend[m]
+        pts = [(i, y) for i, y in zip(x, ys) if y is not None]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color="#1d2430", ms=3, lw=1.2)
+        if m in bad and len(pts) >= 2:
+            ax.plot([pts[-2][0], pts[-1][0]], [pts[-2][1], pts[-1][1]], "o-", color="#b4232c", ms=5, lw=2)
+        stage, key = m.split(":", 1)
+        ax.set_title(f"{stage}\n{key}", fontsize=8, color="#b4232c" if m in bad else "#1d2430")
+        ax.tick_params(labelsize=7)
+        ticks = x if len(x) <= 6 else x[:: max(1, -(-len(x) // 6))]
+        ax.set_xticks(ticks, [_short(since["times"][i]) for i in ticks], fontsize=6, rotation=30)
+        ax.grid(alpha=.3)
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    fig.supxlabel("audit (UTC time it ran)", fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -22,13 +22,18 @@ def _umask() -> int:
     return mask
 
 
+#: In the name of a file being written (``.<name>.partial-XXXX<suffix>``): a kill -9 can leave one behind, never a
+#: half-written artifact under the artifact's own name; `weakspot audit` sweeps them and .dvcignore hides them.
+PARTIAL = ".partial-"
+
+
 @contextlib.contextmanager
 def atomic_path(path: PathLike, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success flush it to disk, give it the permissions the umask
     allows (``mkstemp`` makes it 0600, which would leave a served report unreadable) and rename it onto ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix, dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{PARTIAL}", suffix=suffix or path.suffix, dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:

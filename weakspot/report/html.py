@@ -64,6 +64,10 @@ footer { color: var(--muted); font-size: 12px; text-align: center; padding: 20px
 .finding table.row { font-size: 11px; margin: 4px 0 0; }
 .finding table.row td { padding: 1px 6px; border: none; text-align: left; }
 .meaning { font-size: 12px; color: var(--muted); margin: 6px 0 0; }
+.since.bad { border-left: 4px solid var(--accent); }
+.since .verdict { font-size: 17px; font-weight: 600; margin: 4px 0; }
+.since.bad .verdict { color: var(--accent); }
+.since tr.reg td { color: var(--accent); font-weight: 600; }
 h2.group { font-size: 24px; margin: 40px 0 0; border-bottom: 2px solid var(--line); padding-bottom: 6px; }
 """
 
@@ -153,6 +157,56 @@ def weak_spots_html(target: Mapping[str, Any], max_findings: int = 4) -> str:
             f"<div class='methods'>{''.join(cols)}</div></section>")
 
 
+def verdict_line(since: Mapping[str, Any]) -> str:
+    """One line: how many watched metrics regressed since the previous audit (or that there is none yet)."""
+    if not since.get("n_audits"):
+        return "no audit recorded yet (`weakspot audit` records each one)"
+    if not since.get("previous"):
+        return "first audit in the history: nothing to compare with yet"
+    rows = since.get("rows", [])
+    bad = sum(bool(r["regression"]) for r in rows)
+    return (f"{bad} regression{'s' if bad != 1 else ''} among {len(rows)} watched metrics since audit "
+            f"{since['previous']}")
+
+
+def since_html(since: Mapping[str, Any], trend_png: Optional[bytes] = None, max_rows: int = 40) -> str:
+    """The "Since the last audit" section: the verdict, the regressions first, every watched metric's move, and
+    the trend over past audits."""
+    rows = list(since.get("rows", []))
+    bad = [r for r in rows if r["regression"]]
+    cls = "since bad" if bad else "since"
+    who = (f"This audit is <code>{html.escape(str(since['current']))}</code>" if since.get("recorded")
+           else "These results come from a run not recorded in the history (e.g. <code>dvc repro</code> by hand)")
+    parts = [f"<section class='{cls}' id='since'><h2>Since the last audit</h2>",
+             f"<p class='verdict'>{html.escape(verdict_line(since))}</p>",
+             f"<p class='meaning'>{who}; {since.get('n_audits', 0)} audits recorded. The rules (history.rules in "
+             "params.yaml) say which metrics are watched, which way is worse and by how much a move counts.</p>"]
+    if rows:
+        def cell(v: Any) -> str:
+            if isinstance(v, float):
+                return _fmt(v)
+            return html.escape(json.dumps(v) if isinstance(v, (list, dict)) else str(v))
+
+        body = "".join(
+            f"<tr class='{'reg' if r['regression'] else ''}'><td>{'REGRESSION' if r['regression'] else ''}</td>"
+            f"<td>{html.escape(r['metric'])}</td><td>{cell(r['before'])}</td><td>{cell(r['after'])}</td>"
+            f"<td>{cell(r['change']) if r['change'] is not None else ''}</td><td>{html.escape(r['rule'])}</td>"
+            f"<td>{html.escape(r['note'])}</td></tr>"
+            for r in (bad + [r for r in rows if not r["regression"]])[:max_rows])
+        parts.append("<table><tr><th></th><th>metric</th><th>before</th><th>after</th><th>change</th>"
+                     f"<th>worse if</th><th>note</th></tr>{body}</table>")
+        if len(rows) > max_rows:
+            parts.append(f"<p class='meaning'>{len(rows) - max_rows} more rows in "
+                         "history/&lt;audit&gt;.comparison.json</p>")
+    if trend_png:
+        parts.append(f"<figure>{_img(trend_png, 'trend of the watched metrics')}<figcaption>The watched metrics "
+                     f"over the last {len(since.get('times', []))} audits, oldest first; a red segment is this "
+                     "audit's regression.</figcaption></figure>")
+    parts.append("<p class='meaning'>Trace any number: <code>weakspot lineage metrics/&lt;stage&gt;/&lt;target&gt;"
+                 ".json KEY</code>. Reproduce a past audit: <code>weakspot rerun AUDIT_ID</code>.</p></section>")
+    return "".join(parts)
+
+
 def _anchor(key: str) -> str:
     return key.replace("/", "-")
 
@@ -168,6 +222,8 @@ def render_report(
     max_table_rows: int = 20,
     targets: Optional[List[Mapping[str, Any]]] = None,
     groups: Optional[Mapping[str, str]] = None,
+    since: Optional[Mapping[str, Any]] = None,
+    trend_png: Optional[bytes] = None,
 ) -> str:
     """Return the report as one HTML string: "At a glance", the weak spots of each target, then every section.
 
@@ -186,6 +242,9 @@ def render_report(
         One per target, as :func:`weak_spots_html` takes it; shown first.
     groups : mapping of stage -> group heading, optional
         Sections of these stages are shown under one heading each (e.g. gad -> "Generalized Adversarial Distance").
+    since : mapping, optional
+        :func:`weakspot.history.since_last`'s comparison with the previous audit, shown after the weak spots (with
+        ``trend_png``, the trend figure) and as one line in the header.
 
     Examples
     --------
@@ -205,6 +264,9 @@ def render_report(
                         for s, h in glance)
         body.append(f"<section class='glance' id='glance'><h2>At a glance</h2><ul>{items}</ul></section>")
     body.extend(weak_spots_html(t) for t in targets or [])
+    if since is not None:
+        nav_items.append(("since", "Since the last audit"))
+        body.append(since_html(since, trend_png, max_rows=max(40, max_table_rows)))
     for s in sections:
         stage = s["stage"]
         key = key_of(s)
@@ -241,7 +303,9 @@ def render_report(
             parts.append(f"<pre>{html.escape(json.dumps(lin, indent=2, sort_keys=True))}</pre></details>")
         parts.append("</section>")
         body.append("".join(parts))
-    info = run_info or {}
+    info = dict(run_info or {})
+    if since is not None:
+        info["since the last audit"] = verdict_line(since)
     meta = " · ".join(f"{html.escape(str(k))}: {html.escape(str(v))}" for k, v in info.items())
     if not sections and not targets:
         body.append("<section><h2>No stage results yet</h2><p>Run <code>make audit</code> (or <code>dvc repro</code>) "
