@@ -183,6 +183,10 @@ def since_html(since: Mapping[str, Any], trend_png: Optional[bytes] = None, max_
              "params.yaml) say which metrics are watched, which way is worse and by how much a move counts.</p>"]
     if rows:
         def cell(v: Any) -> str:
+            if v is None:
+                return "–"
+            if isinstance(v, list) and not v:
+                return "none"
             if isinstance(v, float):
                 return _fmt(v)
             return html.escape(json.dumps(v) if isinstance(v, (list, dict)) else str(v))
@@ -199,7 +203,9 @@ def since_html(since: Mapping[str, Any], trend_png: Optional[bytes] = None, max_
             parts.append(f"<p class='meaning'>{len(rows) - max_rows} more rows in "
                          "history/&lt;audit&gt;.comparison.json</p>")
     if trend_png:
-        parts.append(f"<figure>{_img(trend_png, 'trend of the watched metrics')}<figcaption>The watched metrics "
+        n_trend = len(since.get("trend") or {})
+        which = "The watched metrics" if n_trend <= 12 else f"12 of the {n_trend} watched metrics (regressions first)"
+        parts.append(f"<figure>{_img(trend_png, 'trend of the watched metrics')}<figcaption>{which} "
                      f"over the last {len(since.get('times', []))} audits, oldest first; a red segment is this "
                      "audit's regression.</figcaption></figure>")
     parts.append("<p class='meaning'>Trace any number: <code>weakspot lineage metrics/&lt;stage&gt;/&lt;target&gt;"
