@@ -296,6 +296,10 @@ def _current_runner() -> Any:
     return getattr(ctx, "task_runner", None) if ctx is not None else None
 
 
+def _is_dask(runner: Any) -> bool:
+    return any(c.__name__ == "DaskTaskRunner" for c in type(runner).__mro__)
+
+
 def fan_out(task: Any, calls: Sequence[Call], labels: Optional[Sequence[str]] = None) -> List[Any]:
     """Run ``task`` once per ``(args, kwargs)`` of ``calls`` on the flow's task runner: every call submitted at once,
     the results returned in submission order (so the stage computes the same under any runner). Outside a flow the
@@ -304,7 +308,9 @@ def fan_out(task: Any, calls: Sequence[Call], labels: Optional[Sequence[str]] = 
     calls = [(tuple(a), dict(kw)) for a, kw in calls]
     labels = list(labels) if labels is not None else [f"#{i}" for i in range(len(calls))]
     runner = _current_runner()
-    if runner is None:
+    if runner is None or not _is_dask(runner):
+        # sequential: in the flow's own thread, as before there were fan-outs (a worker thread would start torch's
+        # intra-op pool afresh: measured slower, and nothing to gain with one task at a time)
         return [task(*a, **kw) for a, kw in calls]
     retries = int(getattr(runner, "retries", 0))
     resources = getattr(runner, "resources", None)
