@@ -46,13 +46,30 @@ def _printed(fn, *args, **kwargs):
     return value, buf.getvalue()
 
 
+@contextlib.contextmanager
+def _stage_threads():
+    """Torch on the thread count a stage's process (and a Dask worker) starts with: conftest sets this test process
+    to 1 thread, and a sum split over 1 thread or 2 rounds differently."""
+    import torch
+
+    default = int(subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+                                 capture_output=True, text=True, check=True).stdout)
+    n = torch.get_num_threads()
+    torch.set_num_threads(default)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
+
+
 def test_a_local_cluster_of_two_workers_gives_the_sequential_results(prefect_env):
     import dask_tasks
     from tasks.runner import run_flow
 
-    t0 = time.time()
-    seq, out = _printed(run_flow, dask_tasks.draws, [0, 1, 2, 3], params={"runner": "sequential"})
-    t1 = time.time()
+    with _stage_threads():
+        t0 = time.time()
+        seq, out = _printed(run_flow, dask_tasks.draws, [0, 1, 2, 3], params={"runner": "sequential"})
+        t1 = time.time()
     dsk, out2 = _printed(run_flow, dask_tasks.draws, [0, 1, 2, 3], params=DASK2)
     t2 = time.time()
     out += out2
@@ -83,7 +100,8 @@ def test_an_existing_cluster_by_address_and_its_workers_checkout(prefect_env, tm
         seen = dask_tasks.Restrictions(cluster.scheduler)
         cluster.scheduler.add_plugin(seen)
         params = {"runner": "dask", "address": cluster.scheduler_address, "resources": {"GPU": 1}}
-        seq, _ = _printed(run_flow, dask_tasks.draws, [5, 6], params={"runner": "sequential"})
+        with _stage_threads():
+            seq, _ = _printed(run_flow, dask_tasks.draws, [5, 6], params={"runner": "sequential"})
         dsk, out = _printed(run_flow, dask_tasks.draws, [5, 6], params=params)
         assert [r["checksum"] for r in dsk] == [r["checksum"] for r in seq]
         assert f"weakspot: task runner: Dask, the existing cluster at {cluster.scheduler_address}: 2 workers" in out
