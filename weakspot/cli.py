@@ -19,7 +19,7 @@ import yaml
 
 from weakspot.config import check_params, deep_merge, read_yaml
 from weakspot.errors import ConfigError, WeakspotError
-from weakspot.io import write_text
+from weakspot.io import remove_partials, write_text
 
 PARAMS = "params.yaml"
 
@@ -242,19 +242,10 @@ def _metrics_exist() -> bool:
 
 
 def sweep_partials(root: "str | Path") -> List[str]:
-    """Remove the temporary files (``.<name>.partial-*``, weakspot.io.atomic_path) that a killed stage left beside
-    its outputs; only called under the audit lock, when no stage is writing."""
-    from weakspot.io import PARTIAL
-
-    out = []
-    for d in ("data", "metrics", "plots", "findings", "reports"):
-        base = Path(root) / d
-        if base.is_dir():
-            for f in base.rglob(f".*{PARTIAL}*"):
-                if f.is_file():
-                    f.unlink()
-                    out.append(str(f.relative_to(root)))
-    return sorted(out)
+    """The partly written files a killed stage left beside the pipeline's outputs, removed (under the audit lock,
+    when no stage is writing); their paths relative to ``root``."""
+    dirs = ("data", "metrics", "plots", "findings", "reports")
+    return sorted(str(f.relative_to(root)) for d in dirs for f in remove_partials(Path(root) / d))
 
 
 def remote_url(hp) -> str:
@@ -265,9 +256,9 @@ def remote_url(hp) -> str:
     return url
 
 
-def configure_remote(hp, root: "str | Path" = ".") -> str:
-    """Make ``weakspot`` the default DVC remote of the checkout at ``root`` (in .dvc/config.local: not committed)."""
-    url = remote_url(hp)
+def configure_remote(url: str, root: "str | Path" = ".") -> str:
+    """Make ``url`` (see :func:`remote_url`) the default DVC remote, ``weakspot``, of the checkout at ``root`` (in
+    .dvc/config.local: not committed)."""
     if "://" not in url:
         Path(url).mkdir(parents=True, exist_ok=True)
     subprocess.run(_dvc() + ["remote", "add", "--local", "--force", "-d", "weakspot", url], cwd=root, check=True,
@@ -278,7 +269,7 @@ def configure_remote(hp, root: "str | Path" = ".") -> str:
 def push(hp) -> int:
     """`dvc push --run-cache` of every output to the remote: another machine's `weakspot audit --pull` (or
     `weakspot rerun --pull`) then restores each stage from it instead of recomputing."""
-    url = configure_remote(hp)
+    url = configure_remote(remote_url(hp))
     print(f"weakspot: pushing the audit's artifacts and run-cache to {url}", flush=True)
     rc = subprocess.call(_dvc() + ["push", "--run-cache", "-r", "weakspot"], env=_env())
     if rc != 0:
@@ -327,7 +318,8 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     from weakspot.rerun import format_rerun, rerun
 
     _, hp = load_section("history", PARAMS)
-    res = rerun(args.audit_id, ".", store=hp.dir, workdir=args.workdir, pull=args.pull, keep=args.keep)
+    res = rerun(args.audit_id, ".", store=hp.dir, workdir=args.workdir, pull=args.pull, keep=args.keep,
+                remote=remote_url(hp) if args.pull else None)
     print(json.dumps({k: v for k, v in res.items()}, indent=1, default=str) if args.json else format_rerun(res))
     return 0 if res["reproduced"] else 1
 

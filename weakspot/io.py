@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator, Union
+from typing import Any, Iterator, List, Union
 
 PathLike = Union[str, os.PathLike]
 
@@ -103,3 +103,13 @@ def save_torch(path: PathLike, state: Any) -> Path:
     with atomic_path(path) as tmp:
         torch.save(state, tmp)
     return Path(path)
+
+
+def remove_partials(folder: PathLike) -> List[Path]:
+    """Remove the temporary files of :func:`atomic_path` (``.<name>.partial-*``) under ``folder`` that a killed
+    writer left behind; call it only when nothing is writing there. Returns the removed paths."""
+    folder = Path(folder)
+    gone = [f for f in folder.rglob(f".*{PARTIAL}*") if f.is_file()] if folder.is_dir() else []
+    for f in gone:
+        f.unlink()
+    return gone

@@ -81,10 +81,13 @@ def _git(*args: str, cwd: "str | Path") -> str:
 def rerun(audit_id: str, root: "str | Path" = ".", *, store: str = "history", workdir: Optional[str] = None,
           pull: bool = False, remote: Optional[str] = None, keep: bool = False,
           say=print) -> Dict[str, Any]:
-    """Reproduce the recorded audit ``audit_id`` (see the module's doc); returns ``{"audit", "worktree", "rows",
+    """Reproduce the recorded audit ``audit_id`` (see the module's doc; ``remote``: the DVC remote for ``pull``,
+    :func:`weakspot.cli.remote_url`); returns ``{"audit", "worktree", "rows",
     "metrics_identical", "rc"}``. The worktree is removed afterwards unless ``keep`` or the metrics differ."""
     from weakspot.history import find_audit
 
+    if pull and not remote:
+        raise ConfigError("a rerun with --pull needs the DVC remote's address (cli: history.remote)")
     root = Path(root).resolve()
     a = find_audit(root, store, audit_id)
     for key in ("params", "lock"):
@@ -115,11 +118,9 @@ def rerun(audit_id: str, root: "str | Path" = ".", *, store: str = "history", wo
         env["WEAKSPOT_ROOT"] = str(wt)
         argv = [sys.executable, "-m", "weakspot.cli", "audit"]
         if pull:
-            from weakspot.cli import _dvc
+            from weakspot.cli import configure_remote
 
-            url = remote or _remote_of(root)
-            subprocess.run(_dvc() + ["remote", "add", "--local", "--force", "-d", "weakspot", url], cwd=wt,
-                           check=True, capture_output=True, text=True)
+            url = configure_remote(remote, wt)
             argv.append("--pull")
             say(f"weakspot rerun: restoring stages from the DVC remote {url} where its run-cache has them")
         say("weakspot rerun: " + " ".join(["weakspot", *argv[3:]]) + f" (in {wt})")
@@ -137,19 +138,6 @@ def rerun(audit_id: str, root: "str | Path" = ".", *, store: str = "history", wo
         else:
             say(f"weakspot rerun: the worktree is kept for inspection: {wt} "
                 f"(remove it with `git worktree remove --force {wt}`)")
-
-
-def _remote_of(root: Path) -> str:
-    from weakspot.cli import remote_url
-    from weakspot.config import load_section
-
-    cwd = os.getcwd()
-    try:
-        os.chdir(root)
-        _, hp = load_section("history", "params.yaml")
-        return remote_url(hp)
-    finally:
-        os.chdir(cwd)
 
 
 def format_rerun(res: Dict[str, Any]) -> str:
