@@ -94,7 +94,9 @@ def test_examine_target_metrics_have_model_independent_keys(examined):
     assert all(list(m["at_equal_renders"][e]) == ["R10", "R20", "R30"] for e in ("random", "bo", "rl"))
     assert set(m["per_class"]) == set(CLASSES)
     assert set(m["per_class"]["disc"]) == {"random", "bo", "rl"}
-    assert set(m["per_class"]["disc"]["bo"]) == {"T0", "T30", "min_found"}
+    assert set(m["per_class"]["disc"]["bo"]) == {"T0", "T30", "min_found", "gp_length_scale_min"}
+    assert set(m["per_class"]["disc"]["rl"]) == {"T0", "T30", "min_found"}
+    assert m["per_class"]["disc"]["bo"]["gp_length_scale_min"] > 0
     st = res.tables["settings"].set_index("setting")
     assert bool(st.loc["T", "differs"]) and st.loc["T", "ran"] == "30" and not bool(st.loc["bo.init_points", "differs"])
     assert "T500" not in json.dumps(m) and "T500" not in " ".join(res.summary + res.headline)
@@ -239,6 +241,15 @@ def test_study_can_run_one_experiment(world):
                     checkpoints=[0, 3], classes=["disc", "cross"])
     res = run_study(r, space, images, meta, p, device="cpu")
     assert set(res.metrics) == {"strength"} and len(res.tables["strength"]) == 2
+    # study.classes: the order check and strength mode on a subset of the examined classes
+    p = tiny_params(study=dict(epochs=1, m_study=dict(enabled=False), artificial_weakness=dict(enabled=False),
+                               order_check=False, strength=True, strength_examiner="bo", classes=["cross"]), T=3,
+                    checkpoints=[0, 3], classes=["disc", "cross"])
+    res = run_study(r, space, images, meta, p, device="cpu")
+    assert res.tables["strength"]["class"].tolist() == ["cross"]
+    with pytest.raises(ConfigError, match="unknown"):
+        run_study(r, space, images, meta, p.model_copy(update={"study": p.study.model_copy(
+            update={"classes": ["teapot"]})}), device="cpu")
 
 
 def test_bad_input_is_named(world):

@@ -73,7 +73,46 @@ def test_same_seed_same_trajectory(name, budget, opts):
     assert q1 != q3
 
 
-@pytest.mark.parametrize("name,budget,opts", [("bo", BO_BUDGET, {}), ("rl", RL_BUDGET, RL_FAST)])
+BO_DEFAULT = dict(kappa=0.5, objective="logit", ard=True, min_length_scale=0.05)  # params.yaml's examine.bo
+
+
+def test_package_gp_collapses_on_noise_like_probabilities_and_the_floor_holds():
+    # 40 scenes whose probabilities have no structure at their spacing (as neighbouring renders of the scenes target
+    # do, 0.25 next to 0.75): the package's GP fits them with its smallest length scale (the prior everywhere else,
+    # so UCB is random search); the default's floor keeps every length scale at 0.05 of the box or more
+    for s in range(3):
+        rng = np.random.default_rng(s)
+        q = [dict(zip(NAMES, u)) for u in rng.random((40, 9))]
+        p = rng.uniform(0.2, 1.0, 40)
+        pkg = make_examiner("bo", bounds=BOUNDS, seed=s, kappa=1.0)
+        ours = make_examiner("bo", bounds=BOUNDS, seed=s, **BO_DEFAULT)
+        for ex in (pkg, ours):
+            assert ex.length_scales() is None
+            ex.observe(q, p)
+            ex.suggest(1)
+        assert pkg.length_scales().min() < 1e-4
+        assert len(ours.length_scales()) == 9 and ours.length_scales().min() >= 0.05 - 1e-9
+
+
+def test_default_bo_stays_in_a_narrow_weak_slab_on_a_rugged_landscape_random_does_not():
+    # a confident model (logit 3.5, ripples of +-2 at a scale far below the queries' spacing) that fails only where
+    # factor f5 is in the lowest fifth of its range: the default BO's last queries sit in that slab, random's do not
+    w = np.random.default_rng(7).normal(size=9)
+
+    def rugged(q):
+        u = _unit(q)
+        z = 3.5 + 2.0 * np.sin(997.0 * (u @ w)) - 12.0 * np.clip((0.2 - u[:, 5]) / 0.2, 0, 1)
+        return 1 / (1 + np.exp(-z))
+
+    for s in range(3):
+        q, p = run_examination(make_examiner("bo", bounds=BOUNDS, seed=s, **BO_DEFAULT), rugged, 60)
+        _, pr = run_examination(make_examiner("random", bounds=BOUNDS, seed=s), rugged, 60)
+        assert p[-10:].mean() < 0.3 < 0.6 < pr[-10:].mean()
+        assert np.mean(_unit(q[-10:])[:, 5] < 0.2) >= 0.7  # and they are in the slab (random: 0.2)
+
+
+@pytest.mark.parametrize("name,budget,opts", [("bo", BO_BUDGET, {}), ("bo", BO_BUDGET, BO_DEFAULT),
+                                              ("rl", RL_BUDGET, RL_FAST)])
 def test_strength_mode_finds_the_maximum(name, budget, opts):
     def strong(q):  # the model is sure (0.95 + ...) only near CORNER
         return 1.0 - prob(q)
@@ -150,3 +189,5 @@ def test_bad_input_is_named():
         ex.suggest(0)
     with pytest.raises(ConfigError, match="bad option"):
         make_examiner("random", bounds=BOUNDS, kappa=3.0)
+    with pytest.raises(ConfigError, match="bo.objective"):
+        make_examiner("bo", bounds=BOUNDS, objective="log").suggest(1)

@@ -60,6 +60,9 @@ class BOParams(_Section):
     kappa: float = Field(2.576, ge=0)  # package default UCB weight; not given in the paper
     exploration_decay: Optional[float] = Field(None, gt=0, le=1)  # package option: kappa x this per step (ours)
     ard: bool = False  # one GP length scale per factor (ours; the package has one for all)
+    objective: Literal["prob", "logit"] = "prob"  # what the GP models: p (the paper's L) or its log-odds (ours)
+    min_length_scale: Optional[float] = Field(None, gt=0, le=10)  # floor on the GP's length scale (unit cube;
+    #                                                               None: the package's 1e-5)
     n_restarts_optimizer: int = Field(0, ge=0)  # speed tuning (package: 5); warm-started fits instead
     refit_every: int = Field(5, ge=1)  # GP hyperparameters re-optimised every k steps (speed tuning)
     n_random: int = Field(2000, ge=1)  # acquisition candidates (package: 10000)
@@ -115,6 +118,7 @@ class StudyParams(_Section):
     artificial_weakness: ArtificialWeaknessParams = ArtificialWeaknessParams()  # Sec. 4.4
     full_model: Optional[str] = None  # a scene target whose trained model serves as the full model (order check,
     #                                   strength, m >= views per instance) instead of training one more (ours)
+    classes: Optional[List[str]] = None  # classes of the order check and strength mode (None: examine.classes)
     order_check: bool = True  # Sec. 4.5
     strength: bool = True  # Sec. 4.6 / Fig. 5
     strength_examiner: ExaminerName = "rl"
@@ -182,5 +186,8 @@ PAPER_SETTINGS = {
     "rl.bins": (100, "Sec. 4.1"),
     "bo.init_points": (2, "Sec. 4.1"),
     "bo.kappa": (2.576, "the package's default; the paper gives none"),
+    "bo.objective": ("prob", "Sec. 4.1: L is the true-class probability; the GP models it"),
+    "bo.ard": (False, "the package's GP: one length scale for all factors"),
+    "bo.min_length_scale": (None, "the package's GP: bounded below by 1e-5"),
     "random_batch": (1, "T = 0 protocol: one random scene per query"),
 }

@@ -444,8 +444,11 @@ def _assemble_target(sessions: List[_Session], params: ExamineParams, space, mod
         for s in ss:
             row = {"T0": t0[s.cls], last: s.at(params.T, params.window),
                    "min_found": float(np.concatenate(s.probs).min())}
-            per_class[s.cls][e] = row
             class_rows.append({"examiner": e, "class": s.cls, "instance": s.instance, **row})
+            ls = s.examiner.length_scales() if hasattr(s.examiner, "length_scales") else None
+            if ls is not None:  # BO's GP (metrics only): a collapsed length scale means it was random search
+                row = {**row, "gp_length_scale_min": float(ls.min())}
+            per_class[s.cls][e] = row
             worst_rows.append({"examiner": e, "class": s.cls, "instance": s.instance, "p_true": s.worst[0],
                                "prediction": model.classes[s.worst_pred[0]],
                                **{k: round(v, 3) for k, v in s.worst[1].items()},
@@ -518,10 +521,17 @@ def _assemble_target(sessions: List[_Session], params: ExamineParams, space, mod
             summary.append(
                 f"{e} ends at {metrics[e][last]:.2f}, not below half of T0 ({t0_mean / 2:.2f}), although it found "
                 f"scenes at a median {float(np.median(mins)):.2f} per class: its last queries did not stay in the "
-                f"weak regions it found." + (" A GP over the 9 factors fitted to this few queries does not locate "
-                "those regions (narrow in a few factors), so UCB keeps exploring; in our runs a decaying kappa "
-                "(bo.exploration_decay) ended higher and one length scale per factor (bo.ard) only a little lower."
-                if e == "bo" else ""))
+                f"weak regions it found.")
+    lss = {c: per_class[c]["bo"]["gp_length_scale_min"] for c in per_class
+           if "gp_length_scale_min" in per_class[c].get("bo", {})}
+    collapsed = sorted(c for c, v in lss.items() if v < 0.01)
+    if collapsed:
+        summary.append(
+            f"BO's GP collapsed on {', '.join(collapsed)} (fitted length scale below 0.01 of the box, smallest "
+            f"{min(lss[c] for c in collapsed):.1e}): its posterior is the prior mean everywhere but at the queried "
+            "scenes, so UCB picked among random candidates and BO was random search there. A floor on the length "
+            "scale (bo.min_length_scale), one per factor (bo.ard) and the log-odds as the GP's target "
+            "(bo.objective: logit) prevent it.")
     worst = tables["worst"].sort_values("p_true").iloc[0]
     headline = [f"The examiners drove the true-class probability of class {worst['class']} down to "
                 f"{worst['p_true']:.2f} (random scenes: {t0[worst['class']]:.2f}) in T = {params.T} iterations"
@@ -640,23 +650,25 @@ def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, 
 
     base = trained[next(iter(trained))]
     classes = _examined_classes(params.classes, base, meta)
-    wanted = set(classes) | set((ms.classes or []) if ms.enabled else []) | set((aw.classes or []) if aw.enabled else [])
+    own = _examined_classes(st.classes, base, meta) if st.classes else classes  # order check and strength mode
+    wanted = (set(own) | set((ms.classes or classes) if ms.enabled else [])
+              | set((aw.classes or classes) if aw.enabled else []))
     _examined_classes(sorted(wanted), base, meta)  # checks the experiments' own class lists
     instances = {n: select_instances(trained[n], all_classes, images, meta, sorted(wanted)) for n in trained}
 
     sessions: List[_Session] = []
     if st.order_check or st.strength:
-        sessions += _make_sessions(params, space, trained, instances, classes, "main", arch,
+        sessions += _make_sessions(params, space, trained, instances, own, "main", arch,
                                    ["rl"] if st.order_check else [], st.T)
     if st.order_check:
         from weakspot.scene.space import RL_ORDER_VIEW_FIRST
 
         # Sec. 4.5 / Fig. 6(b): viewpoint factors first; the same examiner seeds as the default-order sessions
         order = [k for k in RL_ORDER_VIEW_FIRST if k in space.searched]
-        sessions += [s for s in _make_sessions(params, space, trained, instances, classes, "order", arch, ["rl"],
+        sessions += [s for s in _make_sessions(params, space, trained, instances, own, "order", arch, ["rl"],
                                                st.T, order=order) if s.examiner_name != "t0"]
     if st.strength:
-        sessions += [s for s in _make_sessions(params, space, trained, instances, classes, "strength", arch,
+        sessions += [s for s in _make_sessions(params, space, trained, instances, own, "strength", arch,
                                                [st.strength_examiner], st.T, mode="strength")
                      if s.examiner_name != "t0"]
     if ms.enabled:
@@ -762,6 +774,10 @@ def _assemble_study(sessions: List[_Session], params: ExamineParams, space, mode
     if not ms.enabled:
         summary.append("Table 3 (training-set size m) is not run in this profile: it trains three more models "
                        "(profiles/paper.yaml runs it).")
+    own = sorted({s.cls for s in sessions if s.group in ("order", "strength")})
+    if own:
+        summary.append(f"The factor order check and strength mode examine {', '.join(own)} for T = {st.T} "
+                       f"iterations (paper: every class, T = 500).")
     if ms.enabled:
         mrows = []
         metrics["m_study"] = {}
