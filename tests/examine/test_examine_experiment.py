@@ -247,7 +247,7 @@ def test_study_can_run_one_experiment(world):
                     checkpoints=[0, 3], classes=["disc", "cross"])
     res = run_study(r, space, images, meta, p, device="cpu")
     assert res.tables["strength"]["class"].tolist() == ["cross"]
-    with pytest.raises(ConfigError, match="unknown"):
+    with pytest.raises(ConfigError, match=r"study\.classes: unknown \['teapot'\]"):
         run_study(r, space, images, meta, p.model_copy(update={"study": p.study.model_copy(
             update={"classes": ["teapot"]})}), device="cpu")
 
@@ -258,7 +258,7 @@ def test_bad_input_is_named(world):
         examine_target(r, space, clf, CLASSES, images, meta.drop(columns=["split"]), params)
     with pytest.raises(DataError, match="uint8"):
         examine_target(r, space, clf, CLASSES, images.astype(np.float32), meta, params)
-    with pytest.raises(ConfigError, match="unknown"):
+    with pytest.raises(ConfigError, match=r"study\.classes: unknown \['teapot'\]"):
         examine_target(r, space, clf, CLASSES, images, meta, tiny_params(classes=["teapot"]))
     with pytest.raises(ConfigError, match="4 outputs but 3 class names"):
         examine_target(r, space, clf, CLASSES[:3], images, meta, params)

@@ -38,6 +38,19 @@ def test_long_table_is_cut_and_says_so():
     assert "40 more rows" in page
 
 
+def test_wide_short_table_is_transposed_with_rows_named_by_their_leading_columns():
+    cols = {f"c{i}": [i, i + 0.5] for i in range(20)}
+    df = pd.DataFrame({"target": ["phoneme", "phoneme"], "seed": [0, 1], **cols})
+    page = render_report([_section("gad", 2, items=[{"table": "t", "caption": "T"}])], figures={},
+                         tables={"gad/t": df}, metrics={})
+    assert "class='transposed'" in page and "<th>phoneme / 0</th><th>phoneme / 1</th>" in page
+    assert page.count("<tr><td>c") == 20 and "<tr><td>c19</td><td>19</td><td>19.5</td></tr>" in page
+    narrow = pd.DataFrame({"x": [1, 2]})  # and a narrow one is not
+    page = render_report([_section("gad", 2, items=[{"table": "t", "caption": "T"}])], figures={},
+                         tables={"gad/t": narrow}, metrics={})
+    assert "transposed" not in page
+
+
 def test_missing_figure_is_flagged_not_silently_dropped():
     page = render_report([_section("gad", 2, items=[{"figure": "nope", "caption": ""}])], figures={}, tables={}, metrics={})
     assert "figure gad/nope is missing" in page

@@ -650,7 +650,10 @@ def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, 
 
     base = trained[next(iter(trained))]
     classes = _examined_classes(params.classes, base, meta)
-    own = _examined_classes(st.classes, base, meta) if st.classes else classes  # order check and strength mode
+    try:  # the order check's and strength mode's classes
+        own = _examined_classes(st.classes, base, meta) if st.classes else classes
+    except (ConfigError, DataError) as e:
+        raise type(e)(f"study.{e}") from None
     wanted = (set(own) | set((ms.classes or classes) if ms.enabled else [])
               | set((aw.classes or classes) if aw.enabled else []))
     _examined_classes(sorted(wanted), base, meta)  # checks the experiments' own class lists

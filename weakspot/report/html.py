@@ -82,7 +82,28 @@ def _fmt(v: Any) -> str:
     return html.escape(str(v))
 
 
+#: a table with more columns than this and at most TRANSPOSE_ROWS rows is shown transposed (one line per column)
+TRANSPOSE_COLUMNS, TRANSPOSE_ROWS = 14, 8
+
+
+def _row_labels(df: Any) -> list:
+    """Names for the rows of a transposed table: the leading columns' values, as few as tell the rows apart."""
+    cols = list(df.columns)
+    for k in range(1, min(3, len(cols)) + 1):
+        labels = [" / ".join(_fmt(v) for v in row) for row in df[cols[:k]].itertuples(index=False)]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [f"row {i + 1}" for i in range(len(df))]
+
+
 def _table_html(df: Any, max_rows: int) -> str:
+    if len(df.columns) > TRANSPOSE_COLUMNS and 0 < len(df) <= min(TRANSPOSE_ROWS, max_rows):
+        # wide and short (e.g. GAD's Table I, one row per seed): one line per column reads better than a scroll bar
+        labels = _row_labels(df)
+        head = "<th>column</th>" + "".join(f"<th>{l}</th>" for l in labels)
+        rows = "".join(f"<tr><td>{html.escape(str(c))}</td>" + "".join(f"<td>{_fmt(v)}</td>" for v in df[c])
+                       + "</tr>" for c in df.columns)
+        return f"<table class='transposed'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
     shown = df.head(max_rows)
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
     rows = "".join("<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>" for row in shown.itertuples(index=False))
