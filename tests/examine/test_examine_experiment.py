@@ -258,7 +258,7 @@ def test_bad_input_is_named(world):
         examine_target(r, space, clf, CLASSES, images, meta.drop(columns=["split"]), params)
     with pytest.raises(DataError, match="uint8"):
         examine_target(r, space, clf, CLASSES, images.astype(np.float32), meta, params)
-    with pytest.raises(ConfigError, match=r"study\.classes: unknown \['teapot'\]"):
+    with pytest.raises(ConfigError, match=r"classes: unknown \['teapot'\]"):
         examine_target(r, space, clf, CLASSES, images, meta, tiny_params(classes=["teapot"]))
     with pytest.raises(ConfigError, match="4 outputs but 3 class names"):
         examine_target(r, space, clf, CLASSES[:3], images, meta, params)
