@@ -533,8 +533,10 @@ def _assemble_target(sessions: List[_Session], params: ExamineParams, space, mod
             "scale (bo.min_length_scale), one per factor (bo.ard) and the log-odds as the GP's target "
             "(bo.objective: logit) prevent it.")
     worst = tables["worst"].sort_values("p_true").iloc[0]
-    headline = [f"The examiners drove the true-class probability of class {worst['class']} down to "
-                f"{worst['p_true']:.2f} (random scenes: {t0[worst['class']]:.2f}) in T = {params.T} iterations"
+    headline = [f"Mean true-class probability of random scenes (T0) {t0_mean:.2f}; after T = {params.T} iterations "
+                + ", ".join(f"{e} {metrics[e][last]:.2f}" for e in params.examiners)
+                + f" (half of T0: {t0_mean / 2:.2f}). Worst: class {worst['class']} down to {worst['p_true']:.2f} "
+                f"(random scenes: {t0[worst['class']]:.2f})"
                 + (f"; at {eq} renders each: " + ", ".join(f"{e} {metrics['at_equal_renders'][e][f'R{eq}']:.2f}"
                                                           for e in params.examiners) if eq else "")
                 + (f". Never learnt (T0 < 0.5): {', '.join(t0_low)}." if t0_low else ".")]
