@@ -61,7 +61,8 @@ class Examiner:
     """Base class: the ``suggest(n)`` / ``observe(params, losses)`` protocol of the paper's Algorithm 1.
 
     Subclasses implement ``_suggest_unit(n) -> (n, d) array in [0, 1]`` and ``_observe_unit(u, objective)`` where
-    ``objective`` is to be *maximised* (``-p`` in weakness mode, ``+p`` in strength mode).
+    ``objective`` is to be *maximised* (``-_target(p)`` in weakness mode, ``+_target(p)`` in strength mode;
+    ``_target`` is ``p`` unless a subclass models, e.g., its log-odds).
 
     Fitted state: ``history_`` is a list of ``(params_dict, probability)`` in observation order.
     """
@@ -118,9 +119,13 @@ class Examiner:
         if not np.all(np.isfinite(p)):
             raise DataError("observe: losses contain NaN or inf; expected true-class probabilities in [0, 1]")
         u = self._to_unit(params)
-        objective = -p if self.mode == "weakness" else p
-        self._observe_unit(u, objective)
+        t = self._target(p)
+        self._observe_unit(u, -t if self.mode == "weakness" else t)
         self.history_.extend(zip([dict(q) for q in params], p.tolist()))
+
+    def _target(self, p: np.ndarray) -> np.ndarray:
+        """What the examiner optimises for the probabilities ``p`` (negated in weakness mode): ``p`` itself."""
+        return p
 
     def _suggest_unit(self, n: int) -> np.ndarray:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -314,10 +319,7 @@ class BayesianOptimizationExaminer(Examiner):
     def length_scales(self) -> Optional[np.ndarray]:
         """The GP's fitted Matern length scale(s) on the unit cube (one per factor with ``ard``), or None before
         the first fit. Far below the queries' spacing (~0.01) the GP has collapsed: BO is then random search."""
-        k = getattr(getattr(self, "opt_", None), "_gp", None)
-        k = getattr(k, "kernel_", None)
-        while k is not None and not hasattr(k, "length_scale"):  # the package wraps its kernel
-            k = getattr(k, "base_kernel", None) or getattr(k, "k1", None)
+        k = getattr(self.opt_._gp, "kernel_", None) if hasattr(self, "opt_") else None  # a Matern either way
         return None if k is None else np.atleast_1d(np.asarray(k.length_scale, dtype=float))
 
     def _fit_gp(self) -> None:
@@ -398,11 +400,13 @@ class BayesianOptimizationExaminer(Examiner):
         with contextlib.redirect_stdout(io.StringIO()):
             self.space_.register(x, float(y))
 
+    def _target(self, p: np.ndarray) -> np.ndarray:
+        if self.objective == "logit":
+            p = np.clip(p, 1e-6, 1 - 1e-6)
+            return np.log(p / (1 - p))
+        return p
+
     def _observe_unit(self, u: np.ndarray, objective: np.ndarray) -> None:
-        if self.objective == "logit":  # objective is -p or +p: the same sign on the log-odds
-            p = np.clip(np.abs(objective), 1e-6, 1 - 1e-6)
-            logit = np.log(p / (1 - p))
-            objective = logit if self.mode == "strength" else -logit
         for x, y in zip(np.clip(u, 0.0, 1.0), objective):
             self._register(x, float(y))
 
