@@ -54,7 +54,8 @@ def _time_suggest(space, n_obs: int, steps: int, **opts) -> np.ndarray:
 
 def _render_time(n: int = 40):
     try:
-        from weakspot.scene import CLASSES, BlenderRenderer
+        from weakspot.scene.objects import CLASSES
+        from weakspot.scene.renderer import BlenderRenderer
     except Exception as e:  # pragma: no cover - depends on the environment
         return None, f"BlenderRenderer not importable ({type(e).__name__}: {e})"
     space = SceneSpace()

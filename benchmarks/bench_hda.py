@@ -30,14 +30,13 @@ def main() -> None:
     import numpy as np
     import torch
 
-    from tasks.common import stage_params
+    from weakspot.config import load_section
     from tasks.data import read_prepared
     from tasks.target import load_target_model
     from weakspot.hda import generate as G
     from weakspot.hda.config import radius_of
 
-    _, p0 = stage_params("hda")
-    p = p0.for_target(a.target)
+    _, p = load_section("hda", "params.yaml", target=a.target)
     clf, _ = load_target_model(a.target, "cpu")
     m = clf.module.eval()
     te = read_prepared(a.target, "test")
@@ -45,7 +44,7 @@ def main() -> None:
     pf = G.module_proba(m)
     ok = np.where(pf(torch.as_tensor(X)).argmax(1).numpy() == y)[0][:a.seeds]
     X, y = X[ok], y[ok]
-    r = radius_of(p, a.target, X.shape[1], (0.0, 1.0))
+    r = radius_of(p, X.shape[1], (0.0, 1.0))
     n_i = np.full(len(X), int(p.cases_per_seed), np.int64)
     ga = p.ga
     t_ga, t_pgd, ae_ga, ae_pgd = [], [], [], []

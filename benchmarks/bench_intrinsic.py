@@ -29,19 +29,19 @@ def main() -> None:
     import numpy as np
     import torch
 
-    from tasks.common import stage_params
+    from weakspot.config import load_section
     from tasks.data import read_prepared
     from tasks.target import load_target_model
-    from weakspot.intrinsic import attacks as A
+    from weakspot.adversarial import attacks as A
     from weakspot.intrinsic.config import default_eps
     from weakspot.intrinsic.psi import max_kl, psi
 
-    _, p = stage_params("intrinsic")
+    _, p = load_section("intrinsic", "params.yaml", target=a.target)
     clf, _ = load_target_model(a.target, "cpu")
     m = clf.module.eval()
     X = np.concatenate([np.asarray(read_prepared(a.target, s).X, np.float32) for s in ("test", "val", "train")])[:a.n]
     y = np.concatenate([np.asarray(read_prepared(a.target, s).y, np.int64) for s in ("test", "val", "train")])[:a.n]
-    eps = p.eps.get(a.target, default_eps(X.shape[1], 0.0, 1.0))
+    eps = p.eps if p.eps is not None else default_eps(X.shape[1], 0.0, 1.0)
     bs = int(p.batch_size)
     t_psi, t_pgd = [], []
     for r in range(a.repeats):

@@ -23,7 +23,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from weakspot.scene import CLASSES, BlenderRenderer, SceneSpace  # noqa: E402
+from weakspot.scene.objects import CLASSES  # noqa: E402
+from weakspot.scene.renderer import BlenderRenderer  # noqa: E402
+from weakspot.scene.space import SceneSpace  # noqa: E402
 
 
 def _scenes(n: int, seed: int = 0):

@@ -6,31 +6,33 @@ Writes ``metrics/examine_study.json`` and the report section under ``plots/exami
 
 from __future__ import annotations
 
+from typing import Any, Dict, List, Tuple
+
 import flows  # noqa: F401
 from prefect import flow
 
 from tasks import paths
-from tasks.common import lineage, run_main, stage_params, target_params, write_stage_result
+from tasks.common import PARAMS_FILE, lineage, stage_main, write_stage_result
 from tasks.scene import read_render
 from tasks.target import load_target_model
-from weakspot.examine import run_study
+from weakspot.config import target_of, validate_section, validate_top_level
+from weakspot.examine.experiment import run_study
 from weakspot.progress import printer
 from weakspot.scene.config import SceneParams
+from weakspot.scene.renderer import renderer_for
 
 
-@flow(name="examine_study")
-def examine_study_flow() -> dict:
-    top, p = stage_params("examine")
+@flow(name="examine_study", validate_parameters=False)
+def examine_study_flow(top: Dict[str, Any], p: Any, full_target: Any) -> dict:
     images, table, scene = read_render()
     sp = SceneParams.model_validate(scene)
     full, inputs = None, [paths.RENDER]
     if p.study.full_model:  # the audited scene target's model stands in for the study's full model
         name = p.study.full_model
-        _, t = target_params(name)
         clf, spec = load_target_model(name, top["device"])
-        full = (clf, [(t.class_map or {}).get(c, c) for c in spec["classes"]], name)
+        full = (clf, [(full_target.class_map or {}).get(c, c) for c in spec["classes"]], name)
         inputs.append(paths.model_dir(name))
-    with sp.renderer(device=top["device"]) as renderer:
+    with renderer_for(sp, device=top["device"]) as renderer:
         result = run_study(renderer, sp.space(), images, table, p, device=top["device"],
                            progress=printer("examine_study"), full_model=full)
     write_stage_result("examine_study", result, lineage("examine_study", top, p, inputs, section="examine"))
@@ -38,5 +40,11 @@ def examine_study_flow() -> dict:
     return result.metrics
 
 
+def _load(raw: Dict[str, Any], argv: List[str]) -> Tuple[Any, ...]:
+    p = validate_section("examine", raw, PARAMS_FILE)
+    full = target_of(p.study.full_model, raw, PARAMS_FILE) if p.study.full_model else None
+    return validate_top_level(raw, PARAMS_FILE, every_key=False), p, full
+
+
 if __name__ == "__main__":
-    run_main(examine_study_flow, "examine")
+    stage_main(examine_study_flow, _load)

@@ -6,14 +6,13 @@ import flows  # noqa: F401  (Prefect settings before Prefect is imported)
 from prefect import flow
 
 from tasks import paths
-from tasks.common import combined_digest, digest, lineage, run_main, source_digest, target_params, write_stage_result
+from tasks.common import combined_digest, digest, lineage, one_target, source_digest, stage_main, write_stage_result
 from tasks.data import load_and_split, write_prepared
 from weakspot.data.summary import data_section
 
 
-@flow(name="prepare")
-def prepare_flow(target: str) -> dict:
-    top, t = target_params(target)
+@flow(name="prepare", flow_run_name="prepare-{target}", validate_parameters=False)
+def prepare_flow(top: dict, target: str, t) -> dict:
     files = t.data.files() + ([str(paths.RENDER)] if t.data.kind == "scenes" else [])
     ds, splits, info = load_and_split(t.data.model_dump(mode="json"), t.class_of_interest,
                                       combined_digest(digest(files)), source_digest("weakspot.data"))
@@ -27,4 +26,4 @@ def prepare_flow(target: str) -> dict:
 
 
 if __name__ == "__main__":
-    run_main(prepare_flow, None, per_target=True)
+    stage_main(prepare_flow, lambda raw, argv: one_target(raw, argv, "python -m flows.prepare"))

@@ -8,19 +8,33 @@ targets (data source ``scenes``) and the examiner read it.
 from __future__ import annotations
 
 import time
+from typing import Any, Dict, Tuple
 
 import flows  # noqa: F401
 from prefect import flow
 
 from tasks import paths
-from tasks.common import lineage, run_main, source_digest, stage_params, write_stage_result
-from tasks.scene import render_views, write_render
+from tasks.common import PARAMS_FILE, cached_task, lineage, source_digest, stage_main, write_stage_result
+from tasks.scene import write_render
+from weakspot.config import validate_section, validate_top_level
 from weakspot.scene.summary import render_section
 
 
-@flow(name="render")
-def render_flow() -> dict:
-    top, p = stage_params("scene")
+@cached_task
+def render_views(scene: Dict[str, Any], code_digest: str, device: str) -> Tuple[Any, Any]:
+    """Render the data set of the ``scene`` section; cached on the section, the scene code's digest and device."""
+    from weakspot.scene.config import SceneParams
+    from weakspot.scene.dataset import render_dataset
+    from weakspot.scene.renderer import renderer_for
+
+    p = SceneParams.model_validate(scene)
+    with renderer_for(p, device=device) as renderer:
+        return render_dataset(renderer, p.classes, p.train_instances, p.views_per_instance, p.space(), p.seed,
+                              val_instances_per_class=p.val_instances)
+
+
+@flow(name="render", validate_parameters=False)
+def render_flow(top: dict, p) -> dict:
     t0 = time.time()
     scene = p.model_dump(mode="json")
     images, table = render_views(scene, source_digest("weakspot.scene"), top["device"])
@@ -33,4 +47,5 @@ def render_flow() -> dict:
 
 
 if __name__ == "__main__":
-    run_main(render_flow, "scene")
+    stage_main(render_flow, lambda raw, argv: (validate_top_level(raw, PARAMS_FILE, every_key=False),
+                                               validate_section("scene", raw, PARAMS_FILE)))

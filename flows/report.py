@@ -12,14 +12,21 @@ import pandas as pd
 from prefect import flow, task
 
 from tasks import paths
-from tasks.common import code_version, run_main, stage_params
+from tasks.common import PARAMS_FILE, code_version, stage_main
+from weakspot import methods
+from weakspot.config import validate_section, validate_top_level
 from weakspot.io import write_text
 from weakspot.report import render_report
-from weakspot.targets import METHODS, fits
 
-GROUPS = {"prepare": "Targets: data and models", "train": "Targets: data and models", "render": "Rendered scenes",
-          **{m: f"{METHODS.get(m).title} ({METHODS.get(m).paper})" for m in METHODS},
-          "examine_study": f"{METHODS.get('examine').title} ({METHODS.get('examine').paper})"}
+
+def groups() -> dict:
+    """Stage -> the heading its sections stand under: a method's title and paper (its study's too)."""
+    out = {"prepare": "Targets: data and models", "train": "Targets: data and models", "render": "Rendered scenes"}
+    for m in methods.all_methods():
+        out[m.name] = f"{m.title} ({m.paper})"
+    if "examine" in out:
+        out["examine_study"] = out["examine"]
+    return out
 
 
 @task
@@ -52,27 +59,26 @@ def weak_spots(targets: dict, metrics: dict) -> list:
         intro = f"Data {t.data.source}; model {t.model.kind} {t.model.arch or t.model.weights or t.model.factory}"
         if "test_accuracy" in m:
             intro += f"; test accuracy {m['test_accuracy']:.1%}, ECE {m['ece']:.3f}"
-        methods = []
-        for method, reason in fits(t).items():
-            meta = METHODS.get(method)
+        cards = []
+        for method, reason in methods.fits(t).items():
+            meta = methods.get(method)
             entry = {"name": method, "title": meta.title, "paper": meta.paper, "anchor": f"{method}-{name}"}
             if reason:
                 entry["reason"] = reason
             elif paths.findings(name, method).is_file():
                 entry["findings"] = pd.read_parquet(paths.findings(name, method))
-            methods.append(entry)
-        out.append({"name": name, "intro": intro + ".", "methods": methods})
+            cards.append(entry)
+        out.append({"name": name, "intro": intro + ".", "methods": cards})
     return out
 
 
-def since_last_audit():
+def since_last_audit(hp):
     """The comparison with the previous audit in the history store and the trend figure (PNG bytes or None); the
     verdict is also published as Prefect artifacts, so the Prefect UI shows it on this run."""
     import io
 
     from weakspot.history import since_last, trend_figure
 
-    _, hp = stage_params("history")
     since = since_last(".", hp.dir, hp.rules)
     fig = trend_figure(since)
     png = None
@@ -92,10 +98,8 @@ def since_last_audit():
     return since, png
 
 
-@flow(name="report")
-def report_flow() -> str:
-    top, p = stage_params("report")
-    _, targets = stage_params("targets")
+@flow(name="report", validate_parameters=False)
+def report_flow(top: dict, p, targets, hp) -> str:
     sections, figures, tables, metrics = collect()
     code = code_version()
     run_info = {
@@ -105,14 +109,16 @@ def report_flow() -> str:
         "device": top["device"],
         "targets": len(targets.root),
     }
-    since, trend_png = since_last_audit()
+    since, trend_png = since_last_audit(hp)
     page = render_report(sections, figures=figures, tables=tables, metrics=metrics, title=p.title,
                          run_info=run_info, max_table_rows=p.max_table_rows,
-                         targets=weak_spots(targets.root, metrics), groups=GROUPS, since=since, trend_png=trend_png)
+                         targets=weak_spots(targets.root, metrics), groups=groups(), since=since, trend_png=trend_png)
     write_text(paths.REPORT, page)
     print(f"report: {len(targets.root)} targets, {len(sections)} sections -> {Path(paths.REPORT).resolve()}")
     return str(paths.REPORT)
 
 
 if __name__ == "__main__":
-    run_main(report_flow, "report")
+    stage_main(report_flow, lambda raw, argv: (validate_top_level(raw, PARAMS_FILE, every_key=False),
+                                               *(validate_section(s, raw, PARAMS_FILE)
+                                                 for s in ("report", "targets", "history"))))

@@ -11,15 +11,14 @@ import flows  # noqa: F401
 from prefect import flow
 
 from tasks import paths
-from tasks.common import combined_digest, digest, lineage, run_main, source_digest, target_params, write_stage_result
+from tasks.common import combined_digest, digest, lineage, one_target, source_digest, stage_main, write_stage_result
 from tasks.data import read_prepared
 from tasks.target import model_from_spec, save_model, train_cached, write_spec
 from weakspot.evaluate import target_section
 
 
-@flow(name="train")
-def train_flow(target: str) -> dict:
-    top, t = target_params(target)
+@flow(name="train", flow_run_name="train-{target}", validate_parameters=False)
+def train_flow(top: dict, target: str, t) -> dict:
     train, val, test = (read_prepared(target, s) for s in ("train", "val", "test"))
     spec = {**t.model.model_dump(mode="json"), "n_classes": train.n_classes, "input_shape": list(train.input_shape),
             "classes": train.classes, "feature_names": train.feature_names}
@@ -48,4 +47,4 @@ def train_flow(target: str) -> dict:
 
 
 if __name__ == "__main__":
-    run_main(train_flow, None, per_target=True)
+    stage_main(train_flow, lambda raw, argv: one_target(raw, argv, "python -m flows.train"))

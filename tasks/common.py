@@ -13,13 +13,13 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from prefect import task
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 
 import weakspot
-from weakspot.config import load_section, load_target
+from weakspot.config import read_yaml
 from weakspot.data import sha256_file
 from weakspot.errors import DataError, WeakspotError
 from weakspot.io import save_figure, write_json, write_text
@@ -29,9 +29,8 @@ from tasks import paths
 
 PARAMS_FILE = str(paths.PARAMS)
 
-#: The order in which stages' sections appear in the report (and in the pipeline).
-STAGE_ORDER = ("prepare", "train", "gad", "render", "examine", "examine_study", "intrinsic", "corner", "hda",
-               "report")
+#: Where the sections of the stages that are no method's stand in the report; a method's is its ``Method.order``.
+STAGE_ORDER = {"prepare": 0, "train": 1, "render": 15, "examine_study": 21}
 
 #: The decorator of every cached task: the key is the task's inputs (content digests of the files it reads and of
 #: the library code it calls, passed as arguments) and its own source, so a rerun after a crash, or with unchanged
@@ -48,30 +47,14 @@ def run_blob_task(blob_task: Any, *args: Any) -> Dict[str, Any]:
     return out
 
 
-def _runner() -> Any:
-    """tasks/runner.py, loaded by name: the runner decides where tasks run, never what they compute, so it is no
-    stage's DVC dependency (tasks/pipeline.py lists the modules named by import statements)."""
-    import importlib
-
-    return importlib.import_module("tasks.runner")
-
-
 def fan_out(task_fn: Any, calls: "Iterable[Tuple[Iterable[Any], Dict[str, Any]]]",
             labels: "Optional[Iterable[str]]" = None) -> list:
     """Run the cached task ``task_fn`` once per ``(args, kwargs)`` on the flow's task runner (params.yaml
     ``execution``: one at a time, or on Dask workers), all submitted at once; the results in submission order. A call
     whose Dask worker died is resubmitted ``execution.retries`` times, then the stage fails naming it."""
-    return _runner().fan_out(task_fn, list(calls), None if labels is None else list(labels))
+    from tasks import runner
 
-
-def stage_params(section: str) -> Tuple[Dict[str, Any], Any]:
-    """(top-level settings, validated section) from params.yaml; raises ConfigError before any work."""
-    return load_section(section, PARAMS_FILE)
-
-
-def target_params(name: str) -> Tuple[Dict[str, Any], Any]:
-    """(top-level settings, the validated target ``name``) from params.yaml."""
-    return load_target(name, PARAMS_FILE)
+    return runner.fan_out(task_fn, list(calls), None if labels is None else list(labels))
 
 
 def digest(items: Iterable[os.PathLike | str]) -> Dict[str, str]:
@@ -162,7 +145,7 @@ def _flow_run() -> Optional[Dict[str, str]]:
 
 
 def write_stage_result(stage: str, result: StageResult, lin: Dict[str, Any], *, target: Optional[str] = None,
-                       findings: Any = None, dpi: int = 110) -> None:
+                       findings: Any = None, dpi: int = 110, order: Optional[int] = None) -> None:
     """A stage's artifacts: ``metrics/<stage>[/<target>].json``, ``plots/<stage>[/<target>]/`` (tables as CSV,
     figures as PNG, ``section.json`` for the report) and, for a method, ``findings/<target>/<stage>.parquet``."""
     from weakspot.findings import normalise
@@ -179,7 +162,7 @@ def write_stage_result(stage: str, result: StageResult, lin: Dict[str, Any], *, 
     section = {
         "stage": stage,
         "target": target,
-        "order": STAGE_ORDER.index(stage) if stage in STAGE_ORDER else len(STAGE_ORDER),
+        "order": order if order is not None else STAGE_ORDER.get(stage, 50),
         "title": result.title or stage,
         "summary": list(result.summary),
         "items": list(result.items),
@@ -207,26 +190,33 @@ def _quiet_expected_errors() -> None:
         logging.getLogger(name).addFilter(_QuietWeakspotErrors())
 
 
-def run_main(flow_fn: Callable[..., Any], section: Optional[str], *, per_target: bool = False) -> None:
-    """Entry point of ``python -m flows.<stage> [TARGET]``: validate params first, then run the flow on the task
-    runner of params.yaml's ``execution`` section (tasks/runner.py).
+def stage_main(flow_fn: Any, load: Callable[[Dict[str, Any], List[str]], Tuple[Any, ...]]) -> None:
+    """Entry point of ``python -m flows.<stage> [ARGS]``: read params.yaml once, validate what the stage reads
+    (``load(params, argv) -> the flow's arguments``), then run the flow (or ``flow_fn(*arguments)``, a function that
+    returns the flow) on the task runner of params.yaml's ``execution`` section (tasks/runner.py).
 
     A WeakspotError (bad params, missing file, bad model output) ends the run with its message and exit code 2,
-    before any artifact is touched. A per-target stage takes the target's name as its one argument.
+    before any artifact is touched.
     """
+    from tasks import runner
+
     try:
-        args: Tuple[str, ...] = ()
-        if per_target:
-            if len(sys.argv) != 2:
-                raise WeakspotError(f"usage: python -m {flow_fn.__module__} TARGET (a name under targets: in params.yaml)")
-            args = (sys.argv[1],)
-            target_params(args[0])  # fail fast, before Prefect starts
-        if section is not None:
-            stage_params(section)
-        runner = _runner()
-        params = runner.execution()  # the task runner (params.yaml ``execution``), checked before Prefect starts too
+        raw = read_yaml(PARAMS_FILE)
+        args = load(raw, sys.argv[1:])  # fail fast, before Prefect starts
+        params = runner.execution(raw)  # the task runner, checked before Prefect starts too
         _quiet_expected_errors()
+        if not hasattr(flow_fn, "with_options"):  # a function of the arguments that names the flow run
+            flow_fn = flow_fn(*args)
         runner.run_flow(flow_fn, *args, params=params)
     except WeakspotError as exc:
         print(f"weakspot: error: {exc}", file=sys.stderr)
         sys.exit(2)
+
+
+def one_target(raw: Dict[str, Any], argv: List[str], usage: str) -> Tuple[Dict[str, Any], str, Any]:
+    """(top-level settings, the target's name, its validated params) for a per-target stage's ``argv``."""
+    from weakspot.config import target_of, validate_top_level
+
+    if len(argv) != 1:
+        raise WeakspotError(f"usage: {usage} TARGET (a name under targets: in params.yaml)")
+    return validate_top_level(raw, PARAMS_FILE, every_key=False), argv[0], target_of(argv[0], raw, PARAMS_FILE)

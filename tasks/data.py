@@ -42,14 +42,6 @@ def write_prepared(target: str, ds: Dataset, splits: Dict[str, Any], lin: Dict[s
     return counts
 
 
-def image_range(X: Any) -> Tuple[float, float]:
-    """The range attacks and generators clip to: images in [0, 1], wider if the data are."""
-    import numpy as np
-
-    X = np.asarray(X)
-    return float(min(0.0, X.min())), float(max(1.0, X.max()))
-
-
 def read_prepared(target: str, name: str) -> Dataset:
     return read_split_parquet(paths.prepared(target) / f"{name}.parquet")
 

@@ -6,8 +6,8 @@ Caveats first:
 * The runner decides where tasks run, never what they compute: a fan-out (:func:`fan_out`) submits every task, then
   takes the results in submission order, so a stage's artifacts are byte-identical under either runner
   (tests/test_dask.py checks it on the gad stage). Hence neither this module nor the ``execution`` section is a DVC
-  dependency of any stage: tasks/common.py loads this module with ``importlib`` (tasks/pipeline.py derives the deps
-  from import statements), and changing the runner or the cluster reruns nothing.
+  dependency of any stage (tasks/pipeline.py leaves it out of every stage's deps, by name: ``WHERE_NOT_WHAT``), and
+  changing the runner or the cluster reruns nothing.
 * ``sequential`` is Prefect's ThreadPoolTaskRunner with ONE thread: tasks run one after the other, in submission
   order, while the flow waits for them, so torch's global RNG and thread settings are never shared by two tasks at
   once; the same computation as calling the tasks in a loop.
@@ -57,9 +57,9 @@ def execution(params: Any = None) -> Any:
     from weakspot.config import ExecutionParams, load_section
 
     if params is None:
-        from tasks.common import PARAMS_FILE
+        from tasks.paths import PARAMS
 
-        _, params = load_section("execution", PARAMS_FILE)
+        _, params = load_section("execution", PARAMS)
     elif isinstance(params, Mapping):
         from weakspot.config import validate_section
 

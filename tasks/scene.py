@@ -1,4 +1,4 @@
-"""Tasks of the ``render`` stage and what the ``examine`` stages read back: the rendered data set."""
+"""The rendered data set on disk: what the ``render`` stage writes and what scene targets and the examiner read."""
 
 from __future__ import annotations
 
@@ -6,24 +6,11 @@ import json
 from typing import Any, Dict, Tuple
 
 import numpy as np
-from tasks.common import cached_task
 
 from weakspot.errors import DataError
 from weakspot.io import atomic_path, write_json, write_parquet
 
 from tasks.paths import RENDER
-
-
-@cached_task
-def render_views(scene: Dict[str, Any], code_digest: str, device: str) -> Tuple[np.ndarray, Any]:
-    """Render the data set of the ``scene`` section; cached on the section, the scene code's digest and device."""
-    from weakspot.scene.config import SceneParams
-    from weakspot.scene.dataset import render_dataset
-
-    p = SceneParams.model_validate(scene)
-    with p.renderer(device=device) as renderer:
-        return render_dataset(renderer, p.classes, p.train_instances, p.views_per_instance, p.space(), p.seed,
-                              val_instances_per_class=p.val_instances)
 
 
 def write_render(images: np.ndarray, table: Any, scene: Dict[str, Any], lin: Dict[str, Any]) -> None:

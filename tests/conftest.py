@@ -65,7 +65,10 @@ class Repo:
         return self.run(str(Path(sys.executable).parent / "dvc"), *args, check=check)
 
     def stage(self, name, target=None, check=False):
-        return self.run(sys.executable, "-m", f"flows.{name}", *([target] if target else []), check=check)
+        from weakspot.methods import available
+
+        flow = ["flows.method", name] if name in available() else [f"flows.{name}"]
+        return self.run(sys.executable, "-m", *flow, *([target] if target else []), check=check)
 
     def audit(self, *args):
         """`weakspot audit` as a user runs it (regenerates dvc.yaml, one shared Prefect server, dvc repro)."""

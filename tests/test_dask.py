@@ -246,7 +246,7 @@ def test_the_gad_stage_on_a_local_dask_cluster_writes_the_sequential_metrics(ops
         (r.path / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
         env = {**r.env, "PREFECT_TASKS_REFRESH_CACHE": "true"}
         t0 = time.time()
-        proc = subprocess.run([sys.executable, "-m", "flows.gad", "phoneme"], cwd=r.path, env=env,
+        proc = subprocess.run([sys.executable, "-m", "flows.method", "gad", "phoneme"], cwd=r.path, env=env,
                               capture_output=True, text=True)
         took = time.time() - t0
         log = proc.stdout + proc.stderr

@@ -23,18 +23,25 @@ def test_committed_dvc_yaml_is_what_params_generate():
         "dvc.yaml is stale: run `weakspot pipeline`"
 
 
-def _runtime_imports(module: str) -> set:
-    """Project files loaded by importing ``module`` in a fresh interpreter."""
-    code = ("import json, sys, importlib; importlib.import_module(%r); "
-            "print(json.dumps(sorted(m.__file__ for m in list(sys.modules.values()) if getattr(m, '__file__', None))))"
-            % module)
+def _runtime_imports(cmd: str) -> set:
+    """Project files loaded by importing a stage's flow in a fresh interpreter (and, for the generic method stage, the
+    method's entry points; for the report, every method's package, as the flows load them by name)."""
+    parts = cmd.split()
+    module, args = parts[2], parts[3:]
+    code = f"import importlib; importlib.import_module({module!r}); from weakspot import methods; "
+    if module == "flows.method":
+        code += f"[importlib.import_module(m) for m in methods.get({args[0]!r}).modules()]; "
+    if module == "flows.report":
+        code += "methods.all_methods(); "
+    code += ("import json, sys; print(json.dumps(sorted(m.__file__ for m in list(sys.modules.values()) "
+             "if getattr(m, '__file__', None))))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     files = set()
     for f in json.loads(out.splitlines()[-1]):
         p = Path(f).resolve()
         if ROOT in p.parents and p.parts[len(ROOT.parts)] in ("weakspot", "flows", "tasks"):
             files.add(str(p.relative_to(ROOT)))
-    return files
+    return files - {"tasks/runner.py"}  # where tasks run, never what they compute: no stage's dependency
 
 
 def _covered(file: str, deps: list) -> bool:
@@ -45,12 +52,45 @@ def test_every_stage_depends_on_every_project_module_its_flow_imports():
     stages = _stages()
     checked = {}
     for name, st in stages.items():
-        module = st["cmd"].split()[2]  # python -m flows.<stage> [target]
-        if module not in checked:
-            checked[module] = _runtime_imports(module)
-        missing = [f for f in sorted(checked[module]) if not _covered(f, st["deps"])]
+        key = " ".join(st["cmd"].split()[:4 if "flows.method" in st["cmd"] else 3])  # a method stage: per method
+        if key not in checked:
+            checked[key] = _runtime_imports(st["cmd"])
+        missing = [f for f in sorted(checked[key]) if not _covered(f, st["deps"])]
         assert not missing, f"stage {name}: deps miss {missing}"
-    assert {"flows.prepare", "flows.train", "flows.gad", "flows.examine", "flows.report"} <= set(checked)
+    assert {"python -m flows.prepare", "python -m flows.train", "python -m flows.report"} <= set(checked)
+    assert any(k.startswith("python -m flows.method ") for k in checked)
+
+
+def test_a_method_stage_depends_on_no_other_methods_code():
+    """...but the params model of a section it declares it reads (``Method.reads``)."""
+    from weakspot.methods import available, get
+
+    names = set(available())
+    for name, st in _stages().items():
+        if "flows.method" not in st["cmd"]:
+            continue
+        method = get(st["cmd"].split()[3])
+        allowed = {f"weakspot/{r}/{f}" for r in method.reads for f in ("__init__.py", "config.py")}
+        others = {d for d in st["deps"] if d.startswith("weakspot/") and d.count("/") >= 1
+                  and d.split("/")[1] in names - {method.name} and d not in allowed}
+        assert not others, f"stage {name} depends on other methods' code: {sorted(others)}"
+
+
+def test_another_targets_override_is_no_params_of_this_targets_stage():
+    from tasks.pipeline import stages
+    from weakspot.config import read_yaml
+    from weakspot.methods import get
+
+    raw = read_yaml(ROOT / "params.yaml")
+    st = stages(raw)
+    for name, s in st.items():
+        if "flows.method" not in s["cmd"]:
+            continue
+        _, method, target = s["cmd"].split()[2:]
+        for section in (method, *get(method).reads):
+            for p in s["params"]:
+                if p.startswith(f"{section}.per_target."):
+                    assert p == f"{section}.per_target.{target}", (name, p)
 
 
 def test_stages_are_per_target_and_only_where_a_method_fits():

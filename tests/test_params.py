@@ -118,3 +118,29 @@ def test_missing_section_gets_defaults():
 
 def test_deep_merge_is_recursive():
     assert deep_merge({"a": {"b": 1, "c": 2}, "d": 1}, {"a": {"b": 5}}) == {"a": {"b": 5, "c": 2}, "d": 1}
+
+
+def test_a_methods_per_target_overrides_apply_to_that_target_only(tmp_path):
+    from weakspot.methods import available
+
+    method = sorted(available())[0]
+    p = _write(tmp_path, {"targets": {"a": {}, "b": {}}, method: {"seed": 3, "per_target": {"a": {"seed": 7}}}})
+    assert load_section(method, p, target="a")[1].seed == 7
+    assert load_section(method, p, target="b")[1].seed == 3
+    assert load_section(method, p)[1].seed == 3
+    assert check_params(p)[method]["per_target"] == {"a": {"seed": 7}}
+
+
+def test_per_target_errors_name_the_target_and_key(tmp_path):
+    from weakspot.methods import available
+
+    method = sorted(available())[0]
+    p = _write(tmp_path, {"targets": {"a": {}}, method: {"per_target": {"zz": {"seed": 1}}}})
+    with pytest.raises(ConfigError, match=rf"{method}.per_target: no target 'zz'; targets: a"):
+        check_params(p)
+    p = _write(tmp_path, {"targets": {"a": {}}, method: {"per_target": {"a": {"sed": 1}}}})
+    with pytest.raises(ConfigError, match=rf"unknown key '{method}.per_target.a.sed'"):
+        load_section(method, p, target="a")
+    p = _write(tmp_path, {"targets": {"a": {}}, "report": {"per_target": {"a": {}}}})
+    with pytest.raises(ConfigError, match="unknown key 'report.per_target'"):
+        load_section("report", p)

@@ -1,40 +1,24 @@
-"""Targets and methods: which method fits which target, decided from params alone, with the reason when not."""
+"""Targets: what a target is (data + model) and what a method may ask of one, decided from params alone."""
 
 import pytest
 
-from weakspot.errors import ConfigError
-from weakspot.targets import METHODS, TargetParams, fits, pairs
+from weakspot.methods import fits
+from weakspot.targets import TargetParams
 
 
 def _t(**kw):
     return TargetParams.model_validate(kw)
 
 
-def test_methods_fit_by_modality_gradients_and_scene():
+def test_what_a_target_offers_a_method():
     digits = _t(data={"source": "digits"}, model={"kind": "builtin", "arch": "lenet"})
     table = _t(data={"source": "csv:x.csv", "label": "y"}, model={"kind": "sklearn", "weights": "m.pkl"})
     scenes = _t(data={"source": "scenes"}, model={"kind": "builtin", "arch": "small_cnn"})
-    assert digits.white_box and not table.white_box and scenes.renderable
-    assert fits(table)["gad"] is None and "tabular" in fits(digits)["gad"]
-    assert fits(scenes)["examine"] is None and "scene" in fits(digits)["examine"]
-    assert fits(digits)["corner"] is None and fits(scenes)["corner"] is None
-    assert "gradients" in fits(_t(data={"source": "digits"}, model={"kind": "sklearn", "weights": "m.pkl"}))["corner"]
-    assert "image" in fits(table)["corner"]
-    assert [(p.target, p.method) for p in pairs({"d": digits, "t": table, "s": scenes})] == \
-        [("d", "corner"), ("d", "hda"), ("d", "intrinsic"), ("t", "gad"), ("s", "corner"), ("s", "examine"),
-         ("s", "hda"), ("s", "intrinsic")]
-    # HDA is black-box at its core: it fits an image target whatever its model
-    assert fits(_t(data={"source": "digits"}, model={"kind": "sklearn", "weights": "m.pkl"}))["hda"] is None
-    assert "image" in fits(table)["hda"]
-    assert fits(digits)["intrinsic"] is None and "gradients" in \
-        fits(_t(data={"source": "digits"}, model={"kind": "sklearn", "weights": "m.pkl"}))["intrinsic"]
-
-
-def test_a_target_names_its_own_defences_and_a_bad_name_is_an_error():
-    t = _t(data={"source": "digits"}, model={"kind": "builtin", "arch": "lenet"}, defences=[])
-    assert t.defences == []
-    with pytest.raises(ValueError, match="unknown defence 'minimax'; valid: fgsm_at, minmax"):
-        _t(data={"source": "digits"}, defences=["minimax"])
+    user_net = _t(data={"source": "digits"}, model={"kind": "torch", "factory": "m:f"})
+    assert (digits.modality, table.modality, scenes.modality) == ("image", "tabular", "image")
+    assert digits.white_box and user_net.white_box and scenes.white_box and not table.white_box
+    assert scenes.renderable and not digits.renderable
+    assert digits.trains and not table.trains and not user_net.trains
 
 
 def test_a_users_classifier_of_rendered_objects_is_examined_given_a_class_map():
@@ -43,10 +27,10 @@ def test_a_users_classifier_of_rendered_objects_is_examined_given_a_class_map():
     assert fits(t)["examine"] is None
 
 
-def test_methods_list_restricts_and_is_checked_against_the_registry():
+def test_methods_list_restricts_and_is_checked_against_the_methods():
     t = _t(data={"source": "keel:phoneme"}, model={"kind": "builtin", "arch": "svm_grid"}, methods=[])
-    assert "lists methods" in fits(t)["gad"]
-    with pytest.raises(ValueError, match="valid names: .*gad"):
+    assert all("lists methods" in why for why in fits(t).values())
+    with pytest.raises(ValueError, match="unknown method.*'gadd'.*methods: .*gad"):
         _t(methods=["gadd"])
 
 
@@ -54,9 +38,3 @@ def test_builtin_arch_is_checked_against_both_registries():
     assert _t(model={"kind": "builtin", "arch": "svm_grid"}).model.arch == "svm_grid"
     with pytest.raises(ValueError, match="valid: .*lenet.*svm_grid"):
         _t(model={"kind": "builtin", "arch": "lenett"})
-
-
-def test_registered_methods():
-    assert {"gad", "examine"} <= set(METHODS.names())
-    with pytest.raises(ConfigError):
-        METHODS.get("nope")

@@ -278,8 +278,10 @@ def push(hp) -> int:
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
-    return subprocess.call([sys.executable, "-m", f"flows.{args.name}", *([args.target] if args.target else [])],
-                           env=_env())
+    from weakspot.methods import available
+
+    flow = ["flows.method", args.name] if args.name in available() else [f"flows.{args.name}"]
+    return subprocess.call([sys.executable, "-m", *flow, *([args.target] if args.target else [])], env=_env())
 
 
 def cmd_profile(args: argparse.Namespace) -> int:

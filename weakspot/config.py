@@ -1,9 +1,21 @@
-"""The params.yaml schema: one section per stage, validated before any stage does work.
+"""The params.yaml schema: one section per stage or method, validated before any stage does work.
 
 Caveats first: an unknown key is an error, not ignored (a typo must not silently fall back to a default); each
 stage validates only its own section plus the top-level ``device``, so a bad ``gad`` section does not stop a
 target's ``prepare``, while ``weakspot check`` validates the whole file. Every random draw takes its seed from the
 section that uses it (``targets.<name>.data.seed``, ``targets.<name>.train.seed``, ``gad.seed``, ``scene.seed``...).
+
+The sections are found through registries, not imported here: a method's section is its registered params model
+(:mod:`weakspot.methods`, imported only when that section is validated), the scene's is
+``weakspot.scene.config.SceneParams``, and the operations package registers its own (:func:`register_section`).
+
+Per-target settings, in one style for every method: a method's section may hold ``per_target: {<target>: {...}}``,
+the keys of that section to use on that target, merged over the section (mappings recursively)::
+
+    hda:
+      n_seeds: 50
+      per_target:
+        scenes: {n_seeds: 24, vae: {max_steps: 200}}
 """
 
 from __future__ import annotations
@@ -16,12 +28,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator, model_validator
 
 from weakspot.errors import ConfigError
-from weakspot.corner.config import CornerParams
-from weakspot.examine.config import ExamineParams
-from weakspot.gad.config import GadParams
-from weakspot.hda.config import HdaParams
-from weakspot.intrinsic.config import IntrinsicParams
-from weakspot.scene.config import SceneParams
 from weakspot.targets import TargetParams, check_target_name
 
 
@@ -116,21 +122,56 @@ class TargetsParams(RootModel[Dict[str, TargetParams]]):
         return v
 
 
-SECTION_MODELS: Dict[str, type] = {
+
+#: The library's own sections (a model, or ``"module:Class"`` imported when the section is validated); every method's
+#: section comes from :mod:`weakspot.methods`, and the operations package adds its own with :func:`register_section`.
+_SECTIONS: Dict[str, Any] = {
     "targets": TargetsParams,
     "report": ReportParams,
-    "gad": GadParams,
-    "scene": SceneParams,
-    "examine": ExamineParams,
-    "corner": CornerParams,
-    "intrinsic": IntrinsicParams,
-    "hda": HdaParams,
+    "scene": "weakspot.scene.config:SceneParams",
     "history": HistoryParams,
     "execution": ExecutionParams,
 }
 
+#: The key of a method's section that holds its per-target overrides.
+PER_TARGET = "per_target"
 
 TOP_LEVEL: Dict[str, Any] = {"device": ("auto", "cpu", "cuda")}
+
+
+def register_section(name: str, model: Any) -> None:
+    """Add a params section that is no method's (a model class or a ``"module:Class"`` reference)."""
+    _SECTIONS[name] = model
+
+
+def _methods() -> Any:
+    from weakspot import methods
+
+    return methods
+
+
+def section_names() -> List[str]:
+    """Every section params.yaml may hold: the library's, the registered ones and every method's (none imported)."""
+    return sorted(set(_SECTIONS) | set(_methods().available()))
+
+
+def is_method(section: str) -> bool:
+    return section not in _SECTIONS and section in _methods().available()
+
+
+def section_model(section: str) -> type:
+    """The pydantic model of ``section``; a ConfigError lists the valid sections."""
+    if section in _SECTIONS:
+        model = _SECTIONS[section]
+        if isinstance(model, str):
+            import importlib
+
+            module, _, attr = model.partition(":")
+            model = _SECTIONS[section] = getattr(importlib.import_module(module), attr)
+        return model
+    if is_method(section):
+        return _methods().get(section).params
+    raise ConfigError(f"unknown params section {section!r}; valid sections: {', '.join(section_names())}")
 
 
 def _format_validation_error(err: ValidationError, prefix: str, source: str) -> str:
@@ -142,6 +183,8 @@ def _format_validation_error(err: ValidationError, prefix: str, source: str) -> 
             parent = ".".join(str(p) for p in (prefix, *e["loc"][:-1]) if p != "")
             model = _model_at(prefix, e["loc"][:-1])
             allowed = ", ".join(model.model_fields) if model is not None else "see the schema"
+            if prefix.split(".")[0] != "targets" and is_method(prefix.split(".")[0]) and len(e["loc"]) == 1:
+                allowed += f", {PER_TARGET}"
             lines.append(f"{source}: unknown key {loc!r} (value {value!r}); allowed keys under {parent or 'the top'}: {allowed}")
         elif isinstance(value, dict):  # a rule across several keys of a section: the message names them
             lines.append(f"{source}: {loc}: {e['msg']}")
@@ -150,8 +193,11 @@ def _format_validation_error(err: ValidationError, prefix: str, source: str) -> 
     return "\n".join(lines)
 
 
-def _model_at(section: str, loc: tuple) -> Optional[type]:
-    model = SECTION_MODELS.get(section)
+def _model_at(prefix: str, loc: tuple) -> Optional[type]:
+    try:
+        model = section_model(prefix.split(".")[0])
+    except ConfigError:
+        return None
     for part in loc:
         if isinstance(model, type) and issubclass(model, RootModel):  # a mapping of name -> model: skip the name
             model = TargetParams
@@ -182,57 +228,107 @@ def read_yaml(path: os.PathLike | str) -> Dict[str, Any]:
     return data
 
 
-def validate_top_level(data: Dict[str, Any], source: str = "params.yaml") -> Dict[str, Any]:
-    out: Dict[str, Any] = {}
-    allowed = sorted(set(TOP_LEVEL) | set(SECTION_MODELS))
-    for key in data:
-        if key not in allowed:
-            raise ConfigError(f"{source}: unknown key {key!r}; allowed top-level keys: {', '.join(allowed)}")
+def validate_top_level(data: Dict[str, Any], source: str = "params.yaml", *, every_key: bool = True) -> Dict[str, Any]:
+    """The top-level settings (``device``); with ``every_key`` an unknown top-level key is an error too."""
+    if every_key:
+        allowed = sorted(set(TOP_LEVEL) | set(section_names()))
+        for key in data:
+            if key not in allowed:
+                raise ConfigError(f"{source}: unknown key {key!r}; allowed top-level keys: {', '.join(allowed)}")
     device = data.get("device", "auto")
     if not isinstance(device, str) or not (device in TOP_LEVEL["device"] or device.startswith("cuda:")):
         raise ConfigError(f"{source}: device = {device!r}: allowed: auto, cpu, cuda (or cuda:N)")
-    out["device"] = device
-    return out
+    return {"device": device}
 
 
-def validate_section(section: str, data: Dict[str, Any], source: str = "params.yaml") -> BaseModel:
-    """Validate one stage's section (missing section = all defaults)."""
-    if section not in SECTION_MODELS:
-        raise ConfigError(f"unknown params section {section!r}; valid sections: {', '.join(sorted(SECTION_MODELS))}")
+def _raw_section(section: str, data: Dict[str, Any], source: str) -> Dict[str, Any]:
     raw = data.get(section)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: {section} = {raw!r}: must be a mapping of keys")
+    return raw
+
+
+def per_target(section: str, data: Dict[str, Any], source: str = "params.yaml") -> Dict[str, Dict[str, Any]]:
+    """A method section's ``per_target`` overrides: target name -> keys of the section (``{}`` when none)."""
+    if not is_method(section):
+        return {}
+    pt = _raw_section(section, data, source).get(PER_TARGET) or {}
+    if not isinstance(pt, dict) or not all(isinstance(v, dict) for v in pt.values()):
+        raise ConfigError(f"{source}: {section}.{PER_TARGET} = {pt!r}: must map target names to keys of the "
+                          f"{section} section")
+    if any(PER_TARGET in v for v in pt.values()):
+        raise ConfigError(f"{source}: {section}.{PER_TARGET}: a target's overrides cannot hold {PER_TARGET}")
+    return pt
+
+
+def _validate(section: str, raw: Dict[str, Any], prefix: str, source: str) -> BaseModel:
     try:
-        return SECTION_MODELS[section].model_validate(raw)
+        return section_model(section).model_validate(raw)
     except ValidationError as err:
-        raise ConfigError(_format_validation_error(err, section, source)) from None
+        raise ConfigError(_format_validation_error(err, prefix, source)) from None
 
 
-def load_section(section: str, path: os.PathLike | str = "params.yaml") -> Tuple[Dict[str, Any], BaseModel]:
-    """Read params.yaml and return (top-level settings, the validated section)."""
+def validate_section(section: str, data: Dict[str, Any], source: str = "params.yaml",
+                     target: Optional[str] = None) -> BaseModel:
+    """Validate one section of params.yaml's content ``data`` (a missing section = all defaults); for a method's
+    section and a ``target``, with that target's ``per_target`` overrides merged in."""
+    section_model(section)  # an unknown section names the valid ones
+    raw = _raw_section(section, data, source)
+    overrides = per_target(section, data, source)
+    base = {k: v for k, v in raw.items() if k != PER_TARGET} if is_method(section) else raw
+    if target is None or target not in overrides:
+        return _validate(section, base, section, source)
+    _validate(section, base, section, source)  # an error in the shared keys is named there
+    return _validate(section, deep_merge(base, overrides[target]), f"{section}.{PER_TARGET}.{target}", source)
+
+
+def load_section(section: str, path: os.PathLike | str = "params.yaml",
+                 target: Optional[str] = None) -> Tuple[Dict[str, Any], BaseModel]:
+    """Read params.yaml and return (top-level settings, the validated section, for ``target`` when given)."""
     data = read_yaml(path)
-    top = validate_top_level(data, str(path))
-    return top, validate_section(section, data, str(path))
+    top = validate_top_level(data, str(path), every_key=False)
+    return top, validate_section(section, data, str(path), target)
+
+
+def target_of(name: str, data: Dict[str, Any], source: str = "params.yaml") -> TargetParams:
+    """The validated target ``name`` of params.yaml's content; a ConfigError lists the targets when it is unknown."""
+    targets = validate_section("targets", data, source)
+    if name not in targets.root:
+        raise ConfigError(f"{source}: no target {name!r}; targets: {', '.join(targets.root)}")
+    return targets.root[name]
 
 
 def load_target(name: str, path: os.PathLike | str = "params.yaml") -> Tuple[Dict[str, Any], TargetParams]:
-    """(top-level settings, the validated target ``name``); a ConfigError lists the targets when it is unknown."""
-    top, targets = load_section("targets", path)
-    if name not in targets.root:
-        raise ConfigError(f"{path}: no target {name!r}; targets: {', '.join(targets.root)}")
-    return top, targets.root[name]
+    """(top-level settings, the validated target ``name``) from params.yaml."""
+    data = read_yaml(path)
+    return validate_top_level(data, str(path), every_key=False), target_of(name, data, str(path))
 
 
 def check_params(path: os.PathLike | str = "params.yaml") -> Dict[str, Any]:
-    """Validate the whole file; return the normalised content (every default filled in)."""
+    """Validate the whole file (every section, every target's overrides); return the normalised content (every
+    default filled in, ``per_target`` kept as written)."""
     data = read_yaml(path)
     out: Dict[str, Any] = validate_top_level(data, str(path))
     errors: List[str] = []
-    for section in SECTION_MODELS:
+    names: List[str] = []
+    try:
+        names = list(validate_section("targets", data, str(path)).root)
+    except ConfigError:
+        pass  # reported below
+    for section in section_names():
         try:
             out[section] = validate_section(section, data, str(path)).model_dump(mode="json")
+            overrides = per_target(section, data, str(path))
+            unknown = [t for t in overrides if names and t not in names]
+            if unknown:
+                raise ConfigError(f"{path}: {section}.{PER_TARGET}: no target {', '.join(map(repr, unknown))}; "
+                                  f"targets: {', '.join(names)}")
+            for t in overrides:
+                validate_section(section, data, str(path), target=t)
+            if overrides:
+                out[section][PER_TARGET] = overrides
         except ConfigError as exc:
             errors.append(str(exc))
     if errors:

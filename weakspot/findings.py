@@ -64,16 +64,6 @@ def normalise(df: Any, *, where: str = "findings") -> "Any":
     return out[list(COLUMNS)]
 
 
-def display_array(image: Any) -> np.ndarray:
-    """An input image as matplotlib shows it: ``(C, H, W)`` in [0, 1] -> ``(H, W)`` (grey) or ``(H, W, 3)``, clipped."""
-    a = np.asarray(image, np.float64)
-    if a.ndim == 3:
-        a = np.moveaxis(a, 0, -1)
-        if a.shape[-1] == 1:
-            a = a[..., 0]
-    return np.clip(a, 0, 1)
-
-
 def to_png(image: Any, *, scale: int = 1) -> bytes:
     """PNG bytes of one image: ``(C, H, W)`` float in [0, 1] (C = 1 or 3), or ``(H, W, 3)`` / ``(H, W)`` uint8."""
     from PIL import Image

@@ -1,4 +1,4 @@
-"""Targets (the models under audit) and methods (what audits them), and which method fits which target.
+"""Targets: the models under audit, each data + model, and what a method may ask of one.
 
 Caveats first: whether a method fits a target is decided from params.yaml alone (the data source's modality, the
 model's kind, a scene to render), before anything is trained, so the pipeline knows its stages up front and the
@@ -19,21 +19,19 @@ A target is data + model::
         data:  {source: "csv:data/my_table.csv", label: target}
         model: {kind: sklearn, weights: models/my_model.pkl}
 
-Adding a method: register it here with :func:`register_method` (name, paper, what it needs), write its flow
-``flows/<name>.py`` (see DESIGN.md, "Adding a method"); the pipeline, the config validation and the report pick
-it up from this registry.
+What each method needs of a target, and so which methods run on it, is each method's own declaration
+(:class:`weakspot.methods.Method`, ``misfit``); a method's settings for one target live in that method's section
+(``<method>.per_target.<target>``), not here.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Dict, List, Literal, Optional, Tuple, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from weakspot.models.spec import ModelSpec
-from weakspot.registry import Registry
 
 #: data source kinds whose inputs are images (everything else is tabular)
 IMAGE_SOURCES = ("digits", "torchvision", "scenes")
@@ -141,24 +139,15 @@ class TargetParams(_Section):
         None, description="class whose confident errors GAD searches (name or code; default: the bias preset's, or code 1)")
     class_map: Optional[Dict[str, str]] = Field(
         None, description="the model's class name -> scene class, for a user's classifier of rendered objects")
-    defences: Optional[List[str]] = Field(
-        None, description="defended models the intrinsic method trains from this target (default: intrinsic.defences; [] for none)")
-
-    @field_validator("defences")
-    @classmethod
-    def _known_defences(cls, v: Optional[List[str]]) -> Optional[List[str]]:
-        if v is not None:
-            from weakspot.intrinsic.config import check_defences
-
-            check_defences(v, "defences")
-        return v
-
     @field_validator("methods")
     @classmethod
     def _known_methods(cls, v: Optional[List[str]]) -> Optional[List[str]]:
         if v is not None:
-            for name in v:
-                METHODS.get(name)  # a ConfigError (ValueError) listing the valid names
+            from weakspot.methods import available
+
+            unknown = [name for name in v if name not in available()]
+            if unknown:
+                raise ValueError(f"unknown method(s) {unknown}; methods: {', '.join(available())}")
         return v
 
     @model_validator(mode="after")
@@ -209,84 +198,3 @@ def check_target_name(name: str) -> str:
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"target name {name!r}: use a letter, then letters, digits or '_' (at most 40; stages are named <step>-<target>)")
     return name
-
-
-# ----------------------------------------------------------------------------------------------- methods
-
-
-@dataclass(frozen=True)
-class Method:
-    """A method of audit and what it needs of a target.
-
-    Parameters
-    ----------
-    name : str
-        The key in params.yaml, dvc.yaml stage names (``<name>-<target>``), metrics and findings.
-    title : str
-        The report's section heading.
-    paper : str
-        The paper it implements (``seeds/00N``).
-    modalities : tuple of str
-        ``image`` and/or ``tabular``.
-    white_box : bool
-        Needs gradients (a torch model).
-    scene : bool
-        Needs a scene it can render (the examiner).
-    """
-
-    name: str
-    title: str
-    paper: str
-    modalities: Tuple[str, ...] = ("image", "tabular")
-    white_box: bool = False
-    scene: bool = False
-
-    def misfit(self, target: TargetParams) -> Optional[str]:
-        """Why this method does not run on ``target`` (``None`` when it does)."""
-        if target.methods is not None and self.name not in target.methods:
-            return f"the target lists methods {target.methods} only"
-        if target.modality not in self.modalities:
-            return f"needs {' or '.join(self.modalities)} data; the target's data are {target.modality}"
-        if self.white_box and not target.white_box:
-            return f"needs gradients (a torch model); the target's model is a {target.model.kind} black box"
-        if self.scene and not target.renderable:
-            return "needs a scene it can render (data source 'scenes', or a class_map onto the scene's classes)"
-        return None
-
-
-METHODS = Registry("method")
-
-
-def register_method(method: Method) -> Method:
-    METHODS.register(method.name)(method)
-    return method
-
-
-register_method(Method("gad", "Generalized Adversarial Distance", "seeds/001 (Bennette et al.)",
-                       modalities=("tabular",)))
-register_method(Method("examine", "Adversarial examiner", "seeds/000 (Shu et al., AAAI 2020)",
-                       modalities=("image",), scene=True))
-register_method(Method("intrinsic", "Intrinsic robustness", "seeds/002 (Yu et al., IJCAI 2019)",
-                       modalities=("image",), white_box=True))
-register_method(Method("corner", "Corner cases", "seeds/003 (Platon, Avrin & Chan-Hon-Tong, ECAI 2020)",
-                       modalities=("image",), white_box=True))
-# black-box at its core (the GA reads probabilities only); its gradient indicator, PGD and coverage baselines and the
-# fine-tuning run where the model is a torch module
-register_method(Method("hda", "Hierarchical distribution-aware testing", "seeds/004 (Huang et al.)",
-                       modalities=("image",)))
-
-
-def fits(target: TargetParams) -> Dict[str, Optional[str]]:
-    """Method name -> ``None`` (runs on the target) or the reason it does not, for every registered method."""
-    return {name: METHODS.get(name).misfit(target) for name in METHODS}
-
-
-@dataclass(frozen=True)
-class Pair:
-    target: str
-    method: str
-
-
-def pairs(targets: Dict[str, TargetParams]) -> List[Pair]:
-    """Every (target, method) that runs, in params order then registry order."""
-    return [Pair(t, m) for t, p in targets.items() for m, why in fits(p).items() if why is None]

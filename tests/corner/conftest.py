@@ -46,7 +46,7 @@ def mean_threshold_clf():
 def gap_generator():
     """A toy generator trained on images of intensity in [0.05, 0.3] or [0.7, 0.95]: the mean-threshold boundary
     (0.5) lies in the gap between the two clusters, outside the data."""
-    from weakspot.corner import train_autoencoder
+    from weakspot.corner.autoencoder import train_autoencoder
 
     torch.set_num_threads(1)
     X = intensity_images(240, [(0.05, 0.3), (0.7, 0.95)], seed=1)
@@ -56,7 +56,7 @@ def gap_generator():
 @pytest.fixture(scope="package")
 def wide_generator():
     """A toy generator trained on intensities spread over [0.1, 0.9]: the boundary (0.5) runs through the data."""
-    from weakspot.corner import train_autoencoder
+    from weakspot.corner.autoencoder import train_autoencoder
 
     torch.set_num_threads(1)
     X = intensity_images(240, [(0.1, 0.9)], seed=2)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from weakspot.corner import train_autoencoder
+from weakspot.corner.autoencoder import train_autoencoder
 from weakspot.corner.autoencoder import ConvAutoencoder
 from weakspot.errors import DataError
 

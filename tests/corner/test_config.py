@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from weakspot.corner import CornerParams
+from weakspot.corner.config import CornerParams
 
 
 def test_defaults_are_the_papers_where_it_gives_numbers():

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from weakspot.corner import CornerParams, run_corner
+from weakspot.corner.config import CornerParams
+from weakspot.corner.experiment import run_corner
 from weakspot.findings import normalise
 from weakspot.models import TorchClassifier
 from weakspot.result import StageResult
@@ -94,7 +95,7 @@ def test_refuses_wrong_inputs(toy):
 
 def test_a_given_generator_gives_what_training_it_here_gives(toy):
     """The pipeline trains the generator once per data set and hands it in: same result as training it in place."""
-    from weakspot.corner import train_generator
+    from weakspot.corner.experiment import train_generator
     from weakspot.corner.autoencoder import Generator
 
     clf, X, y = toy

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from weakspot.corner import latent_density, total_variation
+from weakspot.corner.realism import latent_density, total_variation
 from weakspot.corner.realism import scott_bandwidth
 from weakspot.errors import DataError
 

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from weakspot.corner import fgsm_vs_latent, latent_density, search_corner_cases
+from weakspot.corner.realism import latent_density
+from weakspot.corner.search import fgsm_vs_latent, search_corner_cases
 from weakspot.errors import ConfigError
 
 

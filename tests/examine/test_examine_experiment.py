@@ -11,17 +11,12 @@ import torch
 from pydantic import ValidationError
 
 from weakspot.errors import ConfigError, DataError
-from weakspot.examine import (
-    EXAMINERS,
-    FINDING_COLUMNS,
-    ExamineParams,
-    examine_target,
-    run_study,
-    select_instances,
-)
+from weakspot.examine.config import ExamineParams
+from weakspot.examine.examiners import EXAMINERS
+from weakspot.examine.experiment import FINDING_COLUMNS, examine_target, run_study, select_instances
 from weakspot.examine.fake import FakeRenderer, fake_dataset
 from weakspot.models import ARCHS, CallableClassifier, TorchClassifier, train_torch_classifier
-from weakspot.scene import images_to_input
+from weakspot.scene.dataset import images_to_input
 from weakspot.scene.space import SceneSpace
 
 CLASSES = ["disc", "square", "triangle", "cross"]
@@ -282,7 +277,7 @@ def test_bad_input_is_named(world):
 
 
 def test_examiner_names_come_from_the_registry():
-    from weakspot.examine import register_examiner
+    from weakspot.examine.examiners import register_examiner
     from weakspot.examine.examiners import RandomExaminer
 
     assert "sobol_test" not in EXAMINERS

@@ -9,7 +9,7 @@ import torch
 
 from weakspot.errors import ConfigError, DataError
 from weakspot.hda import generate as G
-from weakspot.hda.config import HdaParams, default_radius
+from weakspot.hda.config import HdaParams, default_radius, radius_of
 from weakspot.hda.density import frechet_distance, log_adaptive_kde, train_density
 from weakspot.hda.finetune import finetune, slow_start_fast_decay
 
@@ -256,15 +256,24 @@ def test_finetuning_on_aes_fixes_them_and_leaves_the_model_unchanged():
 
 
 # ----------------------------------------------------------------------------------------------------------- config
-def test_params_overrides_radius_and_errors():
-    p = HdaParams.model_validate({"n_seeds": 50, "overrides": {"scenes": {"n_seeds": 10, "ga": {"generations": 5}}}})
-    s = p.for_target("scenes")
-    assert s.n_seeds == 10 and s.ga.generations == 5 and s.ga.population == p.ga.population
-    assert p.for_target("digits").n_seeds == 50
-    with pytest.raises(ValueError, match="overrides.scenes"):
-        HdaParams.model_validate({"overrides": {"scenes": {"ga": {"generatoins": 5}}}})
+def test_params_per_target_radius_and_errors(tmp_path):
+    import yaml
+
+    from weakspot.config import load_section
+
+    f = tmp_path / "params.yaml"
+    f.write_text(yaml.safe_dump({"targets": {"digits": {}, "scenes": {}}, "hda": {
+        "n_seeds": 50, "per_target": {"scenes": {"n_seeds": 10, "ga": {"generations": 5}, "radius": 0.02}}}}))
+    s = load_section("hda", f, target="scenes")[1]
+    assert s.n_seeds == 10 and s.ga.generations == 5 and s.ga.population == HdaParams().ga.population
+    assert s.radius == 0.02 and radius_of(s, 1, (0.0, 1.0)) == 0.02
+    d = load_section("hda", f, target="digits")[1]
+    assert d.n_seeds == 50 and radius_of(d, 1, (0.0, 1.0)) == 0.1
+    f.write_text(yaml.safe_dump({"targets": {"scenes": {}}, "hda": {"per_target": {"scenes": {"ga": {"generatoins": 5}}}}}))
+    with pytest.raises(ValueError, match="hda.per_target.scenes.ga.generatoins"):
+        load_section("hda", f, target="scenes")
     with pytest.raises(ValueError, match="radius"):
-        HdaParams.model_validate({"radius": {"digits": -1}})
+        HdaParams.model_validate({"radius": -1})
     assert default_radius(1, 0.0, 1.0) == 0.1 and default_radius(3, 0.0, 1.0) == 0.03
 
 

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from weakspot.errors import ConfigError, DataError, ModelError
 from weakspot.intrinsic import psi as P
+from weakspot.models.rescale import scaled_last_layer
 from tests.intrinsic.helpers import digits_net
 
 
@@ -56,7 +57,7 @@ def test_normalised_psi_is_invariant_to_last_layer_scaling_and_softmax_psi_is_no
     net, X, y = digits
     inv, soft, sharp = {}, {}, {}
     for f in (1.0, 100.0, 0.01):
-        m = P.scaled_last_layer(net, f)
+        m = scaled_last_layer(net, f)
         inv[f] = P.max_kl(m, X, eps=0.1, steps=10, seed=3).psi
         soft[f] = P.max_kl(m, X, eps=0.1, steps=10, seed=3, normalisation="softmax").psi
         sharp[f] = P.eps_sharpness(m, X, y, eps=0.1, steps=10, seed=3)
@@ -72,15 +73,15 @@ def test_scaled_last_layer_scales_logits_and_leaves_the_original(digits):
     net, X, _ = digits
     x = torch.as_tensor(X[:5])
     before = [p.detach().clone() for p in net.parameters()]
-    twin = P.scaled_last_layer(net, 100.0)
+    twin = scaled_last_layer(net, 100.0)
     with torch.no_grad():
         torch.testing.assert_close(twin(x), 100 * net(x), rtol=1e-5, atol=1e-4)
     for a, b in zip(before, net.parameters()):
         assert torch.equal(a, b)
     with pytest.raises(ModelError, match="Linear"):
-        P.scaled_last_layer(torch.nn.Sequential(torch.nn.Conv1d(1, 1, 1)), 100.0)
+        scaled_last_layer(torch.nn.Sequential(torch.nn.Conv1d(1, 1, 1)), 100.0)
     with pytest.raises(ConfigError, match="factor"):
-        P.scaled_last_layer(net, 0.0)
+        scaled_last_layer(net, 0.0)
 
 
 def test_ascent_stays_in_the_ball_and_the_data_range(digits):

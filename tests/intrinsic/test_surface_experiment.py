@@ -78,7 +78,7 @@ def trained():
     """A LeNet-like CNN on 8x8 digits and its PGD-trained twin (same init, same data), a few seconds each."""
     from sklearn.datasets import load_digits
 
-    from weakspot.intrinsic.defences import train_defence
+    from weakspot.adversarial.defences import train_defence
     from weakspot.models.archs import ARCHS
     from weakspot.models.train import train_torch_classifier
 

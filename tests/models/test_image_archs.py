@@ -9,7 +9,7 @@ import torch
 from weakspot.errors import ConfigError, DataError
 from weakspot.examine.fake import FakeRenderer
 from weakspot.models import ARCHS, PAPER_LR, Normalize, TorchClassifier, train_torch_classifier
-from weakspot.scene import images_to_input
+from weakspot.scene.dataset import images_to_input
 
 IMAGE_ARCHS = ["small_cnn", "alexnet", "resnet34"]
 

@@ -120,3 +120,9 @@ class Dataset:
         """Samples per class name."""
         counts = np.bincount(self.y, minlength=self.n_classes)
         return {c: int(n) for c, n in zip(self.classes, counts)}
+
+
+def image_range(X: Any) -> Tuple[float, float]:
+    """The range attacks and generators clip images to: [0, 1], wider where the data are."""
+    X = np.asarray(X)
+    return float(min(0.0, X.min())), float(max(1.0, X.max()))

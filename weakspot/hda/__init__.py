@@ -4,4 +4,17 @@ Learning"): a VAE + adaptive KDE global distribution, test seeds where the data 
 two-step genetic algorithm for natural adversarial examples (prediction loss, then loss plus a perceptual term), the
 baselines behind the same protocol (PGD, neuron-coverage fuzzing, FODA), and adversarial fine-tuning that gives a
 repaired model.
+
+Caveats first: black-box at its core (the GA reads probabilities only); its gradient indicator, the PGD and coverage
+baselines and the fine-tuning run where the model is a torch module. Its adversarially trained model (RQ3) is the
+intrinsic method's min-max model, with the ``intrinsic`` section's settings (the same cached training). Importing this
+package registers the method (and loads its params model only).
 """
+
+from weakspot.hda.config import HdaParams
+from weakspot.methods import Method, register_method
+
+METHOD = register_method(Method(
+    "hda", "Hierarchical distribution-aware testing", "seeds/004 (Huang et al.)", params=HdaParams,
+    run="weakspot.hda.run:run", modalities=("image",), order=45, target_keys=("train",), reads=("intrinsic",),
+    repairs=True))

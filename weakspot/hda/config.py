@@ -12,7 +12,7 @@ per query than the digits' LeNet). An unknown key is an error.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Literal
+from typing import Any, Dict, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -116,7 +116,7 @@ class HdaParams(_Section):
     """params.yaml ``hda`` section."""
 
     seed: int = 0
-    radius: Dict[str, float] = Field(default_factory=dict)  # target -> L-inf radius (default: Table 1's by colour)
+    radius: Optional[float] = Field(None, gt=0, lt=1e6)  # L-inf radius, data units (None: Table 1's by colour)
     pool: int = Field(1000, ge=2)  # candidate seeds: correctly classified inputs, test split first (paper: test set)
     n_seeds: int = Field(50, ge=1)  # k (paper: 100)
     cases_per_seed: int = Field(3, ge=1)  # test cases per seed on average, allocated by density (Sec. 3.4)
@@ -134,42 +134,6 @@ class HdaParams(_Section):
     finetune: FinetuneParams = Field(default_factory=FinetuneParams)
     batch_size: int = Field(1024, ge=1)
     max_findings: int = Field(12, ge=0, le=1000)
-    overrides: Dict[str, Dict[str, Any]] = Field(default_factory=dict)  # target -> keys of this section
-
-    @field_validator("radius")
-    @classmethod
-    def _radius(cls, v: Dict[str, float]) -> Dict[str, float]:
-        for t, r in v.items():
-            if not (isinstance(r, (int, float)) and 0 < r < 1e6):
-                raise ValueError(f"radius of target {t!r} = {r!r}: must be > 0 (in the data's units)")
-        return v
-
-    @field_validator("overrides")
-    @classmethod
-    def _overrides(cls, v: Dict[str, Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
-        for t, o in v.items():
-            if "overrides" in o:
-                raise ValueError(f"overrides.{t}: cannot nest overrides")
-            merged = _merge(HdaParams().model_dump(), o)  # validates the keys now, not when the stage runs
-            try:
-                HdaParams.model_validate(merged)
-            except Exception as e:  # pydantic's message names the key
-                raise ValueError(f"overrides.{t}: {e}") from None
-        return v
-
-    def for_target(self, target: str) -> "HdaParams":
-        """These params with ``overrides[target]`` applied."""
-        o = self.overrides.get(target)
-        if not o:
-            return self
-        return HdaParams.model_validate({**_merge(self.model_dump(), o), "overrides": {}})
-
-
-def _merge(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
 
 
 def default_radius(n_channels: int, lo: float, hi: float) -> float:
@@ -177,5 +141,6 @@ def default_radius(n_channels: int, lo: float, hi: float) -> float:
     return (RADIUS_GREY if int(n_channels) == 1 else RADIUS_COLOUR) * float(hi - lo)
 
 
-def radius_of(p: HdaParams, target: str, n_channels: int, clip: Any) -> float:
-    return float(p.radius.get(target, default_radius(n_channels, *clip)))
+def radius_of(p: HdaParams, n_channels: int, clip: Any) -> float:
+    """``p.radius``, else Table 1's for the data (:func:`default_radius`)."""
+    return float(p.radius if p.radius is not None else default_radius(n_channels, *clip))

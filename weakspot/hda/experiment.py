@@ -298,7 +298,7 @@ def _eval(res, sname, Xs, ys, proba_fn, dens, feat, clip, bs, device) -> G.CaseE
 
 
 def _attack(att, mod, pf, Xs, ys, n_i, radius, clip, p, ga_kw, n_classes, bs, device, progress) -> G.LocalResult:
-    from weakspot.intrinsic.attacks import batched, fgsm
+    from weakspot.adversarial.attacks import batched, fgsm
 
     t0 = time.perf_counter()
     idx = np.repeat(np.arange(len(Xs)), n_i)
@@ -306,7 +306,7 @@ def _attack(att, mod, pf, Xs, ys, n_i, radius, clip, p, ga_kw, n_classes, bs, de
         X = batched(fgsm, mod, Xs[idx], ys[idx], batch_size=bs, device=device, eps=float(radius), clip=tuple(clip))
         return G.LocalResult("fgsm", X, idx, len(idx), time.perf_counter() - t0)
     if att == "autoattack":
-        from weakspot.intrinsic.art_attacks import art_autoattack
+        from weakspot.adversarial.art_attacks import art_autoattack
 
         X = art_autoattack(mod, Xs[idx], ys[idx], eps=float(radius), clip=tuple(clip), n_classes=n_classes,
                            iters=p.autoattack_iters, seed=p.seed, batch_size=bs, device=device)
@@ -692,7 +692,7 @@ def _plt():
 
 
 def _img(x: np.ndarray) -> np.ndarray:
-    from weakspot.findings import display_array
+    from weakspot.plotting import display_array
 
     return display_array(x)
 

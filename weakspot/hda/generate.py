@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from weakspot.errors import ConfigError, DataError
-from weakspot.intrinsic.attacks import cw_margin
+from weakspot.adversarial.attacks import cw_margin
 
 ProbaFn = Callable[[torch.Tensor], torch.Tensor]  # (m, *shape) inputs -> (m, k) probabilities
 
@@ -101,7 +101,7 @@ def batched_proba(proba_fn: ProbaFn, x: torch.Tensor, batch: int) -> torch.Tenso
 def gradient_indicator(module: torch.nn.Module, X: np.ndarray, y: np.ndarray, *, batch: int = 512,
                        device: Any = "cpu") -> np.ndarray:
     """Eq. 6, white-box: the L1 norm (the L-inf ball's dual norm) of the cross-entropy's input gradient."""
-    from weakspot.intrinsic.attacks import input_grad
+    from weakspot.adversarial.attacks import input_grad
 
     out = []
     module.eval()
@@ -280,7 +280,7 @@ def pgd_cases(module: torch.nn.Module, X: np.ndarray, y: np.ndarray, n_cases: Se
               clip: Tuple[float, float] = (0.0, 1.0), steps: int = 30, seed: int = 0, batch: int = 512,
               device: Any = "cpu") -> LocalResult:
     """PGD-``steps`` (cross-entropy, random start) once per test case: seed i gets ``n_cases[i]`` random starts."""
-    from weakspot.intrinsic.attacks import batched, pgd
+    from weakspot.adversarial.attacks import batched, pgd
 
     _check(radius, clip)
     t0 = time.perf_counter()

@@ -93,16 +93,15 @@ class IntrinsicParams(_Section):
     """params.yaml ``intrinsic`` section."""
 
     seed: int = 0
-    eps: Dict[str, float] = Field(default_factory=dict)  # target -> L-inf eps (default: 0.3 grey / 8/255 colour x range)
+    eps: Optional[float] = Field(None, gt=0, lt=1e6)  # L-inf eps in the data's units (None: 0.3 grey / 8/255 colour x range)
     n_inputs: int = Field(500, ge=2)  # inputs for psi (the test split, then val): ours (paper: the test set)
     n_attack: int = Field(200, ge=1)  # inputs attacked per model (a prefix of the psi inputs): ours (CPU)
     pgd_steps: int = Field(30, ge=1)  # Sec. 5.1
     cw_steps: int = Field(30, ge=1)  # Sec. 5.1
     psi: PsiParams = Field(default_factory=PsiParams)
     autoattack: AutoAttackParams = Field(default_factory=AutoAttackParams)
-    defences: List[str] = Field(default_factory=lambda: list(DEFENCE_NAMES))  # a target may set its own (or [])
+    defences: List[str] = Field(default_factory=lambda: list(DEFENCE_NAMES))  # per_target.<t>.defences: [] for none
     defence_init: Literal["target", "scratch"] = "target"  # ours (CPU): fine-tune the audited model's weights
-    defence_init_for: Dict[str, Literal["target", "scratch"]] = Field(default_factory=dict)  # target -> its own init
     defence_epochs: int = Field(1, ge=1, le=10_000)  # with defence_init: target (scratch: the target's epochs)
     defence_options: Dict[str, Dict[str, Any]] = Field(default_factory=dict)  # defence -> its options
     stability: StabilityParams = Field(default_factory=StabilityParams)
@@ -116,24 +115,11 @@ class IntrinsicParams(_Section):
     def _known(cls, v: List[str]) -> List[str]:
         return check_defences(v, "intrinsic.defences")
 
-    @field_validator("eps")
-    @classmethod
-    def _eps(cls, v: Dict[str, float]) -> Dict[str, float]:
-        for t, e in v.items():
-            if not (isinstance(e, (int, float)) and 0 < e < 1e6):
-                raise ValueError(f"eps of target {t!r} = {e!r}: must be > 0 (in the data's units)")
-        return v
-
     @field_validator("defence_options")
     @classmethod
     def _options(cls, v: Dict[str, Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
         check_defences(list(v), "intrinsic.defence_options")
         return v
-
-
-def init_of(params: "IntrinsicParams", target: str) -> str:
-    """How ``target``'s defended models start: ``defence_init_for[target]``, else ``defence_init``."""
-    return params.defence_init_for.get(target, params.defence_init)
 
 
 def check_defences(names: List[str], where: str) -> List[str]:

@@ -5,7 +5,7 @@ Caveats first:
 
 * The models are torch modules mapping float32 inputs in the data's range ``clip`` to logits; none is changed here
   (Table 4's rescaled models are copies). The defended models are trained by the caller (``tasks/intrinsic.py``,
-  :func:`weakspot.intrinsic.defences.train_defence`), so this module measures and reports only.
+  :func:`weakspot.adversarial.defences.train_defence`), so this module measures and reports only.
 * psi is computed on ``n_inputs`` inputs (the test split first, then val, then train, as the caller orders them), the
   attacks on the first ``n_attack`` of them; the report names both counts.
 * Every number is deterministic for the same seed on the CPU (random starts come from seeded generators).
@@ -24,9 +24,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from weakspot.intrinsic import attacks as A
+from weakspot.adversarial import attacks as A
 from weakspot.intrinsic.config import PAPER_SETTINGS, IntrinsicParams
-from weakspot.intrinsic.psi import eps_sharpness, max_kl, psi, psi_per_class, scaled_last_layer
+from weakspot.intrinsic.psi import eps_sharpness, max_kl, psi, psi_per_class
+from weakspot.models.rescale import scaled_last_layer
 from weakspot.intrinsic.surface import DIRECTIONS, decision_surfaces, surface_figure
 from weakspot.progress import Progress
 from weakspot.result import StageResult
@@ -131,7 +132,7 @@ def evaluate_model(name: str, label: str, module: torch.nn.Module, X: np.ndarray
     run("pgd30", A.pgd, eps=eps, steps=p.pgd_steps, loss="ce", clip=clip, generator=gen(1))
     run("cw30", A.pgd, eps=eps, steps=p.cw_steps, loss="cw", clip=clip, generator=gen(2))
     if p.autoattack.enabled:
-        from weakspot.intrinsic.art_attacks import art_autoattack
+        from weakspot.adversarial.art_attacks import art_autoattack
 
         t0 = time.perf_counter()
         xadv = art_autoattack(module, Xa, ya, eps=eps, clip=clip, n_classes=n_classes, iters=p.autoattack.iters,
@@ -166,7 +167,7 @@ def reparam_row(module: torch.nn.Module, X: np.ndarray, y: np.ndarray, *, eps: f
 def pgd_vs_art(module: torch.nn.Module, X: np.ndarray, y: np.ndarray, n_classes: int, *, eps: float,
                clip: Tuple[float, float], steps: int, batch_size: int, device: Any = "cpu") -> Dict[str, float]:
     """Our PGD against IBM ART's on the same model and inputs, both deterministic (no random start)."""
-    from weakspot.intrinsic.art_attacks import art_pgd
+    from weakspot.adversarial.art_attacks import art_pgd
 
     ours = A.batched(A.pgd, module, X, y, batch_size=batch_size, device=device, eps=eps, steps=steps,
                      random_start=False, clip=clip)
@@ -590,7 +591,7 @@ def _fig_per_class(evals: Dict[str, ModelEval], classes: List[str]) -> Any:
 
 
 def _img(x: np.ndarray) -> np.ndarray:
-    from weakspot.findings import display_array
+    from weakspot.plotting import display_array
 
     return display_array(x)
 

@@ -25,8 +25,8 @@ Caveats first:
 * Deterministic: the random starts are drawn from a CPU ``torch.Generator`` seeded by ``seed``, in batch order, so the
   same (seed, batch_size) give the same numbers on any device.
 
-Also here: :func:`scaled_last_layer` (Table 4's "*100" and "/100" reparameterisation, Dinh et al. 2017, "Sharp minima
-can generalize for deep nets", ICML) and :func:`eps_sharpness` (Keskar et al. 2017, "On large-batch training for deep
+Table 4's "*100" and "/100" reparameterisation is :func:`weakspot.models.rescale.scaled_last_layer`; here too,
+:func:`eps_sharpness` (Keskar et al. 2017, "On large-batch training for deep
 learning: generalization gap and sharp minima", ICLR, moved to input space as Sec. 5.4 does).
 
 Example
@@ -54,7 +54,7 @@ import torch
 import torch.nn.functional as F
 
 from weakspot.errors import ConfigError, DataError, ModelError
-from weakspot.intrinsic.attacks import _project, pgd
+from weakspot.adversarial.attacks import _project, pgd
 from weakspot.progress import Progress
 
 Clip = Tuple[float, float]
@@ -398,35 +398,6 @@ def psi_per_class(kl_values: Any, labels: Any, n_classes: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- reparameterisation
-def scaled_last_layer(module: torch.nn.Module, factor: float) -> torch.nn.Module:
-    """A deep copy of ``module`` whose last ``torch.nn.Linear`` (in ``module.modules()`` order) has its weight and
-    bias multiplied by ``factor``: Table 4's "*100" (factor 100) and "/100" (factor 0.01) reparameterisation.
-
-    With a piecewise-linear network and nothing but an arg-max after that layer, the predictions do not change
-    (Dinh et al. 2017); the logits are multiplied by ``factor``.
-
-    Raises
-    ------
-    ConfigError
-        factor not finite and > 0.
-    ModelError
-        The module has no ``torch.nn.Linear`` layer.
-    """
-    if isinstance(factor, bool) or not isinstance(factor, (int, float, np.floating, np.integer)) \
-            or not np.isfinite(factor) or factor <= 0:
-        raise ConfigError(f"scaled_last_layer factor = {factor!r}: must be a finite number > 0 (e.g. 100 or 0.01)")
-    twin = copy.deepcopy(module)
-    linears = [m for m in twin.modules() if isinstance(m, torch.nn.Linear)]
-    if not linears:
-        raise ModelError(f"scaled_last_layer: {type(module).__name__} has no torch.nn.Linear layer to rescale")
-    last = linears[-1]
-    with torch.no_grad():
-        last.weight.mul_(float(factor))
-        if last.bias is not None:
-            last.bias.mul_(float(factor))
-    return twin
-
-
 def eps_sharpness(module: torch.nn.Module, X: Any, y: Any, *, eps: float, steps: int = 20,
                   step_size: Optional[float] = None, clip: Clip = (0.0, 1.0), seed: int = 0, batch_size: int = 256,
                   device: Any = "cpu") -> float:
@@ -437,7 +408,7 @@ def eps_sharpness(module: torch.nn.Module, X: Any, y: Any, *, eps: float, steps:
         sharpness = (max_{X' : ||x'_i - x_i||_inf <= eps, x'_i in clip} L(X') - L(X)) / (1 + L(X)) * 100
 
     The max (separable over inputs) is estimated per input by PGD on the cross-entropy
-    (:func:`weakspot.intrinsic.attacks.pgd` with a random start and ``keep_best=True``); the input itself also
+    (:func:`weakspot.adversarial.attacks.pgd` with a random start and ``keep_best=True``); the input itself also
     counts as a candidate, so the result is >= 0. Rescaling the logit layer changes this number (Table 4), unlike psi
     with the invariant normalisation.
 

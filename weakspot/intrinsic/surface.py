@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Sequence
 import numpy as np
 import torch
 
-from weakspot.intrinsic.attacks import cw_margin, input_grad
+from weakspot.adversarial.attacks import cw_margin, input_grad
 
 #: The y-axis directions of Fig. 2 (a)-(d), in the paper's order.
 DIRECTIONS = ("random", "fgsm", "ll_fgsm", "cw")

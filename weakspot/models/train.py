@@ -105,7 +105,7 @@ def train_torch_classifier(
         :data:`weakspot.progress.Progress`: ``progress("epoch (loss 0.123)", epoch_done, epochs)`` after every
         epoch (the training loss, and the validation accuracy when there is validation data, in the note).
     loss_fn : callable(module, xb, yb, generator) -> (loss, logits), optional
-        Replaces the cross-entropy of a batch (the hook the defences of :mod:`weakspot.intrinsic.defences` use):
+        Replaces the cross-entropy of a batch (the hook the defences of :mod:`weakspot.adversarial.defences` use):
         called with the module (in train mode), the batch on ``device`` (after ``augment``), its labels and the
         loop's seeded CPU ``torch.Generator`` (draw random starts from it to stay deterministic); returns the scalar
         loss to minimise and the logits whose arg-max counts towards ``train_accuracy`` (``(m, k)`` for a batch of

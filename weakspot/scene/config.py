@@ -62,10 +62,3 @@ class SceneParams(BaseModel):
     def space(self) -> SceneSpace:
         """The :class:`SceneSpace` with this section's bound overrides."""
         return SceneSpace(self.bounds)
-
-    def renderer(self, device: str = "auto"):
-        """A :class:`~weakspot.scene.renderer.BlenderRenderer` with this section's settings (not yet started)."""
-        from weakspot.scene.renderer import BlenderRenderer
-
-        return BlenderRenderer(resolution=self.resolution, samples=self.samples, workers=self.workers, device=device,
-                               seed=self.seed)

@@ -14,7 +14,8 @@ Reference: M. Shu, C. Liu, W. Qiu, A. Yuille, "Identifying Model Weakness with A
 
 Example
 -------
->>> from weakspot.scene import BlenderRenderer, SceneSpace
+>>> from weakspot.scene.renderer import BlenderRenderer
+>>> from weakspot.scene.space import SceneSpace
 >>> with BlenderRenderer(resolution=32, samples=4, workers=2) as r:  # doctest: +SKIP
 ...     images, table = render_dataset(r, ["mug", "bowl"], 4, 10, SceneSpace(), seed=0)
 >>> images.shape, list(table.columns)[:5]  # doctest: +SKIP

@@ -29,7 +29,8 @@ Reference: M. Shu, C. Liu, W. Qiu, A. Yuille, "Identifying Model Weakness with A
 
 Example
 -------
->>> from weakspot.scene import BlenderRenderer, SceneSpace
+>>> from weakspot.scene.renderer import BlenderRenderer
+>>> from weakspot.scene.space import SceneSpace
 >>> import numpy as np
 >>> space = SceneSpace()
 >>> p = dict(space.sample(np.random.default_rng(0), 1)[0], **{"class": "mug", "instance": 0})
@@ -803,3 +804,10 @@ class BlenderRenderer:
                 what = "render" if phase[late[0]] == "render" else "restart"
                 raise RenderError(f"render worker {late[0]} did not answer within {self.timeout} s during {what}")
         return np.concatenate(results)
+
+
+def renderer_for(settings: Any, device: str = "auto") -> "BlenderRenderer":
+    """A :class:`BlenderRenderer` with a scene section's settings (a :class:`~weakspot.scene.config.SceneParams`),
+    not yet started."""
+    return BlenderRenderer(resolution=settings.resolution, samples=settings.samples, workers=settings.workers,
+                           device=device, seed=settings.seed)

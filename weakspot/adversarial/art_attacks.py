@@ -97,7 +97,7 @@ def art_pgd(module: torch.nn.Module, X: Any, y: Any, *, eps: float, steps: int =
     cross-entropy of the true labels, with no random start (``num_random_init=0``).
 
     Without a random start it is deterministic and follows the same walk as
-    ``weakspot.intrinsic.attacks.pgd(..., random_start=False)`` with the same eps, steps and step size: ``steps``
+    ``weakspot.adversarial.attacks.pgd(..., random_start=False)`` with the same eps, steps and step size: ``steps``
     signed-gradient steps of ``step_size``, each clipped to ``clip`` and projected onto the eps-ball.
 
     Parameters

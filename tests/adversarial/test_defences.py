@@ -1,4 +1,4 @@
-"""weakspot.intrinsic.defences and the loss hook of weakspot.models.train: each defence against natural training of
+"""weakspot.adversarial.defences and the loss hook of weakspot.models.train: each defence against natural training of
 the same MLP (same seed, epochs, lr) on 8x8 digits in [0, 1], the losses on known answers, errors, determinism."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import torch.nn.functional as F
 
 from weakspot.device import single_thread
 from weakspot.errors import ConfigError, DataError
-from weakspot.intrinsic.attacks import fgsm, input_grad, pgd, predict
-from weakspot.intrinsic.defences import (DEFENCES, defence_options, fgsm_at_loss, gradreg_loss, soft_label_loss,
+from weakspot.adversarial.attacks import fgsm, input_grad, pgd, predict
+from weakspot.adversarial.defences import (DEFENCES, defence_options, fgsm_at_loss, gradreg_loss, soft_label_loss,
                                          temperature_loss, train_defence)
 from weakspot.models import MLP, train_torch_classifier
 from weakspot.models.archs import ARCHS

@@ -1,4 +1,4 @@
-"""weakspot.intrinsic.attacks and .art_attacks: FGSM, PGD and CW (seeds/002 Sec. 5.1) against known answers and
+"""weakspot.adversarial.attacks and .art_attacks: FGSM, PGD and CW (seeds/002 Sec. 5.1) against known answers and
 against IBM ART's implementations."""
 
 import subprocess
@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from weakspot.errors import ConfigError, DataError
-from weakspot.intrinsic import attacks as A
+from weakspot.adversarial import attacks as A
 from tests.intrinsic.helpers import digits_net
 
 EPS = 0.08  # on these digits (in [0, 1]) PGD-10 leaves about half the inputs correct: a non-trivial range
@@ -49,7 +49,7 @@ def test_fgsm_on_a_linear_two_class_model_is_the_sign_of_the_weight_difference()
 
 def test_our_pgd_matches_art_pgd(digits):
     """Same model, inputs, eps, steps and step size, no random start: the same robust accuracy (within 1 point)."""
-    from weakspot.intrinsic.art_attacks import art_pgd
+    from weakspot.adversarial.art_attacks import art_pgd
 
     net, X, y = digits
     ours = A.batched(A.pgd, net, X, y, eps=EPS, steps=10, step_size=0.02, random_start=False)
@@ -94,7 +94,7 @@ def test_least_likely_fgsm_moves_toward_the_target(digits):
 
 # ----------------------------------------------------------------------------------------------------- ART AutoAttack
 def test_art_autoattack_is_stronger_than_pgd_deterministic_and_leaves_the_global_rng(digits):
-    from weakspot.intrinsic.art_attacks import art_autoattack
+    from weakspot.adversarial.art_attacks import art_autoattack
 
     net, X, y = digits
     X, y = X[:150], y[:150]
@@ -112,7 +112,7 @@ def test_art_autoattack_is_stronger_than_pgd_deterministic_and_leaves_the_global
 
 
 def test_art_wrappers_reject_bad_settings(digits):
-    from weakspot.intrinsic.art_attacks import art_autoattack, art_pgd
+    from weakspot.adversarial.art_attacks import art_autoattack, art_pgd
 
     net, X, y = digits
     with pytest.raises(ConfigError, match="apgd-ce, apgd-dlr"):
@@ -128,8 +128,8 @@ def test_art_wrappers_reject_bad_settings(digits):
 
 
 def test_importing_weakspot_does_not_import_art():
-    code = ("import sys, weakspot, weakspot.intrinsic.attacks, weakspot.intrinsic.psi, "
-            "weakspot.intrinsic.art_attacks; sys.exit('art' in sys.modules)")
+    code = ("import sys, weakspot, weakspot.adversarial.attacks, weakspot.intrinsic.psi, "
+            "weakspot.adversarial.art_attacks; sys.exit('art' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
 
 

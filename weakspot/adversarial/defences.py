@@ -51,7 +51,7 @@ import torch
 import torch.nn.functional as F
 
 from weakspot.errors import ConfigError, DataError
-from weakspot.intrinsic.attacks import fgsm, pgd
+from weakspot.adversarial.attacks import fgsm, pgd
 from weakspot.models.train import LossFn, train_torch_classifier
 from weakspot.progress import Progress
 from weakspot.registry import Registry
@@ -307,7 +307,7 @@ def distillation(fit: Fit, module: torch.nn.Module, *, eps: float, clip: Clip,
     """
     t = _number("distillation", "temperature", temperature, low=0, low_ok=False, what="must be > 0")
     if warm_start:
-        from weakspot.intrinsic.psi import scaled_last_layer
+        from weakspot.models.rescale import scaled_last_layer
 
         module.load_state_dict(scaled_last_layer(module, t).state_dict())
     teacher = copy.deepcopy(module)

@@ -1,0 +1,83 @@
+"""The project files a module needs: the import closure behind every stage's DVC deps and every cached call's key.
+
+Caveats first: the closure is read from import statements (at any depth, so a lazy import inside a function counts),
+never by running code; a module loaded by a name computed at run time (``importlib.import_module(name)``) is not in
+it, so whoever loads one adds its closure (the generic method stage adds the method's entry points).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import List, Optional, Set
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT_PACKAGES = ("weakspot", "flows", "tasks")
+#: Modules a stage loads that decide where its tasks run, never what they compute: no stage's dependency, so changing
+#: them (or params.yaml's ``execution``) reruns nothing. tests/test_dask.py checks the results are the same.
+WHERE_NOT_WHAT = ("tasks/runner.py",)
+
+
+def _module_file(name: str) -> Optional[Path]:
+    """The .py file of a project module (``None`` for third-party modules)."""
+    if name.split(".")[0] not in PROJECT_PACKAGES:
+        return None
+    parts = name.split(".")
+    base = ROOT.joinpath(*parts)
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    return None
+
+
+def _imports_of(file: Path, module: str) -> Set[str]:
+    """Every module named by an import statement in ``file`` (at any depth: lazy imports count), plus the packages
+    that contain them (importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__``)."""
+    tree = ast.parse(file.read_text(), filename=str(file))
+    pkg = module if file.name == "__init__.py" else module.rsplit(".", 1)[0]
+    out: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")
+                base = base[: len(base) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            out.add(mod)
+            out.update(f"{mod}.{a.name}" for a in node.names)  # `from pkg import submodule`
+    full: Set[str] = set()
+    for m in out:
+        parts = m.split(".")
+        full.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+    return full
+
+
+def module_closure(module: str) -> List[str]:
+    """The project files a module needs: itself and every project module it imports, transitively (sorted,
+    relative to the repository root)."""
+    seen: Set[str] = set()
+    files: Set[Path] = set()
+    todo = [module]
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        f = _module_file(m)
+        if f is None:
+            continue
+        files.add(f)
+        todo.extend(_imports_of(f, m) - seen)
+    return sorted(str(f.relative_to(ROOT)) for f in files)
+
+
+def closure(*modules: str) -> List[str]:
+    """The project files the modules need, all together, without the runner's (:data:`WHERE_NOT_WHAT`)."""
+    files: Set[str] = set()
+    for m in modules:
+        files.update(module_closure(m))
+    return sorted(files - set(WHERE_NOT_WHAT))

@@ -1,0 +1,155 @@
+"""The generic method stage's parts: a target as a method is given it, the pipeline's runtime (every call a cached
+Prefect task, fanned out on Dask where params.yaml's ``execution`` says so), and the writing of what a method hands
+back (metrics, section, figures, findings, extra products, a repaired model).
+
+Caveats first: a runtime call's cache key is the function, the sha256 of every project file its module loads (the
+same import closure that makes the stage's DVC deps) and the key the method gives; so a change to a method's prose or
+figures reruns its stage (DVC) but reuses its computed results, and a change to the code a result came from
+recomputes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+from prefect import task
+from prefect.utilities.annotations import quote
+
+from tasks import paths
+from tasks.common import combined_digest, digest, fan_out
+from weakspot.config import target_of, validate_section, validate_top_level
+from weakspot.methods import AuditTarget, Method, MethodReport, SceneData, resolve
+from weakspot.runtime import Runtime
+
+
+@dataclass
+class MethodParams:
+    """What a method's stage reads of params.yaml, validated once: the top-level settings, the target, the method's
+    section (with the target's ``per_target`` overrides) and the other sections it reads (``Method.reads``)."""
+
+    top: Dict[str, Any]
+    target: Any
+    section: Any
+    sections: Dict[str, Any] = field(default_factory=dict)
+
+
+def method_params(method: Method, target: str, data: Mapping[str, Any], source: str = str(paths.PARAMS)) -> MethodParams:
+    """Validate the method's part of params.yaml's content ``data`` (a ConfigError names any bad key)."""
+    top = validate_top_level(dict(data), source, every_key=False)
+    t = target_of(target, dict(data), source)
+    why = method.misfit(t)
+    if why is not None:
+        from weakspot.errors import ConfigError
+
+        raise ConfigError(f"method {method.name} does not run on target {target!r}: {why}")
+    section = validate_section(method.name, dict(data), source, target)
+    sections = {s: validate_section(s, dict(data), source, target) for s in method.reads}
+    return MethodParams(top=top, target=t, section=section, sections=sections)
+
+
+def inputs_of(method: Method, target: str) -> List[Any]:
+    """The artifacts a method's stage reads: the prepared splits, the model (and the rendered scenes)."""
+    return [paths.prepared(target), paths.model_dir(target)] + ([paths.RENDER] if method.scene else [])
+
+
+def load_audit_target(method: Method, name: str, t: Any, device: str) -> AuditTarget:
+    """The target as ``method`` is given it: the model as the train stage left it, the prepared splits, what the
+    preparation recorded, a digest of data and weights, and the rendered scenes for a method that renders."""
+    from tasks.data import read_prepared, read_prepared_info
+    from tasks.target import load_target_model
+
+    clf, spec = load_target_model(name, device)
+    splits = {s: read_prepared(name, s) for s in ("train", "val", "test")}
+    scene = None
+    if method.scene:
+        from tasks.scene import read_render
+
+        images, table, settings = read_render()
+        scene = SceneData(images=images, table=table, settings=settings)
+    return AuditTarget(name=name, model=clf, classes=[str(c) for c in spec["classes"]], test=splits["test"],
+                       val=splits["val"], train=splits["train"], params=t, spec=spec,
+                       info=read_prepared_info(name).get("split", {}),
+                       digest=combined_digest(digest([paths.prepared(name), paths.model_dir(name)])), scene=scene)
+
+
+# ------------------------------------------------------------------------------------------ the runtime
+
+_CODE: Dict[str, str] = {}
+
+
+def code_digest(module: str) -> str:
+    """sha256 over every project file ``module`` loads (its import closure, as the stage's DVC deps)."""
+    if module not in _CODE:
+        from tasks.closure import ROOT, module_closure
+
+        h = hashlib.sha256()
+        for f in module_closure(module):
+            h.update(f.encode())
+            h.update((ROOT / f).read_bytes())
+        _CODE[module] = h.hexdigest()
+    return _CODE[module]
+
+
+def _given_key(context: Any, parameters: Dict[str, Any]) -> str:
+    return parameters["key"]
+
+
+@task(cache_key_fn=_given_key, persist_result=True, task_run_name="{label}")
+def call(ref: str, args: Sequence[Any], kwargs: Mapping[str, Any], key: str, label: str) -> Any:
+    """``ref(*args, **kwargs)``: one runtime call, cached under ``key`` (see :meth:`PipelineRuntime.key`)."""
+    return resolve(ref)(*args, **kwargs)
+
+
+class PipelineRuntime(Runtime):
+    """The pipeline's runtime: every call a cached Prefect task, fanned out by ``tasks/runner.py``."""
+
+    @staticmethod
+    def ref(fn: Callable[..., Any]) -> str:
+        if "<locals>" in fn.__qualname__ or "." in fn.__qualname__:
+            raise TypeError(f"{fn.__qualname__}: a runtime call takes a module-level function (workers import it)")
+        return f"{fn.__module__}:{fn.__qualname__}"
+
+    @staticmethod
+    def key(ref: str, key: Mapping[str, Any]) -> str:
+        """The cache key: the function, the digest of the code it loads and the method's key."""
+        blob = json.dumps({"fn": ref, "code": code_digest(ref.split(":")[0]), "key": key}, sort_keys=True,
+                          default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def cached(self, fn: Callable[..., Any], *args: Any, key: Mapping[str, Any], label: str = "", **kwargs: Any) -> Any:
+        return self.map(fn, [(args, kwargs)], keys=[key], labels=[label or fn.__name__])[0]
+
+    def map(self, fn: Callable[..., Any], calls: Sequence[Any], *, keys: Sequence[Mapping[str, Any]],
+            labels: Optional[Sequence[str]] = None) -> List[Any]:
+        if len(keys) != len(calls):
+            raise ValueError(f"{len(calls)} calls but {len(keys)} keys")
+        ref = self.ref(fn)
+        labels = list(labels) if labels is not None else [f"{fn.__name__} #{i}" for i in range(len(calls))]
+        # quote(): Prefect passes the arguments as they are instead of walking into them (models, arrays)
+        return fan_out(call, [((ref, quote(tuple(a)), quote(dict(kw)), self.key(ref, k), f"{fn.__name__}: {lab}"), {})
+                              for (a, kw), k, lab in zip(calls, keys, labels)], labels=labels)
+
+
+# ------------------------------------------------------------------------------------------ writing
+
+
+def write_method_report(method: Method, target: str, out: MethodReport, lin: Dict[str, Any],
+                        spec: Dict[str, Any]) -> None:
+    """A method's artifacts: its stage result and findings, its extra products and its repaired model."""
+    from tasks.common import write_stage_result
+    from weakspot.io import write_bytes, write_json
+
+    for name, data in out.extras.items():
+        write_bytes(paths.findings_extra(target, method.name, name), data)
+    if method.repairs and out.repaired is not None:
+        folder = paths.repaired(target, method.name)
+        extra = dict(out.repaired.get("spec") or {})
+        if out.repaired.get("state_dict") is not None:
+            write_bytes(folder / "model.pt", out.repaired["state_dict"])
+            base = {k: v for k, v in spec.items() if k != "lineage"}
+            extra = {**base, "weights": str(folder / "model.pt"), **extra}
+        write_json(folder / "model.json", {**extra, "lineage": lin})
+    write_stage_result(method.name, out.section, lin, target=target, findings=out.findings)

@@ -1,0 +1,278 @@
+"""Methods of audit as plug-ins: what a method is, what it is given, what it hands back, and how one is found.
+
+Caveats first: a method is a package that registers itself when imported, and nothing imports every method eagerly.
+The names of the methods are found without importing them (:func:`available`): every subpackage of ``weakspot`` that
+has a ``run.py``, and every ``weakspot.methods`` entry point of an installed package; :func:`get` imports one method's
+package (its ``__init__`` and ``config``) and nothing else. A stage that runs one method therefore loads that
+method's code only, so a change to another method's code reruns none of its stages.
+
+A method package::
+
+    weakspot/<name>/
+      __init__.py   register_method(Method(name, title, paper, params=<Name>Params, ...)): what it needs of a target
+      config.py     its params.yaml section (pydantic, extra="forbid"; each default cites the paper or says "ours")
+      run.py        run(target, params, runtime) -> a result dataclass (no prose, no matplotlib, no files)
+      report.py     report(result, params, target) -> MethodReport (metrics, tables, prose, findings)   [optional]
+      figures.py    figures(result, params, target) -> {name: matplotlib Figure}                      [optional]
+
+Without ``report.py`` the ``run`` entry point returns the :class:`MethodReport` itself. :func:`run_method` runs the
+three in turn; the pipeline's generic stage (``python -m flows.method <method> <target>``) calls it and writes what
+comes back.
+
+Example
+-------
+>>> from weakspot import methods
+>>> "gad" in methods.available()
+True
+>>> methods.get("gad").modalities
+('tabular',)
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+
+from weakspot.errors import ConfigError, WeakspotError
+from weakspot.registry import Registry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from weakspot.result import StageResult
+    from weakspot.targets import TargetParams
+
+#: The entry-point group through which an installed package adds a method (``name = "pkg.module"``).
+ENTRY_POINTS = "weakspot.methods"
+
+
+@dataclass(frozen=True)
+class Method:
+    """A method of audit and what it needs of a target.
+
+    Parameters
+    ----------
+    name : str
+        The key in params.yaml, in stage names (``<name>-<target>``), metrics and findings; the package's name.
+    title, paper : str
+        The report's section heading and the paper it implements (``seeds/00N (...)``).
+    params : type
+        The pydantic model of its params.yaml section.
+    run : str
+        ``"module:function"``: ``run(target, params, runtime)``; :func:`run_method` calls it.
+    report, figures : str or None
+        ``"module:function"`` turning run's result into a :class:`MethodReport`, and into ``{name: Figure}``.
+    modalities : tuple of str
+        ``image`` and/or ``tabular``.
+    white_box, scene : bool
+        Needs gradients (a torch model); needs a scene it can render (the examiner).
+    order : int
+        Where its sections stand in the report (lower first).
+    target_keys : tuple of str
+        Keys of ``targets.<t>`` the method reads besides the data and the model (e.g. ``train``): DVC params.
+    reads : tuple of str
+        Other params sections it reads (e.g. HDA the ``intrinsic`` section, whose min-max model it shares).
+    skip_keys : tuple of str
+        Keys of its own section its per-target stage does not read (a shared stage's keys, e.g. ``study``).
+    outputs : tuple of str
+        Extra products it writes next to its findings (``findings/<t>/<name>_<output>``).
+    repairs : bool
+        It may return a repaired copy of the model (``data/targets/<t>/repaired_<name>/``).
+    """
+
+    name: str
+    title: str
+    paper: str
+    params: type
+    run: str
+    report: Optional[str] = None
+    figures: Optional[str] = None
+    modalities: Tuple[str, ...] = ("image", "tabular")
+    white_box: bool = False
+    scene: bool = False
+    order: int = 50
+    target_keys: Tuple[str, ...] = ()
+    reads: Tuple[str, ...] = ()
+    skip_keys: Tuple[str, ...] = ()
+    outputs: Tuple[str, ...] = ()
+    repairs: bool = False
+
+    def misfit(self, target: "TargetParams") -> Optional[str]:
+        """Why this method does not run on ``target`` (``None`` when it does)."""
+        if target.methods is not None and self.name not in target.methods:
+            return f"the target lists methods {target.methods} only"
+        if target.modality not in self.modalities:
+            return f"needs {' or '.join(self.modalities)} data; the target's data are {target.modality}"
+        if self.white_box and not target.white_box:
+            return f"needs gradients (a torch model); the target's model is a {target.model.kind} black box"
+        if self.scene and not target.renderable:
+            return "needs a scene it can render (data source 'scenes', or a class_map onto the scene's classes)"
+        return None
+
+    def modules(self) -> List[str]:
+        """The modules of its entry points (``run``, ``report``, ``figures``): what its stage imports."""
+        return [ref.split(":")[0] for ref in (self.run, self.report, self.figures) if ref]
+
+
+METHODS = Registry("method")
+
+
+def register_method(method: Method) -> Method:
+    """Register ``method`` (called by its package's ``__init__``); registering a name twice is an error."""
+    METHODS.register(method.name)(method)
+    return method
+
+
+# ------------------------------------------------------------------------------------------ finding methods
+
+
+def _entry_points() -> Dict[str, str]:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINTS)}
+
+
+def _builtin() -> List[str]:
+    """Subpackages of ``weakspot`` with a ``run.py``: found on disk, none imported."""
+    root = Path(__file__).resolve().parent
+    return sorted(m.name for m in pkgutil.iter_modules([str(root)]) if m.ispkg and (root / m.name / "run.py").is_file())
+
+
+def available() -> List[str]:
+    """The names of every method (built-in packages and entry points), without importing any."""
+    return sorted(set(_builtin()) | set(_entry_points()))
+
+
+def package_of(name: str) -> str:
+    """The module whose import registers method ``name`` (its package); a ConfigError lists the names."""
+    module = f"weakspot.{name}" if name in _builtin() else _entry_points().get(name)
+    if module is None:
+        raise ConfigError(f"unknown method {name!r}; methods: {', '.join(available()) or '(none)'}")
+    return module
+
+
+def get(name: str) -> Method:
+    """The registered method ``name``, importing its package (and only it) first; a ConfigError lists the names."""
+    if name not in METHODS:
+        importlib.import_module(package_of(name))
+    return METHODS.get(name)
+
+
+def all_methods() -> List[Method]:
+    """Every method, imported, in report order (then by name)."""
+    return sorted((get(n) for n in available()), key=lambda m: (m.order, m.name))
+
+
+def fits(target: "TargetParams") -> Dict[str, Optional[str]]:
+    """Method name -> ``None`` (runs on the target) or the reason it does not, for every method, in report order."""
+    return {m.name: m.misfit(target) for m in all_methods()}
+
+
+def resolve(ref: str) -> Callable[..., Any]:
+    """The function a ``"module:function"`` reference names."""
+    module, _, attr = ref.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"entry point {ref!r} cannot be loaded: {exc}") from None
+
+
+# ------------------------------------------------------------------------------------------ what a method is given
+
+
+@dataclass
+class SceneData:
+    """The rendered scene data set (the ``render`` stage's output) and the settings that rendered it."""
+
+    images: Any
+    table: Any
+    settings: Dict[str, Any]
+
+
+@dataclass
+class AuditTarget:
+    """What a method is given of the model under audit.
+
+    Parameters
+    ----------
+    name : str
+        The target's name.
+    model : Classifier
+        ``predict_proba``; a :class:`~weakspot.models.TorchClassifier` when the target is white-box.
+    classes : list of str
+        Class names, in the model's output order.
+    test, val, train : Dataset
+        The evaluation rows the model never trained on (``test``, ``val``) and what it trained on (``train``).
+    params : TargetParams or None
+        Its params.yaml entry (data, model, training), for methods that retrain it.
+    spec : dict
+        How the model was built (its ``model.json``: kind, arch, input shape, classes).
+    info : dict
+        What the data preparation recorded (the split, a bias preset, the class of interest).
+    digest : str
+        A content digest of the data and the model: part of every cache key that depends on them.
+    scene : SceneData or None
+        The rendered scene data set, for a method that renders (``Method.scene``).
+    """
+
+    name: str
+    model: Any
+    classes: List[str]
+    test: Any
+    val: Any = None
+    train: Any = None
+    params: Any = None
+    spec: Dict[str, Any] = field(default_factory=dict)
+    info: Dict[str, Any] = field(default_factory=dict)
+    digest: str = ""
+    scene: Optional[SceneData] = None
+
+
+@dataclass
+class MethodReport:
+    """What a method hands back to its stage: the report section, the findings and any extra products.
+
+    Parameters
+    ----------
+    section : StageResult
+        Metrics, tables, figures, title and prose.
+    findings : pandas.DataFrame or None
+        The weak spots in :mod:`weakspot.findings`' shape.
+    extras : dict of str -> bytes
+        Products a user acts on, written next to the findings as ``<method>_<name>`` (names in ``Method.outputs``).
+    repaired : dict or None
+        A repaired copy of the model: ``{"state_dict": bytes, "spec": {...}}`` (written when ``Method.repairs``).
+    lineage : dict
+        What else made the numbers (models trained on the way, their settings and time): kept in the lineage.
+    """
+
+    section: "StageResult"
+    findings: Any = None
+    extras: Dict[str, bytes] = field(default_factory=dict)
+    repaired: Optional[Dict[str, Any]] = None
+    lineage: Dict[str, Any] = field(default_factory=dict)
+
+
+def run_method(method: "Method | str", target: AuditTarget, params: Any, runtime: Any) -> MethodReport:
+    """Run ``method`` on ``target``: its ``run``, then its ``report`` and ``figures`` on the result.
+
+    ``runtime`` is a :class:`weakspot.runtime.Runtime` (in-process) or the pipeline's (cached, on Dask).
+    """
+    m = get(method) if isinstance(method, str) else method
+    result = resolve(m.run)(target, params, runtime)
+    if m.report is None:
+        if not isinstance(result, MethodReport):
+            raise WeakspotError(f"method {m.name}: {m.run} returned {type(result).__name__}; without a report entry "
+                                "point it must return a MethodReport")
+        out = result
+    else:
+        out = resolve(m.report)(result, params, target)
+    if m.figures is not None:
+        out.section.figures.update(resolve(m.figures)(result, params, target))
+    unknown = sorted(set(out.extras) - set(m.outputs))
+    if unknown:
+        raise WeakspotError(f"method {m.name}: extra products {unknown} are not declared in Method.outputs "
+                            f"{list(m.outputs)}")
+    out.section.check()
+    return out

@@ -1,0 +1,31 @@
+"""Numbers as the metrics files and the report show them: one rounding rule and one way to print a number.
+
+Caveat first: a number that is not finite (NaN, inf) or missing becomes ``None`` (JSON null) in the metrics, never a
+string, so a metrics file stays readable by ``dvc metrics`` and by the history's comparisons.
+
+>>> rounded(0.123456), rounded(float("nan")), rounded(None), rounded(2.5, 0)
+(0.1235, None, None, 2.0)
+>>> fmt(0.000123456), fmt(12345.6), fmt(1.5)
+('0.000123', '1.23e+04', '1.5')
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+
+def rounded(value: Any, digits: int = 4) -> Optional[float]:
+    """``value`` rounded to ``digits`` decimals for a metrics file; ``None`` when missing or not finite."""
+    if value is None:
+        return None
+    v = float(value)
+    return round(v, digits) if math.isfinite(v) else None
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits for prose (``"n/a"`` when missing or not finite)."""
+    if value is None:
+        return "n/a"
+    v = float(value)
+    return f"{v:.{digits}g}" if math.isfinite(v) else "n/a"
