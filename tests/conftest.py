@@ -49,8 +49,10 @@ class Repo:
 
     def __init__(self, path: Path):
         self.path = path
+        # PYTHONPATH: every process runs the copy's code (the venv's editable install points at the checkout), so a
+        # test may change the copy's code (add a method, edit a module) and the CLI and stages see it
         self.env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
-                    "WEAKSPOT_ROOT": str(path)}
+                    "WEAKSPOT_ROOT": str(path), "PYTHONPATH": str(path)}
         self.env.pop("WEAKSPOT_PARAMS", None)
         self.env.pop("PREFECT_HOME", None)
         self.env.pop("PREFECT_LOCAL_STORAGE_PATH", None)

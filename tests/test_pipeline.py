@@ -46,11 +46,101 @@ def _stages(status: str) -> set:
             if line and not line.startswith(("\t", " ")) and line.rstrip().endswith(":")}
 
 
+#: A method as a user adds one: a package with its registration, its params model and its entry point, nothing else
+#: (README "Adding a method" names exactly these three files). It reports the test rows the model is least sure of.
+TOY = {
+    "weakspot/toy/__init__.py": """
+from weakspot.methods import Method, register_method
+from weakspot.toy.config import ToyParams
+
+register_method(Method("toy", "Toy: least confident rows", "none (a test plug-in)", params=ToyParams,
+                       run="weakspot.toy.run:run"))
+""",
+    "weakspot/toy/config.py": """
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ToyParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    top: int = Field(3, ge=1)
+""",
+    "weakspot/toy/run.py": """
+import numpy as np
+import pandas as pd
+
+from weakspot.methods import MethodReport
+from weakspot.result import StageResult
+
+
+def run(target, params, runtime):
+    p = target.model.predict_proba(target.test.X)
+    conf = p.max(axis=1)
+    worst = np.argsort(conf, kind="stable")[: params.top]
+    found = pd.DataFrame({"weak_spot": [f"test row {i}" for i in worst], "kind": "input",
+                          "severity": 1 - conf[worst], "severity_meaning": "1 - the model's top probability",
+                          "label": [target.classes[target.test.y[i]] for i in worst],
+                          "prediction": [target.classes[p[i].argmax()] for i in worst], "confidence": conf[worst]})
+    section = StageResult(metrics={"least_confidence": float(conf.min()), "n_test": int(len(conf))},
+                          title=f"Toy ({target.name})", summary=[f"The {params.top} least confident test rows."])
+    return MethodReport(section=section, findings=found)
+""",
+}
+
+
 @pytest.fixture(scope="module")
 def repo(repo_factory):
     r = _smoke(repo_factory("pipeline"))
+    for f, text in TOY.items():
+        (r.path / f).parent.mkdir(parents=True, exist_ok=True)
+        (r.path / f).write_text(text.lstrip())
     r.audit()
     return r
+
+
+def test_a_toy_method_package_is_audited_on_every_target_with_nothing_else_touched(repo):
+    import pandas as pd
+
+    for t in TARGETS:  # a new package is a new method: it runs on every target it fits (all: it asks for nothing)
+        m = json.loads((repo.path / f"metrics/toy/{t}.json").read_text())
+        assert 0 < m["least_confidence"] <= 1 and m["n_test"] > 0
+        assert len(pd.read_parquet(repo.path / f"findings/{t}/toy.parquet")) == 3
+    import yaml
+
+    stages = yaml.safe_load((repo.path / "dvc.yaml").read_text())["stages"]
+    assert stages["toy-digits"]["cmd"] == "python -m flows.method toy digits"
+    assert "weakspot/toy" in stages["toy-digits"]["deps"] or "weakspot/toy/run.py" in stages["toy-digits"]["deps"]
+    page = (repo.path / "reports/index.html").read_text()
+    assert "Toy: least confident rows" in page and "id='toy-phoneme'" in page
+
+
+def _touch_status(repo, rel: str) -> set:
+    """The stages `dvc status` lists after a comment is appended to ``rel`` (then put back)."""
+    f = repo.path / rel
+    text = f.read_text()
+    f.write_text(text + "\n# a comment\n")
+    try:
+        return _stages(repo.dvc("status").stdout)
+    finally:
+        f.write_text(text)
+
+
+def test_a_change_to_one_methods_code_reruns_only_that_methods_stages(repo):
+    import yaml
+
+    stages = yaml.safe_load((repo.path / "dvc.yaml").read_text())["stages"]
+    assert _stages(repo.dvc("status").stdout) == set()
+    methods = sorted({s.split()[3] for s in (st["cmd"] for st in stages.values()) if "flows.method" in s})
+    assert len(methods) >= 3
+    for m in methods:
+        own = {name for name, st in stages.items() if st["cmd"].startswith(f"python -m flows.method {m} ")}
+        # its entry point: only its own stages (the report follows them when they rerun)
+        assert _touch_status(repo, f"weakspot/{m}/run.py") == own, m
+        # its params model: the report also names every method and checks where each runs, so it reruns too
+        assert _touch_status(repo, f"weakspot/{m}/config.py") == own | {"report"}, m
+
+
+def test_a_change_to_the_scene_renderer_reruns_only_what_renders(repo):
+    assert _touch_status(repo, "weakspot/scene/renderer.py") == {"render", "examine-scenes", "examine_study"}
 
 
 def test_full_run_audits_every_target_with_every_method_that_fits(repo):
