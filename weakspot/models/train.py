@@ -130,6 +130,55 @@ def train_torch_classifier(
     """
     from weakspot.device import resolve_device
 
+    _check_training(epochs, batch_size, lr, weight_decay, seed, lr_schedule, loss_fn, X_val, y_val, augment)
+    dev = device if isinstance(device, torch.device) else resolve_device(device)
+    module = module.to(dev)
+    X, y = _as_tensors(X_train, y_train, "training data", dev)
+    Xv = yv = None
+    if X_val is not None:
+        Xv, yv = _as_tensors(X_val, y_val, "validation data", dev)
+    if augment == "hflip" and X.ndim != 4:
+        raise ConfigError(f"train_torch_classifier: augment='hflip' needs images (n, C, H, W), got X {tuple(X.shape)}")
+    history: Dict[str, List[float]] = {"epoch": [], "train_loss": [], "train_accuracy": [], "val_loss": [],
+                                       "val_accuracy": [], "seconds": [], "steps": []}
+    steps = 0
+    opt = torch.optim.Adam(module.parameters(), lr=float(lr), weight_decay=float(weight_decay))
+    n = int(X.shape[0])
+    if n == 0:
+        raise DataError("train_torch_classifier: the training set is empty")
+    sched = None
+    if lr_schedule == "cosine":
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, int(epochs) * -(-n // int(batch_size))))
+    loop = _Epoch(module, X, y, int(batch_size), opt, sched, torch.Generator().manual_seed(int(seed)), augment,
+                  loss_fn, _has_batch_norm(module), dev)
+    t0 = time.perf_counter()
+    devices: List[int] = [dev.index or 0] if dev.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(int(seed))
+        for epoch in range(1, int(epochs) + 1):
+            loss_sum, correct, seen, done = loop.run()
+            steps += done
+            seen = max(seen, 1)
+            row = {"epoch": epoch, "train_loss": float(loss_sum) / seen, "train_accuracy": int(correct) / seen,
+                   "val_loss": float("nan"), "val_accuracy": float("nan")}
+            if Xv is not None:
+                row["val_loss"], row["val_accuracy"] = _evaluate(module, Xv, yv, max(int(batch_size), 512))
+            row["seconds"] = time.perf_counter() - t0
+            row["steps"] = steps
+            for key, value in row.items():
+                history[key].append(value)
+            if progress is not None:
+                note = f"loss {row['train_loss']:.3f}"
+                if Xv is not None:
+                    note += f", val acc {row['val_accuracy']:.3f}"
+                progress(f"epoch ({note})", epoch, int(epochs))
+    module.eval()
+    return history
+
+
+def _check_training(epochs: Any, batch_size: Any, lr: Any, weight_decay: Any, seed: Any, lr_schedule: Any,
+                    loss_fn: Any, X_val: Any, y_val: Any, augment: Any) -> None:
+    """:func:`train_torch_classifier`'s arguments, each checked before any work (a ConfigError names the bad one)."""
     for name, value, ok in (("epochs", epochs, isinstance(epochs, (int, np.integer)) and epochs >= 1),
                             ("batch_size", batch_size, isinstance(batch_size, (int, np.integer)) and batch_size >= 1),
                             ("lr", lr, isinstance(lr, (int, float)) and np.isfinite(lr) and lr > 0),
@@ -149,84 +198,62 @@ def train_torch_classifier(
     if augment is not None and augment not in AUGMENTATIONS:
         raise ConfigError(f"train_torch_classifier: augment = {augment!r} is not allowed; use None or "
                           f"{', '.join(repr(a) for a in AUGMENTATIONS)}")
-    dev = device if isinstance(device, torch.device) else resolve_device(device)
-    module = module.to(dev)
-    X, y = _as_tensors(X_train, y_train, "training data", dev)
-    Xv = yv = None
-    if X_val is not None:
-        Xv, yv = _as_tensors(X_val, y_val, "validation data", dev)
-    if augment == "hflip" and X.ndim != 4:
-        raise ConfigError(f"train_torch_classifier: augment='hflip' needs images (n, C, H, W), got X {tuple(X.shape)}")
-    skip_single = _has_batch_norm(module)
 
-    history: Dict[str, List[float]] = {"epoch": [], "train_loss": [], "train_accuracy": [], "val_loss": [],
-                                       "val_accuracy": [], "seconds": [], "steps": []}
-    steps = 0
-    opt = torch.optim.Adam(module.parameters(), lr=float(lr), weight_decay=float(weight_decay))
-    gen = torch.Generator().manual_seed(int(seed))
-    n = int(X.shape[0])
-    if n == 0:
-        raise DataError("train_torch_classifier: the training set is empty")
-    sched = None
-    if lr_schedule == "cosine":
-        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, int(epochs) * -(-n // int(batch_size))))
-    t0 = time.perf_counter()
-    devices: List[int] = [dev.index or 0] if dev.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(int(seed))
-        for epoch in range(1, int(epochs) + 1):
-            module.train()
-            perm = torch.randperm(n, generator=gen).to(dev)
-            # running sums stay on the device: no host sync per step (matters on CUDA)
-            loss_sum = torch.zeros((), device=dev)
-            correct = torch.zeros((), dtype=torch.int64, device=dev)
-            seen = 0
-            for start in range(0, n, int(batch_size)):
-                idx = perm[start:start + int(batch_size)]
-                if skip_single and idx.shape[0] < 2 and n >= 2:  # batch norm needs two samples
-                    continue
-                xb, yb = X[idx], y[idx]
-                if augment == "hflip":
-                    flip = (torch.rand(idx.shape[0], generator=gen) < 0.5).to(dev)
-                    xb = torch.where(flip[:, None, None, None], xb.flip(-1), xb)
-                if loss_fn is None:
-                    out = module(xb)
-                    loss = torch.nn.functional.cross_entropy(out, yb)
-                else:
-                    loss, out = loss_fn(module, xb, yb, gen)
-                    if not (isinstance(loss, torch.Tensor) and loss.ndim == 0 and isinstance(out, torch.Tensor)
-                            and out.ndim == 2 and out.shape[0] == yb.shape[0]):
-                        raise ConfigError(
-                            "train_torch_classifier: loss_fn must return (scalar loss tensor, logits (m, k)) for a "
-                            f"batch of m = {int(yb.shape[0])}; got loss "
-                            f"{tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__} and "
-                            f"logits {tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__}")
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                if sched is not None:
-                    sched.step()
-                loss_sum += loss.detach() * idx.shape[0]
-                correct += (out.detach().argmax(dim=1) == yb).sum()
-                seen += int(idx.shape[0])
-                steps += 1
-            module.eval()
-            seen = max(seen, 1)
-            row = {"epoch": epoch, "train_loss": float(loss_sum) / seen, "train_accuracy": int(correct) / seen,
-                   "val_loss": float("nan"), "val_accuracy": float("nan")}
-            if Xv is not None:
-                row["val_loss"], row["val_accuracy"] = _evaluate(module, Xv, yv, max(int(batch_size), 512))
-            row["seconds"] = time.perf_counter() - t0
-            row["steps"] = steps
-            for key, value in row.items():
-                history[key].append(value)
-            if progress is not None:
-                note = f"loss {row['train_loss']:.3f}"
-                if Xv is not None:
-                    note += f", val acc {row['val_accuracy']:.3f}"
-                progress(f"epoch ({note})", epoch, int(epochs))
-    module.eval()
-    return history
+
+class _Epoch:
+    """One pass over the training set in the seeded batch order: the steps of :func:`train_torch_classifier`."""
+
+    def __init__(self, module: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, batch_size: int, opt: Any,
+                 sched: Any, gen: torch.Generator, augment: Optional[str], loss_fn: Optional[LossFn],
+                 skip_single: bool, dev: torch.device):
+        self.module, self.X, self.y, self.batch_size = module, X, y, batch_size
+        self.opt, self.sched, self.gen, self.augment, self.loss_fn = opt, sched, gen, augment, loss_fn
+        self.skip_single, self.dev = skip_single, dev
+
+    def _loss(self, xb: torch.Tensor, yb: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        if self.loss_fn is None:
+            out = self.module(xb)
+            return torch.nn.functional.cross_entropy(out, yb), out
+        loss, out = self.loss_fn(self.module, xb, yb, self.gen)
+        if not (isinstance(loss, torch.Tensor) and loss.ndim == 0 and isinstance(out, torch.Tensor)
+                and out.ndim == 2 and out.shape[0] == yb.shape[0]):
+            raise ConfigError(
+                "train_torch_classifier: loss_fn must return (scalar loss tensor, logits (m, k)) for a "
+                f"batch of m = {int(yb.shape[0])}; got loss "
+                f"{tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__} and "
+                f"logits {tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__}")
+        return loss, out
+
+    def run(self) -> Tuple[torch.Tensor, torch.Tensor, int, int]:
+        """(summed loss, correct predictions, samples seen, optimizer steps) of one epoch; the module ends in eval
+        mode."""
+        module, n, dev = self.module, int(self.X.shape[0]), self.dev
+        module.train()
+        perm = torch.randperm(n, generator=self.gen).to(dev)
+        # running sums stay on the device: no host sync per step (matters on CUDA)
+        loss_sum = torch.zeros((), device=dev)
+        correct = torch.zeros((), dtype=torch.int64, device=dev)
+        seen = steps = 0
+        for start in range(0, n, self.batch_size):
+            idx = perm[start:start + self.batch_size]
+            if self.skip_single and idx.shape[0] < 2 and n >= 2:  # batch norm needs two samples
+                continue
+            xb, yb = self.X[idx], self.y[idx]
+            if self.augment == "hflip":
+                flip = (torch.rand(idx.shape[0], generator=self.gen) < 0.5).to(dev)
+                xb = torch.where(flip[:, None, None, None], xb.flip(-1), xb)
+            loss, out = self._loss(xb, yb)
+            self.opt.zero_grad(set_to_none=True)
+            loss.backward()
+            self.opt.step()
+            if self.sched is not None:
+                self.sched.step()
+            loss_sum += loss.detach() * idx.shape[0]
+            correct += (out.detach().argmax(dim=1) == yb).sum()
+            seen += int(idx.shape[0])
+            steps += 1
+        module.eval()
+        return loss_sum, correct, seen, steps
 
 
 def fit_builtin(arch: str, X_train: np.ndarray, y_train: np.ndarray, n_classes: int, params: Any, *, seed: int,
