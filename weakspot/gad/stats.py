@@ -84,15 +84,18 @@ def curve_band(per_seed: List[np.ndarray]) -> Tuple[np.ndarray, np.ndarray, np.n
 
 
 def auc(value: np.ndarray, positive: np.ndarray) -> float:
-    """P(a positive row has a higher ``value`` than a negative one), ties counting half; NaN without both kinds."""
-    from scipy.stats import rankdata
+    """P(a positive row has a higher ``value`` than a negative one), ties counting half: scikit-learn's ROC AUC;
+    NaN without both kinds. Infinite values (GAD's never-flipped rows) rank beyond every finite one."""
+    from sklearn.metrics import roc_auc_score
 
     pos = np.asarray(positive, dtype=bool)
-    n1, n0 = int(pos.sum()), int((~pos).sum())
-    if n1 == 0 or n0 == 0:
+    if pos.all() or not pos.any():
         return float("nan")
-    ranks = rankdata(np.asarray(value, dtype=np.float64))
-    return float((ranks[pos].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
+    v = np.asarray(value, dtype=np.float64)
+    fin = v[np.isfinite(v)]
+    lo, hi = (float(fin.min()), float(fin.max())) if fin.size else (0.0, 0.0)
+    v = np.where(v == -np.inf, lo - 1.0, np.where(v == np.inf, hi + 1.0, v))  # roc_auc_score refuses inf
+    return float(roc_auc_score(pos, v))
 
 
 def error_aucs(o: DatasetOutcome) -> Tuple[float, float]:
