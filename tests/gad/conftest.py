@@ -59,3 +59,42 @@ def black_box(estimator):
 @pytest.fixture
 def keel_root():
     return KEEL_ROOT
+
+
+@pytest.fixture(scope="session")
+def target():
+    """(clf, split, info): the small phoneme target of :mod:`tests.gad.helpers`, split seed 0."""
+    from tests.gad.helpers import phoneme_target
+
+    return phoneme_target(0)
+
+
+@pytest.fixture(scope="session")
+def outcome(target):
+    """The small protocol on the small phoneme target (split seed 0, the audited run)."""
+    from tests.gad.helpers import small_params
+    from weakspot.gad.protocol import dataset_seed, run_target
+
+    clf, split, info = target
+    return run_target(clf, split, small_params(), class_index=1, device="cpu", seed=dataset_seed(11, "phoneme"),
+                      model_info=info)
+
+
+@pytest.fixture(scope="session")
+def second_seed():
+    """The same protocol on split seed 1: another biased split and another SVM."""
+    from tests.gad.helpers import phoneme_target, small_params
+    from weakspot.gad.protocol import dataset_seed, run_target
+
+    clf, split, info = phoneme_target(1)
+    return run_target(clf, split, small_params(), class_index=1, device="cpu", seed=dataset_seed(11, "phoneme", 1),
+                      model_info=info, split_seed=1)
+
+
+@pytest.fixture(scope="session")
+def noise_outcome():
+    """The protocol on a black box no pseudo-model can learn: GAD fails the R^2 gate."""
+    from tests.gad.helpers import NOISE, noise_black_box, noise_split, small_params
+    from weakspot.gad.protocol import run_target
+
+    return run_target(noise_black_box(), noise_split(), small_params(**NOISE), class_index=1, device="cpu", seed=5)

@@ -66,7 +66,9 @@ def test_bandit_and_meta_model_find_more_errors_than_chance_in_a_rich_cluster():
     err = np.r_[rng.random(40) < 0.7, rng.random(160) < 0.05]
     pool = Pool(features=f, confidence=np.full(200, 0.8))
     chance = err.mean() * 40
-    for name, factor in (("lakkaraju", 1.8), ("facility_location", 1.4)):
+    # UCB1 (exploration 2) spends most of 40 pulls on 8 arms exploring; scikit-learn's k-means keeps the rich blob in
+    # one arm (the hand-written one often split it into two or three rich arms: 1.8 x chance then, 1.5 x now)
+    for name, factor in (("lakkaraju", 1.4), ("facility_location", 1.4)):
         found = np.mean([err[make_search(name, random_state=s).select(pool, 40, lambda i: bool(err[i]))].sum() for s in range(5)])
         assert found > factor * chance, name
 
@@ -81,15 +83,33 @@ def test_gad_needs_distances_and_budget_must_fit():
         Pool(features=np.array([[np.nan]]), confidence=np.array([0.7]))
 
 
-def test_helpers_kmeans_and_logistic():
+def test_kmeans_finds_two_blobs_and_caps_k_at_the_distinct_points():
     rng = np.random.default_rng(0)
     z = np.vstack([rng.normal(0, 0.1, (30, 2)), rng.normal(5, 0.1, (30, 2))])
     lab = kmeans(z, 2, rng)
     assert len(set(lab[:30])) == 1 and len(set(lab[30:])) == 1 and lab[0] != lab[-1]
-    A = rng.normal(size=(400, 1))
-    t = (rng.random(400) < 1 / (1 + np.exp(-(0.5 + 2 * A[:, 0])))).astype(float)
-    w = fit_logistic(A, t, l2=1e-6)
-    assert abs(w[0] - 0.5) < 0.35 and abs(w[1] - 2.0) < 0.6
+    np.testing.assert_array_equal(kmeans(z, 2, np.random.default_rng(4)), kmeans(z, 2, np.random.default_rng(4)))
+    same = np.vstack([np.zeros((3, 2)), np.ones((3, 2))])
+    lab = kmeans(same, 5, rng)  # two distinct points: two clusters, not five
+    assert lab.dtype == np.int64 and sorted(set(lab)) == [0, 1] and lab[0] != lab[-1]
+
+
+def test_fit_logistic_minimises_the_ridge_objective_with_a_free_intercept():
+    """C = 1 / l2: at the fit, the gradient of sum(logloss) + l2/2 ||w||^2 vanishes, intercept unpenalised."""
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(400, 2))
+    t = (rng.random(400) < 1 / (1 + np.exp(-(1.5 + 2 * A[:, 0])))).astype(float)
+    for l2 in (0.5, 1.0, 20.0):
+        m = fit_logistic(A, t, l2=l2)
+        b, w = m.intercept_[0], m.coef_[0]
+        p = 1 / (1 + np.exp(-(b + A @ w)))
+        assert abs((p - t).sum()) < 1e-5  # the intercept's gradient: no penalty on it
+        np.testing.assert_allclose(A.T @ (p - t) + l2 * w, 0, atol=1e-5)
+        np.testing.assert_allclose(m.predict_proba(A)[:, 1], p)
+    weak = fit_logistic(A, t, l2=1e-6)
+    assert abs(weak.intercept_[0] - 1.5) < 0.5 and abs(weak.coef_[0][0] - 2.0) < 0.6 and abs(weak.coef_[0][1]) < 0.4
+    strong = fit_logistic(A, t, l2=1e6)  # the weights shrink to 0, the free intercept to the log-odds of the mean
+    assert abs(strong.coef_).max() < 1e-3 and abs(strong.intercept_[0] - np.log(t.mean() / (1 - t.mean()))) < 1e-3
 
 
 def test_gad_search_queries_never_flipped_instances_last():

@@ -16,5 +16,6 @@ from weakspot.methods import Method, register_method
 
 METHOD = register_method(Method(
     "gad", "Generalized Adversarial Distance", "seeds/001 (Bennette et al.)", params=GadParams,
-    run="weakspot.gad.run:run", report="weakspot.gad.report:report", modalities=("tabular",), order=10,
+    run="weakspot.gad.run:run", report="weakspot.gad.report:report", figures="weakspot.gad.figures:figures",
+    modalities=("tabular",), order=10,
     outputs=("to_label.parquet", "to_label.csv")))

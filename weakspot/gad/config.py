@@ -3,7 +3,7 @@
 Caveats first: every default is the paper's where the paper gives a number (cited in a comment); where the paper is
 silent (the attack's step size and step cap, the network width, the optimiser) the default is ours and says so. An
 unknown key is an error. What is audited -- the data, its split and the trained model -- is not here: GAD audits the
-targets it is given (:func:`weakspot.gad.experiment.run_target`); the paper's SVM is the built-in scikit-learn
+targets it is given (:func:`weakspot.gad.protocol.run_target`); the paper's SVM is the built-in scikit-learn
 architecture ``svm_grid`` (:mod:`weakspot.models.sklearn_archs`) and its biased splits are
 :data:`weakspot.data.BIAS_PRESETS`.
 """

@@ -3,7 +3,7 @@
 Caveats first:
 
 * Labels are the target's class codes ``0..k-1`` (never re-coded); the class of interest is given to
-  :func:`weakspot.gad.experiment.run_target` as ``class_index``.
+  :func:`weakspot.gad.protocol.run_target` as ``class_index``.
 * The biased splits themselves (rules, presets, the random draws) live in :mod:`weakspot.data.bias`; the data in
   :mod:`weakspot.data.sources` (``keel:phoneme``: nasal 0 / oral 1; ``keel:yeast1``: negative 0 / positive = NUC 1;
   ``sklearn:breast_cancer``: malignant 0 / benign 1). This module only packs them into a :class:`Split`.

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional
 
 from weakspot.gad.config import GadParams
 from weakspot.gad.datasets import Split
-from weakspot.gad.experiment import DatasetOutcome, dataset_seed, run_target
+from weakspot.gad.protocol import DatasetOutcome, dataset_seed, run_target
 from weakspot.methods import AuditTarget
 
 
@@ -46,7 +46,7 @@ def seed_outcome(target: Optional[AuditTarget], params: Dict[str, Any], split_se
 
 
 def run(target: AuditTarget, params: GadParams, runtime: Any) -> List[DatasetOutcome]:
-    """One :class:`~weakspot.gad.experiment.DatasetOutcome` per split seed (seed 0 only for a model weakspot did
+    """One :class:`~weakspot.gad.protocol.DatasetOutcome` per split seed (seed 0 only for a model weakspot did
     not train), in seed order."""
     trains = bool(getattr(target.params, "trains", False))
     seeds = params.seeds if trains else [0]

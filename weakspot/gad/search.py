@@ -7,7 +7,8 @@ a class's ``label`` names it in figures.
 All searches only ever see the pool's features, the black box's confidences and -- for the adaptive ones -- the
 oracle's answers for points already queried; ``gad`` also sees the adversarial distances. Features are standardised
 within the pool for every distance-based step. Ties are broken by index (stable sorts), so a search is
-deterministic for its ``random_state``.
+deterministic for its ``random_state``. k-means and the logistic meta-model are scikit-learn's (:func:`kmeans`,
+:func:`fit_logistic`).
 
 Example
 -------
@@ -21,7 +22,7 @@ Example
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -94,47 +95,27 @@ def _similarity(z: np.ndarray, bandwidth: float) -> np.ndarray:
     return np.exp(-d2 / (2.0 * h * h))
 
 
-def kmeans(z: np.ndarray, k: int, rng: np.random.Generator, iters: int = 25) -> np.ndarray:
-    """Labels of k-means (k-means++ seeding, Lloyd iterations), vectorised; k is capped at the number of points."""
-    n = len(z)
-    k = max(1, min(k, n))
-    centers = [z[rng.integers(n)]]
-    d2 = ((z - centers[0]) ** 2).sum(axis=1)
-    for _ in range(1, k):
-        total = d2.sum()
-        i = rng.choice(n, p=d2 / total) if total > 0 else rng.integers(n)
-        centers.append(z[i])
-        d2 = np.minimum(d2, ((z - z[i]) ** 2).sum(axis=1))
-    c = np.array(centers)
-    labels = np.zeros(n, dtype=np.int64)
-    for _ in range(iters):
-        dist = ((z[:, None, :] - c[None, :, :]) ** 2).sum(axis=2)
-        new = dist.argmin(axis=1)
-        if _ > 0 and np.array_equal(new, labels):
-            break
-        labels = new
-        counts = np.bincount(labels, minlength=k)
-        sums = np.zeros_like(c)
-        np.add.at(sums, labels, z)
-        c = np.where(counts[:, None] > 0, sums / np.maximum(counts, 1)[:, None], c)
-    return labels
+def kmeans(z: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Labels of scikit-learn's k-means (k-means++ seeding, one initialisation, Lloyd iterations), seeded by one draw
+    of ``rng``; ``k`` is capped at the number of distinct points."""
+    from sklearn.cluster import KMeans
+
+    k = max(1, min(int(k), len(np.unique(z, axis=0))))
+    seed = int(rng.integers(2**31 - 1))
+    return KMeans(n_clusters=k, n_init=1, random_state=seed).fit(z).labels_.astype(np.int64)
 
 
-def fit_logistic(A: np.ndarray, t: np.ndarray, *, l2: float = 1.0, iters: int = 30) -> np.ndarray:
-    """Ridge logistic regression by Newton-IRLS; returns weights with the intercept first (not penalised)."""
-    A1 = np.hstack([np.ones((len(A), 1)), A])
-    w = np.zeros(A1.shape[1])
-    reg = np.full(A1.shape[1], l2)
-    reg[0] = 1e-6
-    for _ in range(iters):
-        p = 1.0 / (1.0 + np.exp(-np.clip(A1 @ w, -30, 30)))
-        g = A1.T @ (p - t) + reg * w
-        H = (A1 * (p * (1 - p))[:, None]).T @ A1 + np.diag(reg)
-        step = np.linalg.solve(H, g)
-        w -= step
-        if np.abs(step).max() < 1e-8:
-            break
-    return w
+def fit_logistic(A: np.ndarray, t: np.ndarray, *, l2: float = 1.0) -> Any:
+    """Ridge logistic regression of ``t`` (0/1) on ``A``: scikit-learn's, fitted by Newton-Cholesky.
+
+    It minimises ``sum_i logloss_i + l2 / 2 * ||w||^2`` over the weights ``w`` and an intercept that is not
+    penalised; scikit-learn minimises ``C * sum_i logloss_i + 1/2 * ||w||^2`` (its default L2 penalty; only the
+    liblinear solver penalises the intercept), the same minimiser for ``C = 1 / l2``. Returns the fitted
+    :class:`sklearn.linear_model.LogisticRegression`.
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=1.0 / l2, solver="newton-cholesky", tol=1e-8, max_iter=100).fit(A, t)
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -331,7 +312,7 @@ class FacilityLocationSearch:
     diversity award, the coverage of the pool by the queried points ``mean_x max_q sim(x, q)``. Each step greedily
     queries the point with the largest ``pi(q) / (1 - p_q) * Delta_cover(q)``: the meta-model's error probability over
     the error the black box itself expects there, times the marginal coverage. ``pi`` is a logistic-regression
-    meta-model of P(error | standardised features, logit confidence), ridge-penalised and fitted by Newton-IRLS on the
+    meta-model of P(error | standardised features, logit confidence), ridge-penalised (:func:`fit_logistic`) on the
     points queried so far. Until both an error and a correct prediction have been seen it cannot be fitted and
     ``pi = 1 - p``, so the search starts as pure facility-location coverage -- the slow start the GAD paper notes
     (Sec. V-C) -- and exploits the meta-model once it has errors to learn from.
@@ -368,8 +349,7 @@ class FacilityLocationSearch:
             cov = np.maximum(cov, sim[i])
             errs.append(bool(oracle(i)))
             if 0 < sum(errs) < len(errs):
-                w = fit_logistic(A[out], np.asarray(errs, dtype=np.float64), l2=self.l2)
-                pi = 1.0 / (1.0 + np.exp(-np.clip(w[0] + A @ w[1:], -30, 30)))
+                pi = fit_logistic(A[out], np.asarray(errs, dtype=np.int64), l2=self.l2).predict_proba(A)[:, 1]
                 ratio = pi / expected
         return np.asarray(out, dtype=np.int64)
 

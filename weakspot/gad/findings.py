@@ -1,0 +1,200 @@
+"""GAD's findings on the audited run: the rows to label, ranked by GAD, and the weak spots they point to.
+
+Caveats first: the ranking (``to_label``) uses no ground truth -- it is what a person acts on; the weak spots'
+severities (the error lift of the top-ranked rows) use it to grade the audit. Where the pseudo-model failed the R^2
+gate (:attr:`weakspot.gad.protocol.DatasetOutcome.gad_reliable` is False) no GAD ranking is offered: the rows come
+lowest confidence first and the one weak spot says why.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+
+from weakspot.errors import ConfigError
+from weakspot.gad.protocol import DatasetOutcome
+from weakspot.numbers import fmt
+
+RESERVED_COLUMNS = ("rank", "prediction", "confidence", "adversarial_distance", "gad_score", "row")
+FINDING_COLUMNS = ("weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence", "example")
+
+
+def _feature_columns(names: List[str]) -> List[str]:
+    """Feature names for the findings tables; one equal to a reserved column gets the prefix ``feature:``."""
+    return [f"feature:{n}" if n in RESERVED_COLUMNS else str(n) for n in names]
+
+
+def _example(names: List[str], x: np.ndarray) -> str:
+    """A row's feature values as a JSON object (7 significant digits: the data are float32)."""
+    return json.dumps({str(c): float(f"{float(v):.7g}") for c, v in zip(names, x)})
+
+
+def unreliable_reason(o: DatasetOutcome) -> str:
+    """Why GAD's numbers are withheld for a run whose pseudo-model failed the R^2 gate (one clause)."""
+    return (f"the pseudo-model's R^2 is {o.pseudo_r2:.3f} on held-out design points and {o.pseudo_r2_eval:.3f} on the "
+            f"test rows (split seed {o.split_seed}; gad.min_pseudo_r2 asks both >= {o.min_pseudo_r2:g}), so it did not "
+            "learn the black box and the adversarial distances GAD ranks by mean nothing")
+
+
+def findings_of(outcome: DatasetOutcome, *, top: int = 20) -> Tuple["Any", "Any"]:
+    """GAD's findings on one target: the rows to label, ranked, and a summary of where they concentrate.
+
+    Parameters
+    ----------
+    outcome : DatasetOutcome
+        From :func:`weakspot.gad.protocol.run_target`.
+    top : int, default 20
+        How many of the top-ranked rows the summary describes.
+
+    Returns
+    -------
+    weak_spots : pandas.DataFrame
+        Columns ``weak_spot, kind, severity, severity_meaning, label, prediction, confidence, example`` (the shared
+        findings shape). First one ``kind = "feature_range"`` row: the 1-3 features whose interquartile range over
+        the ``top`` GAD-ranked rows is narrowest relative to their range over all eligible rows, named with the top
+        rows' 25th-75th percentiles (``"feature range: Iy in [-1.2, 0.1], Aa in [...]"``); its ``severity`` is the
+        share of errors among those rows over the share among all eligible rows (ground truth, audit only: a lift,
+        1 = no better than chance; 0 when no eligible row is an error); ``label`` the most common true class among
+        them, ``prediction`` the class of interest, ``confidence`` their mean confidence, ``example`` the top row.
+        Then up to five ``kind = "input"`` rows, the top-ranked rows the attack flipped, with ``severity`` their
+        ``gad_score``. ``label`` and ``prediction`` are class names (codes where the split has none); ``example``
+        is a JSON object of the row's feature values.
+    to_label : pandas.DataFrame
+        What a person acts on: every eligible test row (predicted as the class of interest with confidence above
+        the threshold), most likely confident error first. Columns ``rank`` (1 = label first), the feature columns
+        (original names and units; a name clashing with another column gets the prefix ``feature:``),
+        ``prediction`` (class code), ``confidence``, ``adversarial_distance`` (MAE to the adversarial partner, in
+        units of each feature's range when ``feature_scale="range"``), ``gad_score``, ``row`` (index into the test
+        split). No ground truth. ``gad_score = F(p) - (log-)MAE``, i.e. minus the GAD of Eq. 2 with the LOESS ``F``
+        fitted on all eligible rows: how much less perturbation than the confidence leads one to expect flipped the
+        prediction. It is sorted descending (the paper queries the lowest GAD first); rows the attack never flipped
+        get ``-inf`` and come last.
+
+    Where GAD is unreliable (:attr:`DatasetOutcome.gad_reliable` is False: the pseudo-model failed the R^2 gate),
+    ``weak_spots`` is one ``kind = "method_caveat"`` row saying so and why (severity 0), and ``to_label`` lists the
+    same rows lowest confidence first (Sec. I's fallback) with ``gad_score`` NaN: no GAD ranking is offered.
+    """
+    import pandas as pd
+
+    o = outcome
+    if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
+        raise ConfigError(f"findings_of: top = {top!r}; must be a positive integer")
+    rows = np.asarray(o.eligible, dtype=np.int64)
+    score = -np.asarray(o.gad, dtype=np.float64)  # higher = more likely a confident error; -inf: never flipped
+    if o.gad_reliable:
+        order = np.lexsort((rows, -score))  # descending score, ties by row
+    else:  # no GAD ranking: lowest confidence first (Sec. I), ties by row
+        order = np.lexsort((rows, o.test_confidence[rows]))
+        score = np.full(len(rows), np.nan)
+    to_label = _to_label(o, order, score[order])
+    if not o.gad_reliable:
+        spots = [_caveat_spot(o, rows)]
+    elif len(order):
+        spots = [_feature_range_spot(o, rows[order], int(top)), *_input_spots(o, to_label)]
+    else:
+        spots = []
+    return pd.DataFrame(spots, columns=list(FINDING_COLUMNS)), to_label
+
+
+def _to_label(o: DatasetOutcome, order: np.ndarray, score: np.ndarray) -> Any:
+    """The eligible rows in rank ``order`` (positions in ``o.eligible``), with their ``score``: the to-label table."""
+    import pandas as pd
+
+    rows = np.asarray(o.eligible, dtype=np.int64)[order]
+    X = np.asarray(o.split.X_test, dtype=np.float64)[rows]
+    to_label = pd.DataFrame(X, columns=_feature_columns(list(o.split.feature_names)))
+    to_label.insert(0, "rank", np.arange(1, len(rows) + 1, dtype=np.int64))
+    to_label["prediction"] = o.test_prediction[rows].astype(np.int64)
+    to_label["confidence"] = o.test_confidence[rows]
+    to_label["adversarial_distance"] = np.asarray(o.distance, dtype=np.float64)[order]
+    to_label["gad_score"] = score
+    to_label["row"] = rows
+    return to_label
+
+
+def _caveat_spot(o: DatasetOutcome, rows: np.ndarray) -> Dict[str, Any]:
+    """The one finding where GAD is unreliable: that it is, and why."""
+    return {
+        "weak_spot": f"GAD is unreliable on {o.name}: {unreliable_reason(o)}",
+        "kind": "method_caveat",
+        "severity": 0.0,
+        "severity_meaning": (
+            "no GAD finding: the pseudo-model does not mimic the black box, so distances to its adversarial "
+            "partners say nothing about the black box; the rows to label are listed lowest confidence first"
+        ),
+        "label": "",
+        "prediction": o.class_name,
+        "confidence": float(o.test_confidence[rows].mean()) if len(rows) else float("nan"),
+        "example": "",
+    }
+
+
+def _feature_range_spot(o: DatasetOutcome, ranked: np.ndarray, top: int) -> Dict[str, Any]:
+    """Where the ``top`` GAD-ranked rows (test rows ``ranked``, best first) concentrate: the 1-3 features whose IQR
+    over them is narrowest relative to all eligible rows', graded by their error lift (ground truth)."""
+    split = o.split
+    n = len(ranked)
+    X = np.asarray(split.X_test, dtype=np.float64)[ranked]
+    truth = np.asarray(split.y_test)[ranked]
+    wrong = ~np.asarray(o.test_correct)[ranked]
+    k = min(int(top), n)
+    q_top = np.quantile(X[:k], [0.25, 0.75], axis=0)
+    q_all = np.quantile(X, [0.25, 0.75], axis=0)
+    iqr_top, iqr_all = q_top[1] - q_top[0], q_all[1] - q_all[0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(iqr_all > 0, iqr_top / iqr_all, np.inf)
+    ranked_features = np.argsort(ratio, kind="stable")
+    chosen = [j for j in ranked_features[:3] if ratio[j] < 0.5] or [int(ranked_features[0])]
+    spot = "feature range: " + ", ".join(
+        f"{split.feature_names[j]} in [{fmt(q_top[0, j], 4)}, {fmt(q_top[1, j], 4)}]" for j in chosen
+    )
+    base = float(wrong.mean())
+    share = float(wrong[:k].mean())
+    vals, counts = np.unique(truth[:k], return_counts=True)
+    conc = ", ".join(f"{split.feature_names[j]} IQR {ratio[j]:.0%} of the eligible rows'" for j in chosen)
+    return {
+        "weak_spot": spot,
+        "kind": "feature_range",
+        "severity": float(share / base if base > 0 else 0.0),
+        "severity_meaning": (
+            f"share of the top-{k} GAD-ranked rows that are errors (ground truth, audit only) against the base error "
+            f"rate of the eligible rows: {share:.0%} vs {base:.0%} of {n} confident (> {o.confidence_threshold:g}) "
+            f"{o.class_name!r} predictions (1 = no concentration); ranges are the top rows' 25th-75th percentiles "
+            f"({conc})"
+        ),
+        "label": split.class_name(vals[np.argmax(counts)]),
+        "prediction": o.class_name,
+        "confidence": float(o.test_confidence[ranked][:k].mean()),
+        "example": _example(split.feature_names, X[0]),
+    }
+
+
+def _input_spots(o: DatasetOutcome, to_label: Any) -> List[Dict[str, Any]]:
+    """Up to five of the top-ranked rows the attack flipped, each a finding with its GAD score as severity."""
+    split = o.split
+    units = "log-MAE" if split.log_mae else "MAE"
+    n = len(to_label)
+    score = to_label["gad_score"].to_numpy()
+    rows = to_label["row"].to_numpy()
+    X = np.asarray(split.X_test, dtype=np.float64)[rows]
+    spots = []
+    for i in range(min(5, n)):
+        if not np.isfinite(score[i]):
+            break
+        spots.append({
+            "weak_spot": f"test row {int(rows[i])} (GAD rank {i + 1} of {n})",
+            "kind": "input",
+            "severity": float(score[i]),
+            "severity_meaning": (
+                f"GAD score F(p) - {units} to the adversarial partner: how much less perturbation ({units} units) "
+                "than the LOESS on confidence expects flipped this confident prediction (minus Eq. 2 of seeds/001); "
+                "higher = more likely a confident error"
+            ),
+            "label": split.class_name(np.asarray(split.y_test)[rows[i]]),
+            "prediction": split.class_name(to_label["prediction"].iloc[i]),
+            "confidence": float(to_label["confidence"].iloc[i]),
+            "example": _example(split.feature_names, X[i]),
+        })
+    return spots
