@@ -9,25 +9,12 @@ import torch
 
 from weakspot.errors import ConfigError, DataError
 from weakspot.adversarial import attacks as A
-from tests.intrinsic.helpers import digits_net
-
-EPS = 0.08  # on these digits (in [0, 1]) PGD-10 leaves about half the inputs correct: a non-trivial range
+from tests.adversarial.helpers import EPS, accuracy, attacked_digits, in_ball_and_range
 
 
 @pytest.fixture(scope="module")
 def digits():
-    net, X, y = digits_net()
-    X, y = X[:300], y[:300]
-    assert (A.predict(net, X) == y).mean() > 0.9
-    return net, X, y
-
-
-def _acc(net, X, y):
-    return float((A.predict(net, X) == y).mean())
-
-
-def _in_ball_and_range(X_adv, X, eps, clip=(0.0, 1.0)):
-    return np.abs(X_adv - X).max() <= eps + 1e-6 and X_adv.min() >= clip[0] and X_adv.max() <= clip[1]
+    return attacked_digits()
 
 
 def test_our_pgd_matches_art_pgd(digits):
@@ -37,10 +24,10 @@ def test_our_pgd_matches_art_pgd(digits):
     net, X, y = digits
     ours = A.batched(A.pgd, net, X, y, eps=EPS, steps=10, step_size=0.02, random_start=False)
     art = art_pgd(net, X, y, eps=EPS, steps=10, step_size=0.02, n_classes=10)
-    acc_ours, acc_art = _acc(net, ours, y), _acc(net, art, y)
+    acc_ours, acc_art = accuracy(net, ours, y), accuracy(net, art, y)
     assert 0.2 <= acc_ours <= 0.8, acc_ours
     assert abs(acc_ours - acc_art) <= 0.01, (acc_ours, acc_art)
-    assert _in_ball_and_range(ours, X, EPS) and _in_ball_and_range(art, X, EPS)
+    assert in_ball_and_range(ours, X, EPS) and in_ball_and_range(art, X, EPS)
     assert np.abs(ours - art).max() < 1e-5  # the same walk, up to float rounding
 
 
@@ -57,9 +44,9 @@ def test_art_autoattack_is_stronger_than_pgd_deterministic_and_leaves_the_global
     b = art_autoattack(net, X, y, eps=EPS, n_classes=10, iters=10, seed=4)
     assert np.array_equal(a, b)
     pgd = A.batched(A.pgd, net, X, y, eps=EPS, steps=10, generator=torch.Generator().manual_seed(0))
-    assert _acc(net, a, y) <= _acc(net, pgd, y) + 0.02
-    assert _acc(net, a, y) < _acc(net, X, y) - 0.2
-    assert _in_ball_and_range(a, X, EPS)
+    assert accuracy(net, a, y) <= accuracy(net, pgd, y) + 0.02
+    assert accuracy(net, a, y) < accuracy(net, X, y) - 0.2
+    assert in_ball_and_range(a, X, EPS)
 
 
 def test_art_wrappers_reject_bad_settings(digits):

@@ -1,31 +1,17 @@
 """weakspot.adversarial.attacks: FGSM, PGD and CW (seeds/002 Sec. 5.1) against known answers."""
 
-
 import numpy as np
 import pytest
 import torch
 
 from weakspot.errors import ConfigError, DataError
 from weakspot.adversarial import attacks as A
-from tests.intrinsic.helpers import digits_net
-
-EPS = 0.08  # on these digits (in [0, 1]) PGD-10 leaves about half the inputs correct: a non-trivial range
+from tests.adversarial.helpers import EPS, accuracy, attacked_digits, in_ball_and_range
 
 
 @pytest.fixture(scope="module")
 def digits():
-    net, X, y = digits_net()
-    X, y = X[:300], y[:300]
-    assert (A.predict(net, X) == y).mean() > 0.9
-    return net, X, y
-
-
-def _acc(net, X, y):
-    return float((A.predict(net, X) == y).mean())
-
-
-def _in_ball_and_range(X_adv, X, eps, clip=(0.0, 1.0)):
-    return np.abs(X_adv - X).max() <= eps + 1e-6 and X_adv.min() >= clip[0] and X_adv.max() <= clip[1]
+    return attacked_digits()
 
 
 # ------------------------------------------------------------------------------------------------------ known answers
@@ -49,9 +35,9 @@ def test_cw_is_at_least_as_strong_as_fgsm_and_stays_in_the_ball(digits):
     X[:, :4] = 0.01  # clipping binds here
     cw = A.batched(A.pgd, net, X, y, eps=EPS, steps=10, loss="cw", generator=torch.Generator().manual_seed(0))
     fg = A.batched(A.fgsm, net, X, y, eps=EPS)
-    assert _acc(net, cw, y) <= _acc(net, fg, y) + 0.01
-    assert _acc(net, cw, y) < _acc(net, X, y) - 0.2  # it does attack
-    assert _in_ball_and_range(cw, X, EPS) and _in_ball_and_range(fg, X, EPS)
+    assert accuracy(net, cw, y) <= accuracy(net, fg, y) + 0.01
+    assert accuracy(net, cw, y) < accuracy(net, X, y) - 0.2  # it does attack
+    assert in_ball_and_range(cw, X, EPS) and in_ball_and_range(fg, X, EPS)
     assert (cw[:, :4] == 0.0).any()
 
 
@@ -71,7 +57,7 @@ def test_least_likely_fgsm_moves_toward_the_target(digits):
         p1 = torch.softmax(net(adv), 1)
     gain = (p1.gather(1, target[:, None]) - p0.gather(1, target[:, None]))[:, 0]
     assert (gain > 0).float().mean() > 0.95 and gain.mean() > 0
-    assert _in_ball_and_range(adv.numpy(), X, 0.05)
+    assert in_ball_and_range(adv.numpy(), X, 0.05)
 
 
 # ------------------------------------------------------------------------------------------------------------ errors

@@ -6,7 +6,6 @@ import itertools
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
 from weakspot.errors import ConfigError, DataError, ModelError
 from weakspot.intrinsic import psi as P
