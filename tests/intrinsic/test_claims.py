@@ -1,4 +1,5 @@
-"""weakspot.intrinsic.claims: the paper's three claims checked on models whose answer is chosen, and Sec. 5.6's grade."""
+"""weakspot.intrinsic.claims: the paper's three claims checked on models whose answer is chosen, and Sec. 5.6's
+grade."""
 
 import numpy as np
 import pytest

@@ -37,7 +37,8 @@ def test_an_input_whose_neighbour_keeps_its_class_says_so():
     e = model_eval("none", [0.5, 0.25], accs(1.0, 1.0, 1.0, 1.0), y=np.array([0, 1]))
     f = findings(e, np.zeros((2, 1, 4, 4), np.float32), np.array([0, 1]), CLASSES, small_params(max_findings=1),
                  eps=0.1)
-    assert f.iloc[1]["weak_spot"] == "input 0: a neighbour within eps 0.1 keeps class a but moves its probabilities by KL 0.5"
+    assert f.iloc[1]["weak_spot"] == ("input 0: a neighbour within eps 0.1 keeps class a but moves its probabilities "
+                                      "by KL 0.5")
 
 
 def test_worst_inputs_are_stable_for_ties():

@@ -21,7 +21,8 @@ def test_metrics_are_the_measurements(measured, out):
     m = out.section.metrics
     none, mm = measured.evals["none"], measured.evals["minmax"]
     assert m["psi"] == none.psi and m["minmax"]["psi"] == mm.psi and m["cw30_acc"] == none.acc["cw30"]
-    assert {"psi", "psi_softmax", "clean_acc", "fgsm_acc", "pgd30_acc", "cw30_acc"} == set(m["none"])  # eps 0.15: no grade
+    # eps 0.15: no grade
+    assert {"psi", "psi_softmax", "clean_acc", "fgsm_acc", "pgd30_acc", "cw30_acc"} == set(m["none"])
     assert m["eps"] == 0.15 and m["n_inputs"] == 120 and m["n_attack"] == 60
     assert m["reparam"] is measured.reparam and m["pgd_vs_art"] is measured.art_check
     assert m["claims"]["minmax_largest_psi"] is True
@@ -54,7 +55,8 @@ def test_prose_quotes_the_numbers(out, measured):
     assert f"the largest psi is minmax's ({mm.psi:.1f})" in s[3] and s[4].startswith("Caveats")
     assert "pgd_steps 10 (paper: 30" in s[4]
     (head,) = out.section.headline
-    assert head.startswith(f"Intrinsic robustness: psi {none.psi:.1f};") and f"min-max training: psi {mm.psi:.1f}" in head
+    assert head.startswith(f"Intrinsic robustness: psi {none.psi:.1f};")
+    assert f"min-max training: psi {mm.psi:.1f}" in head
 
 
 def test_findings_are_the_audited_models(out, measured):

@@ -7,7 +7,7 @@ import pytest
 
 from weakspot import methods
 from weakspot.data.dataset import Dataset
-from weakspot.errors import DataError
+from weakspot.errors import ConfigError, DataError
 from weakspot.intrinsic.run import IntrinsicResult, measure, pool_order, run
 from weakspot.runtime import Runtime
 from weakspot.targets import TargetParams
@@ -53,7 +53,7 @@ def test_the_pool_is_shuffled_within_the_test_split_and_within_the_rest():
 
 def test_measure_needs_the_audited_model(trained):
     models, X, y = trained
-    with pytest.raises(ValueError, match="'none'"):
+    with pytest.raises(ConfigError, match="audited model under the name 'none'; got models 'minmax'"):
         measure({"minmax": models["minmax"]}, X, y, [str(c) for c in range(10)], small_params(), eps=0.15,
                 clip=(0.0, 1.0), n_test=len(X))
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from weakspot.errors import ConfigError
 from weakspot.intrinsic.surface import DIRECTIONS, decision_surfaces, direction
 
 
@@ -64,7 +65,7 @@ def test_a_direction_is_an_l_inf_unit_sign_vector_and_an_unknown_one_is_an_error
         assert d.shape == x.shape and set(d.abs().unique().tolist()) == {1.0}
     # FGSM raises the cross-entropy of class 0: it moves along sign(w_1 - w_0)
     torch.testing.assert_close(direction(m, x, 0, "fgsm", gen)[0], torch.tensor([-1.0, 1.0, 1.0]))
-    with pytest.raises(ValueError, match="random, fgsm, ll_fgsm, cw"):
+    with pytest.raises(ConfigError, match="direction 'diagonal' is not known; valid: random, fgsm, ll_fgsm, cw"):
         direction(m, x, 0, "diagonal", gen)
 
 

@@ -39,7 +39,8 @@ def test_names_say_what_ran():
 
 def test_reparam_and_per_class_tables():
     p = small_params(reparam={"factors": [100.0, 0.01]})
-    row = {f"{pre}x{f}": v for pre, v in (("", 1.0), ("softmax_", 2.0), ("sharpness_", 3.0)) for f in ("1", "100", "0.01")}
+    row = {f"{pre}x{f}": v for pre, v in (("", 1.0), ("softmax_", 2.0), ("sharpness_", 3.0))
+           for f in ("1", "100", "0.01")}
     t = reparam_table({"none": row, "minmax": row}, p)
     assert len(t) == 6 and list(t.columns) == ["model", "metric", "last layer x1", "last layer x100",
                                                "last layer x0.01"]

@@ -23,7 +23,7 @@ import torch
 from weakspot.adversarial.defended import defended_models, target_eps
 from weakspot.data.dataset import image_range
 from weakspot.device import resolve_device
-from weakspot.errors import DataError
+from weakspot.errors import ConfigError, DataError
 from weakspot.intrinsic.config import DEFENCE_TITLES, IntrinsicParams
 from weakspot.intrinsic.evaluate import ModelEval, ascent_kwargs, evaluate_model, pgd_vs_art
 from weakspot.intrinsic.psi import max_kl
@@ -130,7 +130,8 @@ def measure(models: Dict[str, torch.nn.Module], X_pool: np.ndarray, y_pool: np.n
     """
     p = params
     if "none" not in models:
-        raise ValueError("intrinsic robustness needs the audited model under the name 'none'")
+        raise ConfigError(f"intrinsic robustness needs the audited model under the name 'none'; got models "
+                          f"{', '.join(map(repr, models)) or '(none)'}")
     k = len(classes)
     order = pool_order(n_test, len(X_pool), p.seed)
     X_pool = np.ascontiguousarray(X_pool, np.float32)[order]

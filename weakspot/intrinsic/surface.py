@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from weakspot.adversarial.attacks import cw_margin, input_grad
+from weakspot.errors import ConfigError
 
 #: The y-axis directions of Fig. 2 (a)-(d), in the paper's order.
 DIRECTIONS = ("random", "fgsm", "ll_fgsm", "cw")
@@ -62,7 +63,7 @@ def direction(module: torch.nn.Module, x: torch.Tensor, y: int, kind: str, gener
     elif kind == "cw":
         d = input_grad(module, x, yt, "cw")
     else:
-        raise ValueError(f"unknown direction {kind!r}; valid: {', '.join(DIRECTIONS)}")
+        raise ConfigError(f"surface direction {kind!r} is not known; valid: {', '.join(DIRECTIONS)}")
     d = d.sign()
     if not bool(d.abs().sum() > 0):  # a flat gradient (saturated softmax): fall back to a random sign vector
         d = torch.randn(x.shape, generator=generator).to(x.device).sign()
