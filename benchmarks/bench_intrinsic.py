@@ -6,7 +6,8 @@ inputs against PGD-30 accuracy on the same N inputs, side by side in one run, on
 
 Needs the target's prepared data and model (`weakspot stage prepare T`, `weakspot stage train T`). Prints seconds per
 method and their ratio (PGD-30 / psi; > 1 means psi is cheaper). psi runs with params.yaml's intrinsic.psi settings
-(steps and restarts), PGD with intrinsic.pgd_steps; both batched the same way (intrinsic.batch_size), same threads.
+as the stage does (steps, step size, restarts, floor), PGD with intrinsic.pgd_steps; both clipped to the training
+data's range and batched the same way (intrinsic.batch_size), same threads.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ def main() -> None:
     from tasks.data import read_prepared
     from tasks.target import load_target_model
     from weakspot.adversarial import attacks as A
+    from weakspot.data.dataset import image_range
     from weakspot.intrinsic.config import default_eps
+    from weakspot.intrinsic.evaluate import ascent_kwargs
     from weakspot.intrinsic.psi import max_kl, psi
 
     _, p = load_section("intrinsic", "params.yaml", target=a.target)
@@ -41,16 +44,16 @@ def main() -> None:
     m = clf.module.eval()
     X = np.concatenate([np.asarray(read_prepared(a.target, s).X, np.float32) for s in ("test", "val", "train")])[:a.n]
     y = np.concatenate([np.asarray(read_prepared(a.target, s).y, np.int64) for s in ("test", "val", "train")])[:a.n]
-    eps = p.eps if p.eps is not None else default_eps(X.shape[1], 0.0, 1.0)
+    clip = image_range(read_prepared(a.target, "train").X)  # as the stage: the training data's range
+    eps = p.eps if p.eps is not None else default_eps(X.shape[1], *clip)
     bs = int(p.batch_size)
     t_psi, t_pgd = [], []
     for r in range(a.repeats):
         t = time.perf_counter()
-        kl = max_kl(m, X, eps=eps, steps=p.psi.steps, restarts=p.psi.restarts, seed=r, batch_size=bs,
-                    floor=p.psi.floor).kl
+        kl = max_kl(m, X, **{**ascent_kwargs(p, eps, clip, "cpu"), "seed": r}).kl
         t_psi.append(time.perf_counter() - t)
         t = time.perf_counter()
-        xa = A.batched(A.pgd, m, X, y, batch_size=bs, eps=eps, steps=p.pgd_steps,
+        xa = A.batched(A.pgd, m, X, y, batch_size=bs, eps=eps, steps=p.pgd_steps, clip=clip,
                        generator=torch.Generator().manual_seed(r))
         acc = float(np.mean(A.predict(m, xa) == y))
         t_pgd.append(time.perf_counter() - t)

@@ -1,8 +1,11 @@
-"""Shared by the intrinsic tests: a small model trained on sklearn's 8x8 digits in a fraction of a second."""
+"""Shared by the intrinsic and adversarial tests: a small model trained on sklearn's 8x8 digits in a fraction of a
+second, and the method's settings scaled down for tests."""
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from weakspot.intrinsic.config import IntrinsicParams
 
 
 def digits_net(seed: int = 0, steps: int = 200):
@@ -26,3 +29,13 @@ def digits_net(seed: int = 0, steps: int = 200):
         torch.set_num_threads(threads)
     net.zero_grad(set_to_none=True)
     return net.eval(), X[1200:], y[1200:]
+
+
+def small_params(**kw):
+    """The method's settings scaled down to a few seconds on the fixture's models."""
+    base = dict(n_inputs=120, n_attack=60, pgd_steps=10, cw_steps=10, psi={"steps": 10}, batch_size=60,
+                autoattack={"enabled": False}, reparam={"n_inputs": 40, "factors": [100.0, 0.01]},
+                stability={"batch_sizes": [20, 60], "draws": 5, "pool": 120}, surface={"n_inputs": 1, "grid": 9},
+                max_findings=3)
+    base.update(kw)
+    return IntrinsicParams.model_validate(base)

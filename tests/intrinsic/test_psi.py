@@ -6,7 +6,6 @@ import itertools
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
 from weakspot.errors import ConfigError, DataError, ModelError
 from weakspot.intrinsic import psi as P
@@ -80,7 +79,7 @@ def test_scaled_last_layer_scales_logits_and_leaves_the_original(digits):
         assert torch.equal(a, b)
     with pytest.raises(ModelError, match="Linear"):
         scaled_last_layer(torch.nn.Sequential(torch.nn.Conv1d(1, 1, 1)), 100.0)
-    with pytest.raises(ConfigError, match="factor"):
+    with pytest.raises(ConfigError, match="scaled_last_layer: factor = 0.0: must be a finite number > 0"):
         scaled_last_layer(net, 0.0)
 
 
@@ -156,6 +155,19 @@ def test_max_kl_is_deterministic_reports_progress_and_restores_the_mode(digits):
     assert all(p.grad is None for p in net.parameters())  # the fixture's model was trained, then its grads cleared
 
 
+def test_max_kl_respects_the_floor_bound():
+    """With probabilities floored at f inside the logs, KL(p || q) <= log(1 / f) (and the ascent reaches the floor on
+    a model whose logits it can push to the extreme)."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(5, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
+    X = np.random.default_rng(1).uniform(0, 1, (64, 5)).astype(np.float32)
+    for f in (1e-3, 1e-2):
+        k = P.max_kl(net, X, eps=0.5, steps=30, floor=f).kl
+        assert k.max() <= np.log(1 / f) + 1e-6
+    assert P.max_kl(net, X, eps=0.5, steps=30, floor=1e-3).kl.mean() < \
+        P.max_kl(net, X, eps=0.5, steps=30, floor=1e-9).kl.mean()
+
+
 # -------------------------------------------------------------------------------------------------------------- psi
 def test_psi_known_values_and_edge_cases():
     assert P.psi([1.0, 3.0]) == pytest.approx(0.5)
@@ -192,15 +204,22 @@ def test_bad_inputs_and_settings_raise(digits):
     with pytest.raises(DataError, match="outside clip"):
         P.max_kl(net, X[:4] + 2.0, eps=0.1)
     for eps in (0.0, -0.1, float("inf"), float("nan")):
-        with pytest.raises(ConfigError, match="eps"):
+        with pytest.raises(ConfigError, match=r"max_kl: eps = .*: must be a finite number > 0"):
             P.max_kl(net, X[:4], eps=eps)
-        with pytest.raises(ConfigError, match="eps"):
+        with pytest.raises(ConfigError, match=r"eps_sharpness: eps = .*: must be a finite number > 0"):
             P.eps_sharpness(net, X[:4], y[:4], eps=eps)
-    with pytest.raises(ConfigError, match="steps"):
+    with pytest.raises(ConfigError, match="max_kl: steps = 0: must be an integer >= 1"):
         P.max_kl(net, X[:4], eps=0.1, steps=0)
-    with pytest.raises(ConfigError, match="restarts"):
+    with pytest.raises(ConfigError, match="max_kl: restarts = 0: must be an integer >= 1"):
         P.max_kl(net, X[:4], eps=0.1, restarts=0)
     with pytest.raises(ConfigError, match="invariant, softmax"):
         P.max_kl(net, X[:4], eps=0.1, normalisation="sparsemax")
+    for floor in (0.0, 1.0, float("nan")):
+        with pytest.raises(ConfigError, match=r"max_kl: floor = .*: must be a finite number > 0 and < 1"):
+            P.max_kl(net, X[:4], eps=0.1, floor=floor)
+    with pytest.raises(ConfigError, match=r"max_kl: step_size = -0.1: must be a finite number > 0"):
+        P.max_kl(net, X[:4], eps=0.1, step_size=-0.1)
+    with pytest.raises(ConfigError, match=r"eps_sharpness: clip = \(1.0, 0.0\)"):
+        P.eps_sharpness(net, X[:4], y[:4], eps=0.1, clip=(1.0, 0.0))
     with pytest.raises(ModelError, match=r"\(n, k\)"):
         P.max_kl(torch.nn.Flatten(0), X[:4], eps=0.1)  # returns a 1-D tensor

@@ -24,6 +24,7 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from weakspot.checks import check_clip, check_int, check_number
 from weakspot.errors import ConfigError, DataError
 
 Clip = Tuple[float, float]
@@ -40,14 +41,9 @@ def _device_type(device: Any) -> str:
 
 
 def _check(X: Any, y: Any, eps: float, clip: Clip, n_classes: int, who: str) -> Tuple[np.ndarray, np.ndarray]:
-    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating, np.integer)) or not np.isfinite(eps) \
-            or eps <= 0:
-        raise ConfigError(f"{who} eps = {eps!r}: must be a finite number > 0 (the L-inf radius, in the data's units)")
-    lo, hi = clip
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise ConfigError(f"{who} clip = {clip!r}: must be finite (low, high) with low < high")
-    if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 2:
-        raise ConfigError(f"{who} n_classes = {n_classes!r}: must be an integer >= 2")
+    check_number(eps, "eps", who, low=0)
+    check_clip(clip, who)
+    check_int(n_classes, "n_classes", who, low=2)
     X = np.asarray(X, dtype=np.float32)
     y = np.asarray(y)
     if X.ndim < 2 or X.shape[0] == 0:
@@ -128,8 +124,7 @@ def art_pgd(module: torch.nn.Module, X: Any, y: Any, *, eps: float, steps: int =
     from art.attacks.evasion import ProjectedGradientDescent
 
     X, y = _check(X, y, eps, clip, n_classes, "art_pgd")
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-        raise ConfigError(f"art_pgd steps = {steps!r}: must be an integer >= 1")
+    check_int(steps, "steps", "art_pgd")
     alpha = 2.5 * eps / int(steps) if step_size is None else float(step_size)
     clf = art_classifier(module, input_shape=X.shape[1:], n_classes=n_classes, clip=clip, device=device)
     attack = ProjectedGradientDescent(clf, norm=np.inf, eps=float(eps), eps_step=alpha, max_iter=int(steps),
@@ -229,8 +224,7 @@ def art_autoattack(module: torch.nn.Module, X: Any, y: Any, *, eps: float, clip:
     from art.attacks.evasion import AutoAttack, AutoProjectedGradientDescent
 
     X, y = _check(X, y, eps, clip, n_classes, "art_autoattack")
-    if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 1:
-        raise ConfigError(f"art_autoattack iters = {iters!r}: must be an integer >= 1")
+    check_int(iters, "iters", "art_autoattack")
     names = [attacks] if isinstance(attacks, str) else list(attacks)
     bad = [a for a in names if a not in AUTOATTACK_LOSSES]
     if not names or bad:

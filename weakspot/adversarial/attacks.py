@@ -32,18 +32,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from weakspot.checks import check_clip, check_int, check_number
 from weakspot.errors import ConfigError, DataError
 
 Clip = Tuple[float, float]
 LOSSES = ("ce", "cw")
-
-
-def _check(eps: float, clip: Clip) -> None:
-    if not (isinstance(eps, (int, float)) and np.isfinite(eps) and eps >= 0):
-        raise ConfigError(f"attack eps = {eps!r}: must be a finite number >= 0 (in the data's units)")
-    lo, hi = clip
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise ConfigError(f"attack clip = {clip!r}: must be (low, high) with low < high")
 
 
 def cw_margin(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -60,7 +53,8 @@ def _loss(logits: torch.Tensor, y: torch.Tensor, loss: str) -> torch.Tensor:
     return -cw_margin(logits, y)
 
 
-def _project(x_adv: torch.Tensor, x: torch.Tensor, eps: float, clip: Clip) -> torch.Tensor:
+def project(x_adv: torch.Tensor, x: torch.Tensor, eps: float, clip: Clip) -> torch.Tensor:
+    """``x_adv`` moved into the L-inf ball of radius ``eps`` around ``x``, then into the data's range ``clip``."""
     return torch.clamp(torch.minimum(torch.maximum(x_adv, x - eps), x + eps), clip[0], clip[1])
 
 
@@ -76,12 +70,13 @@ def input_grad(module: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, loss: 
 def fgsm(module: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps: float, clip: Clip = (0.0, 1.0),
          target: Optional[torch.Tensor] = None) -> torch.Tensor:
     """One signed-gradient step of size ``eps`` up the cross-entropy of ``y`` (or down that of ``target``)."""
-    _check(eps, clip)
+    check_number(eps, "eps", "fgsm", low=0, low_open=False)
+    check_clip(clip, "fgsm")
     if target is not None:
         step = -input_grad(module, x, target).sign()
     else:
         step = input_grad(module, x, y).sign()
-    return _project(x.detach() + eps * step, x.detach(), eps, clip).detach()
+    return project(x.detach() + eps * step, x.detach(), eps, clip).detach()
 
 
 def pgd(module: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps: float, steps: int = 30,
@@ -92,16 +87,16 @@ def pgd(module: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps: float
     ``step_size`` defaults to ``2.5 * eps / steps`` (Madry et al.'s rule of thumb, so the walk can cross the ball).
     ``keep_best``: return, per input, the iterate with the highest loss (default: the last one, as Madry et al.).
     """
-    _check(eps, clip)
+    check_number(eps, "eps", "pgd", low=0, low_open=False)
+    check_clip(clip, "pgd")
+    check_int(steps, "steps", "pgd")
     if loss not in LOSSES:
-        raise ConfigError(f"attack loss {loss!r}: use one of {', '.join(LOSSES)}")
-    if int(steps) < 1:
-        raise ConfigError(f"attack steps = {steps!r}: must be >= 1")
+        raise ConfigError(f"pgd: loss = {loss!r}: use one of {', '.join(LOSSES)}")
     alpha = 2.5 * eps / int(steps) if step_size is None else float(step_size)
     x = x.detach()
     if random_start:
         noise = torch.rand(x.shape, generator=generator, dtype=x.dtype).to(x.device)
-        x_adv = _project(x + (2 * noise - 1) * eps, x, eps, clip)
+        x_adv = project(x + (2 * noise - 1) * eps, x, eps, clip)
     else:
         x_adv = x.clone()
     best, best_loss = x_adv.clone(), None
@@ -117,7 +112,7 @@ def pgd(module: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps: float
             better = per_row > best_loss
             best[better] = x_adv.detach()[better]
             best_loss = torch.where(better, per_row, best_loss)
-        x_adv = _project(x_adv.detach() + alpha * g.sign(), x, eps, clip)
+        x_adv = project(x_adv.detach() + alpha * g.sign(), x, eps, clip)
     if keep_best:
         with torch.no_grad():
             last = _loss(module(x_adv), y, loss)

@@ -50,9 +50,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from weakspot.checks import check_clip, check_int, check_number
 from weakspot.errors import ConfigError, DataError
 from weakspot.adversarial.attacks import fgsm, pgd
 from weakspot.models.train import LossFn, train_torch_classifier
+from weakspot.numbers import fmt
 from weakspot.progress import Progress
 from weakspot.registry import Registry
 
@@ -85,29 +87,8 @@ ROSS_LAMBDA = 0.1
 PAPERNOT_TEMPERATURE = 100.0
 
 
-def _fmt(v: float) -> str:
-    return f"{float(v):.4g}"
-
-
-def _number(defence: str, key: str, value: Any, *, low: float, low_ok: bool, high: float = np.inf,
-            high_ok: bool = True, what: str) -> float:
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    if ok:
-        v = float(value)
-        ok = np.isfinite(v) and (v >= low if low_ok else v > low) and (v <= high if high_ok else v < high)
-    if not ok:
-        raise ConfigError(f"defence {defence!r}: {key} = {value!r} is not allowed ({what})")
-    return float(value)
-
-
-def _check_clip(defence: str, clip: Any) -> Clip:
-    try:
-        lo, hi = (float(c) for c in clip)
-    except (TypeError, ValueError):
-        raise ConfigError(f"defence {defence!r}: clip = {clip!r} must be (low, high), the data's range") from None
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise ConfigError(f"defence {defence!r}: clip = {clip!r} must be (low, high) with finite low < high")
-    return lo, hi
+def _who(defence: str) -> str:
+    return f"defence {defence!r}"
 
 
 def _craft(module: torch.nn.Module, attack: Callable[[], torch.Tensor]) -> torch.Tensor:
@@ -226,12 +207,12 @@ def fgsm_at(fit: Fit, module: torch.nn.Module, *, eps: float, clip: Clip, lam: f
     against label leaking; here every adversarial example uses the one ``eps`` and the true-label FGSM, as
     seeds/002 describes its AdvTrain models.
     """
-    eps = _number("fgsm_at", "eps", eps, low=0, low_ok=False, what="the attack radius must be > 0")
-    lam = _number("fgsm_at", "lam", lam, low=0, low_ok=False, what="the adversarial loss weight must be > 0")
-    fraction = _number("fgsm_at", "fraction", fraction, low=0, low_ok=False, high=1, what="must lie in (0, 1]")
+    eps = check_number(eps, "eps", _who("fgsm_at"), low=0)
+    lam = check_number(lam, "lam", _who("fgsm_at"), low=0)
+    fraction = check_number(fraction, "fraction", _who("fgsm_at"), low=0, high=1)
     history = fit(module, fgsm_at_loss(eps=eps, clip=clip, lam=lam, fraction=fraction), "fgsm_at")
     return {"history": history, "settings": {"eps": eps, "lam": lam, "fraction": fraction, "clip": list(clip)},
-            "label": f"FGSM adversarial training (eps {_fmt(eps)}, {fraction:.0%} adversarial, lambda {_fmt(lam)})"}
+            "label": f"FGSM adversarial training (eps {fmt(eps, 4)}, {fraction:.0%} adversarial, lambda {fmt(lam, 4)})"}
 
 
 @DEFENCES.register("minmax")
@@ -250,17 +231,14 @@ def minmax(fit: Fit, module: torch.nn.Module, *, eps: float, clip: Clip, steps: 
         None: ``2.5 * eps / steps`` (Madry et al.'s rule of thumb; ours as a default -- their own step sizes are
         2/255 on CIFAR10 and 0.01 on MNIST, which give ``step_size=2/255`` or ``steps=40, step_size=0.01``).
     """
-    eps = _number("minmax", "eps", eps, low=0, low_ok=False, what="the attack radius must be > 0")
-    if not (isinstance(steps, (int, np.integer)) and not isinstance(steps, bool) and steps >= 1):
-        raise ConfigError(f"defence 'minmax': steps = {steps!r} is not allowed (an integer >= 1)")
-    steps = int(steps)
-    alpha = 2.5 * eps / steps if step_size is None else _number(
-        "minmax", "step_size", step_size, low=0, low_ok=False, what="None (2.5 * eps / steps) or a number > 0")
+    eps = check_number(eps, "eps", _who("minmax"), low=0)
+    steps = check_int(steps, "steps", _who("minmax"))
+    alpha = 2.5 * eps / steps if step_size is None else check_number(step_size, "step_size", _who("minmax"), low=0)
     history = fit(module, minmax_loss(eps=eps, steps=steps, step_size=alpha, clip=clip), "minmax")
     return {"history": history,
             "settings": {"eps": eps, "steps": steps, "step_size": alpha, "random_start": True, "loss": "ce",
                          "clip": list(clip)},
-            "label": f"PGD-{steps} min-max (eps {_fmt(eps)}, step {_fmt(alpha)})"}
+            "label": f"PGD-{steps} min-max (eps {fmt(eps, 4)}, step {fmt(alpha, 4)})"}
 
 
 @DEFENCES.register("gradreg")
@@ -277,10 +255,10 @@ def gradreg(fit: Fit, module: torch.nn.Module, *, eps: float, clip: Clip, lam: f
         digits MLP to a constant predictor (see :data:`ROSS_LAMBDA`). The right value scales with the inverse
         square of the input's units and shrinks as inputs grow: sweep it for a new data set.
     """
-    lam = _number("gradreg", "lam", lam, low=0, low_ok=True, what="the penalty weight must be >= 0")
+    lam = check_number(lam, "lam", _who("gradreg"), low=0, low_open=False)
     history = fit(module, gradreg_loss(lam=lam), "gradreg")
     return {"history": history, "settings": {"lam": lam},
-            "label": f"input-gradient regularisation (lambda {_fmt(lam)})"}
+            "label": f"input-gradient regularisation (lambda {fmt(lam, 4)})"}
 
 
 @DEFENCES.register("distillation")
@@ -305,7 +283,7 @@ def distillation(fit: Fit, module: torch.nn.Module, *, eps: float, clip: Clip,
         from a trained network. Without it a trained network's ``softmax(z / T)`` is nearly uniform and a short
         fine-tune barely moves it (measured on the scene CNN: teacher loss 2.19 ~ ln 10 after an epoch).
     """
-    t = _number("distillation", "temperature", temperature, low=0, low_ok=False, what="must be > 0")
+    t = check_number(temperature, "temperature", _who("distillation"), low=0)
     if warm_start:
         from weakspot.models.rescale import scaled_last_layer
 
@@ -315,7 +293,7 @@ def distillation(fit: Fit, module: torch.nn.Module, *, eps: float, clip: Clip,
     history = fit(module, soft_label_loss(teacher, temperature=t), "distillation student")
     return {"history": history, "teacher_history": teacher_history,
             "settings": {"temperature": t, "deployed_temperature": 1.0, "warm_start": bool(warm_start)},
-            "label": f"defensive distillation (T {_fmt(t)}, deployed at T 1{', warm start' if warm_start else ''})"}
+            "label": f"defensive distillation (T {fmt(t, 4)}, deployed at T 1{', warm start' if warm_start else ''})"}
 
 
 def defence_options(name: str) -> Dict[str, Any]:
@@ -377,8 +355,8 @@ def train_defence(name: str, module: torch.nn.Module, X: Any, y: Any, *, eps: fl
     if unknown:
         raise ConfigError(f"defence {name!r}: unknown option(s) {', '.join(map(repr, unknown))}; valid options: "
                           f"{', '.join(valid) or '(none)'}")
-    clip = _check_clip(name, clip)
-    _number(name, "eps", eps, low=0, low_ok=True, what="a finite number >= 0 in the data's units")
+    clip = check_clip(clip, _who(name))
+    check_number(eps, "eps", _who(name), low=0, low_open=False)
     if name in ("fgsm_at", "minmax"):
         Xa = np.asarray(X, dtype=np.float32)
         if Xa.size and (np.nanmin(Xa) < clip[0] or np.nanmax(Xa) > clip[1]):

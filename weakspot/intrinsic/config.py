@@ -23,6 +23,11 @@ EPS_COLOUR = 8.0 / 255.0
 
 DEFENCE_NAMES = ("fgsm_at", "minmax", "gradreg", "distillation")
 
+#: What each model is, in words (the report's labels; "none" is the audited model itself).
+DEFENCE_TITLES = {"none": "no defence (the audited model)", "fgsm_at": "FGSM adversarial training",
+                  "minmax": "min-max (PGD) training", "gradreg": "input-gradient regularisation",
+                  "distillation": "defensive distillation"}
+
 #: The paper's settings where it gives them, for the report's "settings that differ" table.
 PAPER_SETTINGS = {
     "pgd_steps": (30, "Sec. 5.1: PGD-30"),

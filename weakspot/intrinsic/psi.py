@@ -45,7 +45,6 @@ True
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -53,8 +52,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from weakspot.checks import check_clip, check_int, check_number
 from weakspot.errors import ConfigError, DataError, ModelError
-from weakspot.adversarial.attacks import _project, pgd
+from weakspot.adversarial.attacks import project, pgd
 from weakspot.progress import Progress
 
 Clip = Tuple[float, float]
@@ -147,36 +147,10 @@ class MaxKL:
         return psi(self.kl)
 
 
-def _check_eps(eps: Any, who: str) -> float:
-    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating, np.integer)) or not np.isfinite(eps) \
-            or eps <= 0:
-        raise ConfigError(f"{who} eps = {eps!r}: must be a finite number > 0 (the L-inf radius, in the data's units)")
-    return float(eps)
-
-
-def _check_int(value: Any, name: str, who: str, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ConfigError(f"{who} {name} = {value!r}: must be an integer >= {low}")
-    return int(value)
-
-
-def _check_clip(clip: Any, who: str) -> Clip:
-    try:
-        lo, hi = (float(v) for v in clip)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{who} clip = {clip!r}: must be (low, high), the data's range") from None
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise ConfigError(f"{who} clip = {clip!r}: must be finite (low, high) with low < high")
-    return lo, hi
-
-
-def _check_step(step_size: Any, eps: float, steps: int, who: str) -> float:
+def _step_size(step_size: Any, eps: float, steps: int, who: str) -> float:
     if step_size is None:
         return 2.5 * eps / steps  # Madry et al. 2018's rule of thumb: the walk can cross the ball
-    if isinstance(step_size, bool) or not isinstance(step_size, (int, float, np.floating, np.integer)) \
-            or not np.isfinite(step_size) or step_size <= 0:
-        raise ConfigError(f"{who} step_size = {step_size!r}: must be a finite number > 0, or None for 2.5*eps/steps")
-    return float(step_size)
+    return check_number(step_size, "step_size", who, low=0)
 
 
 def _check_inputs(X: Any, clip: Clip, who: str) -> np.ndarray:
@@ -273,19 +247,18 @@ def max_kl(module: torch.nn.Module, X: Any, *, eps: float, steps: int = 20, step
         The module's output is not (n, k), or holds NaN or infinities.
     """
     who = "max_kl"
-    eps = _check_eps(eps, who)
-    steps = _check_int(steps, "steps", who)
-    restarts = _check_int(restarts, "restarts", who)
-    batch_size = _check_int(batch_size, "batch_size", who)
-    clip = _check_clip(clip, who)
-    alpha = _check_step(step_size, eps, steps, who)
+    eps = check_number(eps, "eps", who, low=0)
+    steps = check_int(steps, "steps", who)
+    restarts = check_int(restarts, "restarts", who)
+    batch_size = check_int(batch_size, "batch_size", who)
+    clip = check_clip(clip, who)
+    alpha = _step_size(step_size, eps, steps, who)
     norm = _normalisation(normalisation)
     X = _check_inputs(X, clip, who)
     dev = _device(device)
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
 
-    if not (isinstance(floor, (int, float)) and 0 < floor < 1):
-        raise ConfigError(f"{who}: floor = {floor!r} must be a probability in (0, 1)")
+    floor = check_number(floor, "floor", who, low=0, high=1, high_open=True)
     n = X.shape[0]
     kl_out = np.empty(n, dtype=np.float64)
     x_out = np.empty_like(X)
@@ -303,7 +276,7 @@ def max_kl(module: torch.nn.Module, X: Any, *, eps: float, steps: int = 20, step
                 p = norm(z).repeat(restarts, 1)  # restart-major rows: row r * m + i is restart r of input i
             x0 = x.repeat(restarts, *([1] * (x.ndim - 1)))
             noise = torch.cat([torch.rand(x.shape, generator=gen, dtype=x.dtype) for _ in range(restarts)]).to(dev)
-            x_adv = _project(x0 + (2 * noise - 1) * eps, x0, eps, clip)
+            x_adv = project(x0 + (2 * noise - 1) * eps, x0, eps, clip)
             best_kl = torch.full((x0.shape[0],), -1.0, dtype=p.dtype, device=dev)
             best_x = x0.clone()
             for it in range(steps + 1):  # steps + 1 iterates: the random start, then one per step
@@ -318,7 +291,7 @@ def max_kl(module: torch.nn.Module, X: Any, *, eps: float, steps: int = 20, step
                 best_kl = torch.where(better, cur, best_kl)
                 best_x = torch.where(_view(better, x0), x_adv.detach(), best_x)
                 if not last:
-                    x_adv = _project(x_adv.detach() + alpha * g.sign(), x0, eps, clip)
+                    x_adv = project(x_adv.detach() + alpha * g.sign(), x0, eps, clip)
             if not torch.isfinite(best_kl).all():
                 raise ModelError(f"{who}: the module's logits went NaN or infinite inside the eps-ball (inputs {s}..)")
             r_best = best_kl.view(restarts, m).argmax(dim=0)  # the first restart among equals
@@ -378,7 +351,7 @@ def psi_per_class(kl_values: Any, labels: Any, n_classes: int) -> np.ndarray:
     DataError
         kl as in :func:`psi`; labels not integers in ``[0, n_classes)`` or not one per KL.
     """
-    n_classes = _check_int(n_classes, "n_classes", "psi_per_class")
+    n_classes = check_int(n_classes, "n_classes", "psi_per_class")
     k = _check_kl(kl_values, "psi_per_class")
     lab = np.asarray(labels)
     if lab.shape != k.shape:
@@ -438,11 +411,11 @@ def eps_sharpness(module: torch.nn.Module, X: Any, y: Any, *, eps: float, steps:
         The sharpness, in percent of ``1 + L(X)``.
     """
     who = "eps_sharpness"
-    eps = _check_eps(eps, who)
-    steps = _check_int(steps, "steps", who)
-    batch_size = _check_int(batch_size, "batch_size", who)
-    clip = _check_clip(clip, who)
-    alpha = _check_step(step_size, eps, steps, who)
+    eps = check_number(eps, "eps", who, low=0)
+    steps = check_int(steps, "steps", who)
+    batch_size = check_int(batch_size, "batch_size", who)
+    clip = check_clip(clip, who)
+    alpha = _step_size(step_size, eps, steps, who)
     X = _check_inputs(X, clip, who)
     y = np.asarray(y)
     if y.shape != (X.shape[0],) or not np.issubdtype(y.dtype, np.integer):

@@ -12,17 +12,19 @@ Caveats first:
 * Points off the data's range are *not* clipped: the surface pictures the function around the input (Eq. 1); the
   dashed square marks the eps-ball the attacks search.
 * Deterministic: the random directions come from a CPU ``torch.Generator`` seeded by ``seed``.
+* The figure of a set of surfaces is :func:`weakspot.intrinsic.figures.surface_figure`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Sequence
+from typing import Any, List, Sequence
 
 import numpy as np
 import torch
 
 from weakspot.adversarial.attacks import cw_margin, input_grad
+from weakspot.errors import ConfigError
 
 #: The y-axis directions of Fig. 2 (a)-(d), in the paper's order.
 DIRECTIONS = ("random", "fgsm", "ll_fgsm", "cw")
@@ -61,7 +63,7 @@ def direction(module: torch.nn.Module, x: torch.Tensor, y: int, kind: str, gener
     elif kind == "cw":
         d = input_grad(module, x, yt, "cw")
     else:
-        raise ValueError(f"unknown direction {kind!r}; valid: {', '.join(DIRECTIONS)}")
+        raise ConfigError(f"surface direction {kind!r} is not known; valid: {', '.join(DIRECTIONS)}")
     d = d.sign()
     if not bool(d.abs().sum() > 0):  # a flat gradient (saturated softmax): fall back to a random sign vector
         d = torch.randn(x.shape, generator=generator).to(x.device).sign()
@@ -94,40 +96,3 @@ def decision_surfaces(module: torch.nn.Module, x: np.ndarray, y: int, *, eps: fl
                 gs.append(cw_margin(module(pts), yy).cpu().numpy())
         out.append(Surface(a=ticks, b=ticks, g=np.concatenate(gs).reshape(A.shape).astype(np.float64), direction=kind))
     return out
-
-
-def surface_figure(rows: Dict[str, List[Surface]], *, eps: float, title: str = "") -> Any:
-    """One row per model (label -> its surfaces), one column per y-axis direction: ``g`` as a heat map (red = wrong,
-    blue = right, white = the boundary), the ``g = 0`` contour in black, the eps-square dashed."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.colors import TwoSlopeNorm
-
-    labels = list(rows)
-    ncol = max(len(v) for v in rows.values())
-    fig, axes = plt.subplots(len(labels), ncol, figsize=(3.0 * ncol, 2.8 * len(labels)), squeeze=False)
-    for r, lab in enumerate(labels):
-        surfs = rows[lab]
-        lim = max(float(np.abs(s.g).max()) for s in surfs) or 1.0
-        norm = TwoSlopeNorm(vcenter=0.0, vmin=-lim, vmax=lim)
-        for c, s in enumerate(surfs):
-            ax = axes[r, c]
-            im = ax.imshow(s.g, origin="lower", cmap="RdBu", norm=norm, aspect="auto",
-                           extent=(s.a[0], s.a[-1], s.b[0], s.b[-1]))
-            if s.g.min() < 0 < s.g.max():
-                ax.contour(s.a, s.b, s.g, levels=[0.0], colors="black", linewidths=1.2)
-            ax.plot([-eps, eps, eps, -eps, -eps], [-eps, -eps, eps, eps, -eps], "k--", lw=0.8)
-            ax.plot([0], [0], "k+", ms=8)
-            if r == 0:
-                ax.set_title(f"y: {DIRECTION_LABELS.get(s.direction, s.direction)}", fontsize=9)
-            if c == 0:
-                ax.set_ylabel(f"{lab}\ny-axis step", fontsize=9)
-            if r == len(labels) - 1:
-                ax.set_xlabel("x-axis: random direction", fontsize=8)
-            ax.tick_params(labelsize=7)
-        fig.colorbar(im, ax=axes[r, :].tolist(), shrink=0.85, label="g = z_true - max other")
-    if title:
-        fig.suptitle(title, fontsize=10)
-    return fig

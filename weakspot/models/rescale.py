@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import copy
 
-import numpy as np
 import torch
 
-from weakspot.errors import ConfigError, ModelError
+from weakspot.checks import check_number
+from weakspot.errors import ModelError
 
 
 def scaled_last_layer(module: torch.nn.Module, factor: float) -> torch.nn.Module:
@@ -25,9 +25,7 @@ def scaled_last_layer(module: torch.nn.Module, factor: float) -> torch.nn.Module
     ModelError
         The module has no ``torch.nn.Linear`` layer.
     """
-    if isinstance(factor, bool) or not isinstance(factor, (int, float, np.floating, np.integer)) \
-            or not np.isfinite(factor) or factor <= 0:
-        raise ConfigError(f"scaled_last_layer factor = {factor!r}: must be a finite number > 0 (e.g. 100 or 0.01)")
+    check_number(factor, "factor", "scaled_last_layer", low=0)
     twin = copy.deepcopy(module)
     linears = [m for m in twin.modules() if isinstance(m, torch.nn.Linear)]
     if not linears:

@@ -1,0 +1,68 @@
+"""weakspot.intrinsic.report: the measurements as metrics, tables, prose and findings (nothing measured again)."""
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from weakspot.intrinsic.report import TITLE, metrics, report
+from tests.intrinsic.helpers import small_params
+
+TARGET = SimpleNamespace(name="toy")
+
+
+@pytest.fixture(scope="module")
+def out(measured):
+    return report(measured, small_params(), TARGET)
+
+
+def test_metrics_are_the_measurements(measured, out):
+    m = out.section.metrics
+    none, mm = measured.evals["none"], measured.evals["minmax"]
+    assert m["psi"] == none.psi and m["minmax"]["psi"] == mm.psi and m["cw30_acc"] == none.acc["cw30"]
+    # eps 0.15: no grade
+    assert {"psi", "psi_softmax", "clean_acc", "fgsm_acc", "pgd30_acc", "cw30_acc"} == set(m["none"])
+    assert m["eps"] == 0.15 and m["n_inputs"] == 120 and m["n_attack"] == 60
+    assert m["reparam"] is measured.reparam and m["pgd_vs_art"] is measured.art_check
+    assert m["claims"]["minmax_largest_psi"] is True
+    assert set(m["stability"]) == {"b20", "b60"}
+    assert m["least_stable_classes"] == [int(c) for c in np.argsort(none.psi_class)[:3]]
+    (per,) = m["surface_boundary_distance"].values()
+    assert set(per) == {"no defence (the audited model)", "min-max (PGD) training"}
+    assert set(per["min-max (PGD) training"]) == {"random", "fgsm", "ll_fgsm", "cw"}
+    json.dumps(m, allow_nan=True)  # JSON values only
+    assert list(m) == list(metrics(measured, m["claims"]))  # the same order every time
+
+
+def test_the_section_titles_the_target_and_names_only_what_it_has(out, measured):
+    sec = out.section
+    assert sec.title == f"{TITLE} (toy)" and sec.key_metrics == ["psi", "psi_softmax", "pgd30_acc", "cw30_acc"]
+    assert {i["table"] for i in sec.items if "table" in i} <= set(sec.tables)
+    figures = [i["figure"] for i in sec.items if "figure" in i]
+    assert figures == ["psi_vs_attacks", "worst_inputs", "per_class", "surface_0", "stability"]
+    assert sec.figures == {}  # drawn by weakspot.intrinsic.figures
+    assert set(sec.tables) == {"seconds", "defences", "paper", "reparam", "stability", "per_class", "claims",
+                               "settings"}
+    assert out.lineage == {"defences": measured.defence_info}
+
+
+def test_prose_quotes_the_numbers(out, measured):
+    none, mm = measured.evals["none"], measured.evals["minmax"]
+    s = out.section.summary
+    assert len(s) == 5  # what psi is, the audited model, the ART check, the defended models, the caveats
+    assert "eps = 0.15" in s[0] and f"psi {none.psi:.1f}" in s[1] and "PGD-10 checked against IBM ART's" in s[2]
+    assert f"the largest psi is minmax's ({mm.psi:.1f})" in s[3] and s[4].startswith("Caveats")
+    assert "pgd_steps 10 (paper: 30" in s[4]
+    (head,) = out.section.headline
+    assert head.startswith(f"Intrinsic robustness: psi {none.psi:.1f};")
+    assert f"min-max training: psi {mm.psi:.1f}" in head
+
+
+def test_findings_are_the_audited_models(out, measured):
+    f = out.findings
+    none = measured.evals["none"]
+    assert f.iloc[0]["kind"] == "threat_model"
+    assert f.iloc[0]["severity"] == pytest.approx(1 - min(none.acc[k] for k in ("fgsm", "pgd30", "cw30")))
+    assert (f["kind"] == "input").sum() == 3  # max_findings
+    assert set(f["kind"]) <= {"threat_model", "class", "input"}
