@@ -152,4 +152,4 @@ def write_method_report(method: Method, target: str, out: MethodReport, lin: Dic
             base = {k: v for k, v in spec.items() if k != "lineage"}
             extra = {**base, "weights": str(folder / "model.pt"), **extra}
         write_json(folder / "model.json", {**extra, "lineage": lin})
-    write_stage_result(method.name, out.section, lin, target=target, findings=out.findings)
+    write_stage_result(method.name, out.section, lin, target=target, findings=out.findings, order=method.order)
