@@ -140,11 +140,15 @@ def rq1_distribution(bench: Bench, X_train: np.ndarray, y_train: np.ndarray, X_t
 
 
 def _pearson(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson's r over the finite pairs (:func:`scipy.stats.pearsonr`); NaN with fewer than 3 finite pairs or a
+    constant input."""
+    from scipy.stats import pearsonr
+
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     ok = np.isfinite(a) & np.isfinite(b)
     if ok.sum() < 3 or a[ok].std() == 0 or b[ok].std() == 0:
         return float("nan")
-    return float(np.corrcoef(a[ok], b[ok])[0, 1])
+    return float(pearsonr(a[ok], b[ok]).statistic)
 
 
 def landscape(dens: Density, X: np.ndarray, grid: int = 60) -> Landscape:
