@@ -12,7 +12,7 @@ per query than the digits' LeNet). An unknown key is an error.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Literal, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 

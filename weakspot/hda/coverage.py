@@ -61,7 +61,6 @@ Example
 
 from __future__ import annotations
 
-import math
 import numbers
 import time
 from dataclasses import dataclass, field
@@ -71,6 +70,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from weakspot.checks import check_clip, check_int, check_number
 from weakspot.errors import ConfigError, DataError, ModelError
 from weakspot.progress import Progress
 
@@ -94,12 +94,6 @@ def _as_float_tensor(name: str, x: Any) -> torch.Tensor:
     if not torch.isfinite(t).all():
         raise DataError(f"{name} holds NaN/inf values")
     return t
-
-
-def _positive_int(name: str, v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-        raise ConfigError(f"{name} must be a positive integer, got {v!r}")
-    return int(v)
 
 
 class NeuronCoverage:
@@ -132,10 +126,8 @@ class NeuronCoverage:
     def __init__(self, module: nn.Module, X_ref: Any, *, threshold: float = 0.5, batch: int = 1024):
         if not isinstance(module, nn.Module):
             raise ConfigError(f"NeuronCoverage: module must be a torch.nn.Module, got {type(module).__name__}")
-        if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not math.isfinite(threshold):
-            raise ConfigError(f"NeuronCoverage: threshold must be a finite number, got {threshold!r}")
-        self.batch = _positive_int("NeuronCoverage: batch", batch)
-        self.threshold = float(threshold)
+        self.threshold = check_number(threshold, "threshold", "NeuronCoverage")
+        self.batch = check_int(batch, "batch", "NeuronCoverage")
         self.module = module
         X_ref = _as_float_tensor("NeuronCoverage: X_ref", X_ref)
 
@@ -277,18 +269,6 @@ class FuzzResult:
     seconds: float = 0.0
 
 
-def _check_clip(clip: Any) -> Optional[Tuple[float, float]]:
-    if clip is None:
-        return None
-    try:
-        lo, hi = (float(c) for c in clip)
-    except (TypeError, ValueError):
-        raise ConfigError(f"coverage_fuzz: clip must be a pair (lo, hi) or None, got {clip!r}") from None
-    if not lo < hi:  # also rejects NaN
-        raise ConfigError(f"coverage_fuzz: clip must have lo < hi, got {clip!r}")
-    return lo, hi
-
-
 def coverage_fuzz(
     module: nn.Module,
     X_seeds: Any,
@@ -335,35 +315,16 @@ def coverage_fuzz(
     FuzzResult
     """
     t0 = time.perf_counter()
-    if not isinstance(coverage, NeuronCoverage):
-        raise ConfigError(f"coverage_fuzz: coverage must be a NeuronCoverage, got {type(coverage).__name__}")
-    if coverage._closed:
-        raise ConfigError("coverage_fuzz: coverage is closed; make a new NeuronCoverage")
-    if coverage.module is not module:
-        raise ConfigError("coverage_fuzz: coverage was built on a different module than `module`")
+    _check_coverage(coverage, module)
     X = _as_float_tensor("coverage_fuzz: X_seeds", X_seeds).to(device="cpu", dtype=torch.float32)
     k = X.shape[0]
     if y is not None and len(y) != k:
         raise DataError(f"coverage_fuzz: y has {len(y)} labels for {k} seeds (X_seeds)")
-    iterations = _positive_int("coverage_fuzz: iterations", iterations)
-    mutants = _positive_int("coverage_fuzz: mutants", mutants)
-    if isinstance(radius, bool) or not isinstance(radius, numbers.Real) or not math.isfinite(radius) or radius <= 0:
-        raise ConfigError(f"coverage_fuzz: radius must be a finite number > 0, got {radius!r}")
-    radius = float(radius)
-    box = _check_clip(clip)
-    if isinstance(n_cases, numbers.Integral) and not isinstance(n_cases, bool):
-        n_cases = [int(n_cases)] * k
-    try:
-        n_list = list(n_cases)
-    except TypeError:
-        raise ConfigError(f"coverage_fuzz: n_cases must be an int or a sequence of {k} ints, got {n_cases!r}") from None
-    if len(n_list) != k:
-        raise ConfigError(f"coverage_fuzz: n_cases has length {len(n_list)}, need one count per seed (k={k})")
-    n_list = [_positive_int("coverage_fuzz: every n_cases entry", v) for v in n_list]
-    cap = iterations * mutants
-    if max(n_list) > cap:
-        raise ConfigError(f"coverage_fuzz: n_cases up to {max(n_list)} exceeds iterations * mutants = {cap}, "
-                          "the distinct mutants a seed gets; raise iterations or mutants")
+    iterations = check_int(iterations, "iterations", "coverage_fuzz")
+    mutants = check_int(mutants, "mutants", "coverage_fuzz")
+    radius = check_number(radius, "radius", "coverage_fuzz", low=0)
+    box = None if clip is None else check_clip(clip, "coverage_fuzz")
+    n_list = _n_cases(n_cases, k, iterations * mutants)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise ConfigError(f"coverage_fuzz: seed must be an integer, got {seed!r}")
     if box is not None and ((X < box[0]).any() or (X > box[1]).any()):
@@ -373,7 +334,6 @@ def coverage_fuzz(
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
     shape = tuple(X.shape[1:])
     flat = X.reshape(k, -1)
-    d = flat.shape[1]
     lo_ball, hi_ball = flat - radius, flat + radius
     if box is not None:
         lo_ball, hi_ball = lo_ball.clamp(min=box[0]), hi_ball.clamp(max=box[1])
@@ -399,20 +359,7 @@ def coverage_fuzz(
         rows = torch.tensor([queue[i][j] for i in range(k) for j in pick[i].tolist()], dtype=torch.long)
         parent = pool[rows]
 
-        # three mutation operators, one chosen per mutant
-        op = torch.randint(0, 3, (n_batch, 1), generator=gen)
-        rho = torch.rand(n_batch, 1, generator=gen) * 0.25
-        mask = torch.rand(n_batch, d, generator=gen) < rho
-        mask[torch.arange(n_batch), torch.randint(0, d, (n_batch,), generator=gen)] = True  # never a no-op
-        sparse = parent + mask * (torch.rand(n_batch, d, generator=gen) * 2 - 1) * (2 * radius)
-        amp = torch.rand(n_batch, 1, generator=gen)
-        dense = parent + amp * (torch.rand(n_batch, d, generator=gen) * 2 - 1) * radius
-        c = 0.8 + 0.4 * torch.rand(n_batch, 1, generator=gen)
-        b = (torch.rand(n_batch, 1, generator=gen) * 2 - 1) * radius
-        mean = parent.mean(dim=1, keepdim=True)
-        bright = c * (parent - mean) + mean + b
-        child = torch.where(op == 0, sparse, torch.where(op == 1, dense, bright))
-        child = torch.minimum(torch.maximum(child, lo_ball[owner]), hi_ball[owner])
+        child = torch.minimum(torch.maximum(_mutate(parent, radius, gen), lo_ball[owner]), hi_ball[owner])
 
         # credit coverage in a random order (fair across seeds); the mutants that cover something new join queues
         order = torch.randperm(n_batch, generator=gen)
@@ -433,10 +380,61 @@ def coverage_fuzz(
         if progress is not None:
             progress(f"coverage fuzz: iteration (coverage {coverage.rate:.3f})", it + 1, iterations)
 
-    # test cases: queue (minus the seed) most recent first, then the latest iterations' other mutants
+    X_cases, index = _test_cases(pool, queue, recent, n_list, mutants, shape)
+    return FuzzResult(X_cases=X_cases, seed_index=index, queries=int(queries), coverage_rate=coverage.rate,
+                      coverage_curve=curve, seconds=time.perf_counter() - t0)
+
+
+def _check_coverage(coverage: Any, module: nn.Module) -> None:
+    if not isinstance(coverage, NeuronCoverage):
+        raise ConfigError(f"coverage_fuzz: coverage must be a NeuronCoverage, got {type(coverage).__name__}")
+    if coverage._closed:
+        raise ConfigError("coverage_fuzz: coverage is closed; make a new NeuronCoverage")
+    if coverage.module is not module:
+        raise ConfigError("coverage_fuzz: coverage was built on a different module than `module`")
+
+
+def _n_cases(n_cases: Union[int, Sequence[int]], k: int, cap: int) -> List[int]:
+    """``n_cases`` as one count in [1, cap] per seed (an int applies to every seed)."""
+    if isinstance(n_cases, numbers.Integral) and not isinstance(n_cases, bool):
+        n_cases = [int(n_cases)] * k
+    try:
+        n_list = list(n_cases)
+    except TypeError:
+        raise ConfigError(f"coverage_fuzz: n_cases must be an int or a sequence of {k} ints, got {n_cases!r}") from None
+    if len(n_list) != k:
+        raise ConfigError(f"coverage_fuzz: n_cases has length {len(n_list)}, need one count per seed (k={k})")
+    n_list = [check_int(v, "every n_cases entry", "coverage_fuzz") for v in n_list]
+    if max(n_list) > cap:
+        raise ConfigError(f"coverage_fuzz: n_cases up to {max(n_list)} exceeds iterations * mutants = {cap}, "
+                          "the distinct mutants a seed gets; raise iterations or mutants")
+    return n_list
+
+
+def _mutate(parent: torch.Tensor, radius: float, gen: torch.Generator) -> torch.Tensor:
+    """One mutant of each row of ``parent`` (n, d): sparse pixel noise, dense noise or brightness / contrast, one
+    operator drawn per mutant (see the module's caveats); not yet projected into the ball."""
+    n_batch, d = parent.shape
+    op = torch.randint(0, 3, (n_batch, 1), generator=gen)
+    rho = torch.rand(n_batch, 1, generator=gen) * 0.25
+    mask = torch.rand(n_batch, d, generator=gen) < rho
+    mask[torch.arange(n_batch), torch.randint(0, d, (n_batch,), generator=gen)] = True  # never a no-op
+    sparse = parent + mask * (torch.rand(n_batch, d, generator=gen) * 2 - 1) * (2 * radius)
+    amp = torch.rand(n_batch, 1, generator=gen)
+    dense = parent + amp * (torch.rand(n_batch, d, generator=gen) * 2 - 1) * radius
+    c = 0.8 + 0.4 * torch.rand(n_batch, 1, generator=gen)
+    b = (torch.rand(n_batch, 1, generator=gen) * 2 - 1) * radius
+    mean = parent.mean(dim=1, keepdim=True)
+    bright = c * (parent - mean) + mean + b
+    return torch.where(op == 0, sparse, torch.where(op == 1, dense, bright))
+
+
+def _test_cases(pool: torch.Tensor, queue: List[List[int]], recent: List[Tuple[torch.Tensor, torch.Tensor]],
+                n_list: List[int], mutants: int, shape: Tuple[int, ...]) -> Tuple[np.ndarray, np.ndarray]:
+    """Each seed's test cases: its queue (minus the seed) most recent first, then the latest iterations' other
+    mutants; ``(X_cases, seed_index)``."""
     cases, index = [], []
-    for i in range(k):
-        need = n_list[i]
+    for i, need in enumerate(n_list):
         got = [pool[r] for r in reversed(queue[i][1:])][:need]
         for child, joined in reversed(recent):
             if len(got) >= need:
@@ -446,6 +444,4 @@ def coverage_fuzz(
             got.extend(fresh[: need - len(got)].unbind(0))
         cases.append(torch.stack(got[:need]))
         index.append(np.full(need, i, dtype=np.int64))
-    X_cases = torch.cat(cases).reshape(-1, *shape).numpy().astype(np.float32, copy=False)
-    return FuzzResult(X_cases=X_cases, seed_index=np.concatenate(index), queries=int(queries),
-                      coverage_rate=coverage.rate, coverage_curve=curve, seconds=time.perf_counter() - t0)
+    return torch.cat(cases).reshape(-1, *shape).numpy().astype(np.float32, copy=False), np.concatenate(index)

@@ -11,8 +11,8 @@ Caveats first:
   paper's global probability is "proportional to" it. Log densities are reported relative to the median training
   input's (0 = as dense as the median training input), because the absolute value depends on the latent dimension.
 * The KDE is exact (a sum over every training input, no subsampling), evaluated batched in torch with logsumexp.
-* FID here is computed on features of a network this stage trains itself -- the VAE encoder's last hidden layer --
-  because no Inception weights can be downloaded; FIDs are comparable within a target, not with the paper's.
+* The encoder's last hidden layer (:meth:`Density.features`) is one of the two feature sets FID is computed on
+  (:mod:`weakspot.hda.fid`), because no Inception weights can be downloaded.
 """
 
 from __future__ import annotations
@@ -216,27 +216,6 @@ def train_density(X: np.ndarray, *, clip: Tuple[float, float], latent_dim: int =
     dens.sigma = torch.as_tensor(np.maximum(sig, 1e-6), device=dev)
     dens.log_density_ref = float(np.median(dens.log_kde(mu)))
     return dens
-
-
-def frechet_distance(F1: np.ndarray, F2: np.ndarray) -> float:
-    """FID between two feature sets (rows are samples): |m1 - m2|^2 + Tr(S1 + S2 - 2 (S1 S2)^(1/2))."""
-    from scipy import linalg
-
-    F1, F2 = np.asarray(F1, np.float64), np.asarray(F2, np.float64)
-    if len(F1) < 2 or len(F2) < 2:
-        return float("nan")
-    m1, m2 = F1.mean(0), F2.mean(0)
-    s1, s2 = np.atleast_2d(np.cov(F1, rowvar=False)), np.atleast_2d(np.cov(F2, rowvar=False))
-    import warnings
-
-    with warnings.catch_warnings():  # fewer samples than features make the product singular: its root still exists
-        warnings.simplefilter("ignore", linalg.LinAlgWarning)
-        covmean = linalg.sqrtm(s1 @ s2)
-        if not np.isfinite(covmean).all():  # regularise as the reference implementation (pytorch-fid) does
-            off = np.eye(len(s1)) * 1e-6
-            covmean = linalg.sqrtm((s1 + off) @ (s2 + off))
-    covmean = np.real(covmean)
-    return float(max(0.0, ((m1 - m2) ** 2).sum() + np.trace(s1) + np.trace(s2) - 2.0 * np.trace(covmean)))
 
 
 def latent_quality(dens: Density, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, n_classes: int,

@@ -14,9 +14,10 @@ Caveats first:
   with uniform noise in the ball; fitness 1 is J, fitness 2 is J + lambda * Q, used while at least ``switch_at`` of
   the seed's population is adversarial (and dropped again when it is not); elitism, fitness-proportional selection
   with a temperature equal to the population's fitness spread, uniform crossover weighted by the parents' fitness
-  (GenAttack, Alzantot et al. 2019) and per-pixel mutation that either adds
-  uniform noise of ``mutation_scale * radius`` or shrinks it by a uniform factor in [0, 1) (ours: the shrinking lets
-  the population reduce its perturbation, which a natural AE needs). The whole population of every seed is evaluated as one batch per generation.
+  (GenAttack, Alzantot et al. 2019) and per-pixel mutation that either adds uniform noise of
+  ``mutation_scale * radius`` or shrinks it by a uniform factor in [0, 1) (ours: the shrinking lets the population
+  reduce its perturbation, which a natural AE needs). The whole population of every seed is evaluated as one batch
+  per generation.
 * **Test cases**: a seed's ``n_i`` best individuals of the final population, adversarial ones first (the tester
   knows which are AEs from the same black-box answers); ``n_i`` is allocated in proportion to the seeds'
   re-normalised global densities (Sec. 3.4), at least 1 and at most the population.
@@ -39,8 +40,9 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from weakspot.errors import ConfigError, DataError
 from weakspot.adversarial.attacks import cw_margin
+from weakspot.checks import check_clip, check_number
+from weakspot.errors import ConfigError, DataError
 
 ProbaFn = Callable[[torch.Tensor], torch.Tensor]  # (m, *shape) inputs -> (m, k) probabilities
 
@@ -86,11 +88,9 @@ def perceptual(x_adv: torch.Tensor, x: torch.Tensor, metric: str, radius: float,
     return -mse / (radius ** 2)  # "mse", and the fallback of SSIM on inputs that are not images
 
 
-def _check(radius: float, clip: Tuple[float, float]) -> None:
-    if not (isinstance(radius, (int, float)) and np.isfinite(radius) and radius > 0):
-        raise ConfigError(f"HDA radius = {radius!r}: must be a finite number > 0 (in the data's units)")
-    if not (np.isfinite(clip[0]) and np.isfinite(clip[1]) and clip[0] < clip[1]):
-        raise ConfigError(f"HDA clip = {clip!r}: must be (low, high) with low < high")
+def _check(radius: float, clip: Tuple[float, float], who: str) -> None:
+    check_number(radius, "radius (in the data's units)", who, low=0)
+    check_clip(clip, who)
 
 
 def batched_proba(proba_fn: ProbaFn, x: torch.Tensor, batch: int) -> torch.Tensor:
@@ -181,7 +181,7 @@ def two_step_ga(proba_fn: ProbaFn, X: np.ndarray, y: np.ndarray, n_cases: Sequen
                 batch: int = 4096, device: Any = "cpu", progress: Optional[Callable[[str], None]] = None
                 ) -> LocalResult:
     """Algorithm 1 for every seed at once (black-box: only ``proba_fn``); see the module's caveats."""
-    _check(radius, clip)
+    _check(radius, clip, "HDA GA")
     X = np.asarray(X, np.float32)
     if not np.isfinite(X).all():
         raise DataError("HDA GA: the seeds hold NaN or infinite values")
@@ -282,7 +282,7 @@ def pgd_cases(module: torch.nn.Module, X: np.ndarray, y: np.ndarray, n_cases: Se
     """PGD-``steps`` (cross-entropy, random start) once per test case: seed i gets ``n_cases[i]`` random starts."""
     from weakspot.adversarial.attacks import batched, pgd
 
-    _check(radius, clip)
+    _check(radius, clip, "HDA PGD")
     t0 = time.perf_counter()
     idx = np.repeat(np.arange(len(X)), np.asarray(n_cases, np.int64))
     g = torch.Generator().manual_seed(int(seed))
@@ -331,7 +331,7 @@ def evaluate_cases(res: LocalResult, seeds_name: str, X: np.ndarray, y: np.ndarr
                    featurize: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> CaseEval:
     """Table 6's numbers for one generator's test cases around seeds ``X`` (labels ``y``); FID on ``featurize``
     (default: the VAE encoder's features)."""
-    from weakspot.hda.density import frechet_distance
+    from weakspot.hda.fid import frechet_distance
 
     Xc = torch.as_tensor(res.X_cases, device=device)
     ys = torch.as_tensor(np.asarray(y, np.int64)[res.seed_index], device=device)

@@ -71,7 +71,8 @@ from typing import Callable, Optional, Tuple
 
 import numpy as np
 
-from weakspot.errors import ConfigError, DataError, ModelError
+from weakspot.checks import check_clip, check_int, check_number
+from weakspot.errors import DataError, ModelError
 from weakspot.progress import Progress
 
 ScoreFn = Callable[["torch.Tensor", "torch.Tensor"], "torch.Tensor"]  # noqa: F821
@@ -114,38 +115,12 @@ class MCResult:
 # validation and set-up
 
 
-def _check_number(name: str, value, *, lo=None, hi=None, lo_open=True, hi_open=True) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ConfigError(f"{name} must be a number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v):
-        raise ConfigError(f"{name} must be finite, got {value!r}")
-    if lo is not None and (v <= lo if lo_open else v < lo):
-        raise ConfigError(f"{name} must be {'>' if lo_open else '>='} {lo}, got {value!r}")
-    if hi is not None and (v >= hi if hi_open else v > hi):
-        raise ConfigError(f"{name} must be {'<' if hi_open else '<='} {hi}, got {value!r}")
-    return v
-
-
-def _check_int(name: str, value, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    if int(value) < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _boxes(x, radius, clip):
+def _boxes(x, radius, clip, who: str):
     """``x`` as a floating tensor (n, D) plus its boxes ``lo, hi`` (n, D) and the per-input shape."""
     import torch
 
-    radius = _check_number("radius", radius, lo=0.0)
-    if not isinstance(clip, (tuple, list)) or len(clip) != 2:
-        raise ConfigError(f"clip must be a pair (lo, hi), got {clip!r}")
-    c_lo = _check_number("clip[0]", clip[0])
-    c_hi = _check_number("clip[1]", clip[1])
-    if not c_lo < c_hi:
-        raise ConfigError(f"clip must have lo < hi, got {clip!r}")
+    radius = check_number(radius, "radius", who, low=0)
+    c_lo, c_hi = check_clip(clip, who)
     t = torch.as_tensor(x)
     if not t.is_floating_point():
         t = t.to(torch.float32)
@@ -238,17 +213,18 @@ def amls_log_prob(
     """
     import torch
 
-    N = _check_int("particles", particles, minimum=2)
-    rho = _check_number("rho", rho, lo=0.0, hi=1.0)
+    who = "amls_log_prob"
+    N = check_int(particles, "particles", who, low=2)
+    rho = check_number(rho, "rho", who, low=0, high=1, high_open=True)
     k = max(1, int(math.floor(rho * N)))  # < N, as rho < 1 and N >= 2
-    mh_steps = _check_int("mh_steps", mh_steps, minimum=1)
-    width0 = _check_number("width", width, lo=0.0)
-    log_p_min = _check_number("log_p_min", log_p_min, hi=0.0)
+    mh_steps = check_int(mh_steps, "mh_steps", who)
+    width0 = check_number(width, "width", who, low=0)
+    log_p_min = check_number(log_p_min, "log_p_min", who, high=0, high_open=True)
     if max_levels is not None:
-        max_levels = _check_int("max_levels", max_levels, minimum=1)
-    seed = _check_int("seed", seed, minimum=0)
-    batch = _check_int("batch", batch, minimum=1)
-    flat, lo, hi, shape = _boxes(x, radius, clip)
+        max_levels = check_int(max_levels, "max_levels", who)
+    seed = check_int(seed, "seed", who, low=0)
+    batch = check_int(batch, "batch", who)
+    flat, lo, hi, shape = _boxes(x, radius, clip, who)
 
     n, D = flat.shape
     dev, dt = flat.device, flat.dtype
@@ -256,13 +232,8 @@ def amls_log_prob(
     scorer = _Scorer(score_fn, shape, batch, dev)
     half = (hi - lo) / 2  # (n, D)
 
-    log_p = np.zeros(n, dtype=np.float64)
-    levels = np.zeros(n, dtype=np.int64)
-    terminated = np.zeros(n, dtype=bool)
-    active = np.ones(n, dtype=bool)
+    balls = _Balls(n, N, log_p_min, max_levels)
     w = np.full(n, width0, dtype=np.float64)
-    log_N = math.log(N)
-    ar = torch.arange(N, device=dev)
 
     with torch.no_grad():
         u = torch.rand((n, N, D), generator=gen, dtype=dt).to(dev)
@@ -271,80 +242,103 @@ def amls_log_prob(
         S = scorer(X.reshape(n * N, D), torch.arange(n, device=dev).repeat_interleave(N)).reshape(n, N)
 
         level_no = 0
-        while active.any():
+        while balls.active.any():
             level_no += 1
-            a = np.flatnonzero(active)
+            a = np.flatnonzero(balls.active)
             ia = torch.as_tensor(a, device=dev)
             Sa = S[ia]  # (na, N)
             L = Sa.kthvalue(k, dim=1).values  # the k-th lowest score of each ball
             surv = Sa > L[:, None]
-            hits = (Sa >= 0).sum(1).cpu().numpy()
-            ns = surv.sum(1).cpu().numpy()
-            L_np = L.cpu().numpy()
-
-            fin = L_np >= 0  # the last level: the fraction already violating
-            log_p[a[fin]] += np.log(hits[fin]) - log_N
-            active[a[fin]] = False
-            cont = ~fin
-            if max_levels is not None:
-                capped = cont & (levels[a] >= max_levels)  # still below 0 after max_levels: an upper bound
-                terminated[a[capped]] = True
-                active[a[capped]] = False
-                cont &= ~capped
-            empty = cont & (ns == 0)  # every particle tied at the level: no way up
-            log_p[a[empty]] = -np.inf
-            cont &= ~empty
-            log_p[a[cont]] += np.log(np.maximum(ns[cont], 1)) - log_N
-            levels[a[cont]] += 1
-            low = (fin | cont | empty) & (log_p[a] < log_p_min)  # below the floor (-inf where empty)
-            log_p[a[low]] = log_p_min
-            terminated[a[low]] = True
-            active[a[low]] = False
-            cont &= ~low
-
+            cont = balls.level(a, Sa, L, surv)
             if cont.any():
                 b = a[cont]
                 sel = torch.as_tensor(np.flatnonzero(cont), device=dev)
-                ib = ia[sel]
-                nb = b.size
-                Lb = L[sel]
-                surv_b = surv[sel]
-                ns_b = surv_b.sum(1)
-                # resample each killed particle uniformly from its ball's survivors
-                order = torch.argsort((~surv_b).to(torch.int8), dim=1, stable=True)  # survivors first
-                ur = torch.rand((nb, N), generator=gen, dtype=torch.float64).to(dev)
-                j = torch.minimum((ur * ns_b[:, None]).long(), ns_b[:, None] - 1)
-                src = torch.where(surv_b, ar[None, :], order.gather(1, j))
-                Xb = X[ib].gather(1, src[:, :, None].expand(nb, N, D))
-                Sb = S[ib].gather(1, src)
-                lo_b, hi_b = lo[ib][:, None, :], hi[ib][:, None, :]
-                scale = (torch.as_tensor(w[b], device=dev, dtype=dt)[:, None] * half[ib])[:, None, :]
-                balls = ib[:, None].expand(nb, N)
-                accepted = torch.zeros(nb, dtype=torch.int64, device=dev)
-                for _ in range(mh_steps):
-                    z = torch.randn((nb, N, D), generator=gen, dtype=dt).to(dev)
-                    prop = Xb + scale * z
-                    inside = ((prop >= lo_b) & (prop <= hi_b)).all(dim=2)  # (nb, N)
-                    s_new = torch.full((nb, N), -math.inf, dtype=torch.float64, device=dev)
-                    if bool(inside.any()):
-                        s_new[inside] = scorer(prop[inside], balls[inside])
-                    acc = inside & (s_new > Lb[:, None])
-                    Xb = torch.where(acc[:, :, None], prop, Xb)
-                    Sb = torch.where(acc, s_new, Sb)
-                    accepted += acc.sum(1)
-                X[ib] = Xb
-                S[ib] = Sb
-                rate = accepted.cpu().numpy() / float(N * mh_steps)
+                scale = (torch.as_tensor(w[b], device=dev, dtype=dt)[:, None] * half[ia[sel]])[:, None, :]
+                rate = _resample_and_move(X, S, lo, hi, ia[sel], L[sel], surv[sel], scale, mh_steps, scorer, gen)
                 w[b] = np.where(rate > _ACC_HIGH, np.minimum(w[b] * _WIDTH_UP, _WIDTH_MAX), w[b])
                 w[b] = np.where(rate < _ACC_LOW, np.maximum(w[b] / _WIDTH_DOWN, _WIDTH_MIN), w[b])
             if progress is not None:
-                still = int(active.sum())
+                still = int(balls.active.sum())
                 progress(f"amls: balls finished (level {level_no}, {still} active)", n - still, n)
 
     return AMLSResult(
-        log_p=np.clip(log_p, log_p_min, 0.0), levels=levels, terminated=terminated, queries=int(scorer.queries),
-        particles=N, mh_steps=mh_steps, rho=rho, log_p_min=log_p_min, width=w,
+        log_p=np.clip(balls.log_p, log_p_min, 0.0), levels=balls.levels, terminated=balls.terminated,
+        queries=int(scorer.queries), particles=N, mh_steps=mh_steps, rho=rho, log_p_min=log_p_min, width=w,
     )
+
+
+class _Balls:
+    """Every ball's running estimate: ``log_p`` (a sum of log survival fractions), the levels passed, and whether it
+    stopped at the floor or the level cap (``terminated``) or is still running (``active``)."""
+
+    def __init__(self, n: int, particles: int, log_p_min: float, max_levels: Optional[int]):
+        self.log_p = np.zeros(n, dtype=np.float64)
+        self.levels = np.zeros(n, dtype=np.int64)
+        self.terminated = np.zeros(n, dtype=bool)
+        self.active = np.ones(n, dtype=bool)
+        self.log_N, self.log_p_min, self.max_levels = math.log(particles), log_p_min, max_levels
+
+    def level(self, a: np.ndarray, Sa, L, surv) -> np.ndarray:
+        """Account for one level of the active balls ``a`` (scores ``Sa``, level ``L``, survivors ``surv``); the mask
+        over ``a`` of the balls that go on to resample and move."""
+        log_p, levels, terminated, active = self.log_p, self.levels, self.terminated, self.active
+        hits = (Sa >= 0).sum(1).cpu().numpy()
+        ns = surv.sum(1).cpu().numpy()
+        L_np = L.cpu().numpy()
+
+        fin = L_np >= 0  # the last level: the fraction already violating
+        log_p[a[fin]] += np.log(hits[fin]) - self.log_N
+        active[a[fin]] = False
+        cont = ~fin
+        if self.max_levels is not None:
+            capped = cont & (levels[a] >= self.max_levels)  # still below 0 after max_levels: an upper bound
+            terminated[a[capped]] = True
+            active[a[capped]] = False
+            cont &= ~capped
+        empty = cont & (ns == 0)  # every particle tied at the level: no way up
+        log_p[a[empty]] = -np.inf
+        cont &= ~empty
+        log_p[a[cont]] += np.log(np.maximum(ns[cont], 1)) - self.log_N
+        levels[a[cont]] += 1
+        low = (fin | cont | empty) & (log_p[a] < self.log_p_min)  # below the floor (-inf where empty)
+        log_p[a[low]] = self.log_p_min
+        terminated[a[low]] = True
+        active[a[low]] = False
+        return cont & ~low
+
+
+def _resample_and_move(X, S, lo, hi, ib, Lb, surv_b, scale, mh_steps: int, scorer: "_Scorer", gen) -> np.ndarray:
+    """Balls ``ib`` (particles ``X``, scores ``S``, updated in place): each killed particle becomes a copy of a
+    survivor drawn uniformly, then every particle takes ``mh_steps`` Metropolis-Hastings steps (Gaussian, ``scale``
+    per coordinate) inside its box and above its level ``Lb``; returns each ball's acceptance rate."""
+    import torch
+
+    nb, N, D = len(ib), X.shape[1], X.shape[2]
+    dev, dt = X.device, X.dtype
+    ns_b = surv_b.sum(1)
+    order = torch.argsort((~surv_b).to(torch.int8), dim=1, stable=True)  # survivors first
+    ur = torch.rand((nb, N), generator=gen, dtype=torch.float64).to(dev)
+    j = torch.minimum((ur * ns_b[:, None]).long(), ns_b[:, None] - 1)
+    src = torch.where(surv_b, torch.arange(N, device=dev)[None, :], order.gather(1, j))
+    Xb = X[ib].gather(1, src[:, :, None].expand(nb, N, D))
+    Sb = S[ib].gather(1, src)
+    lo_b, hi_b = lo[ib][:, None, :], hi[ib][:, None, :]
+    balls = ib[:, None].expand(nb, N)
+    accepted = torch.zeros(nb, dtype=torch.int64, device=dev)
+    for _ in range(mh_steps):
+        z = torch.randn((nb, N, D), generator=gen, dtype=dt).to(dev)
+        prop = Xb + scale * z
+        inside = ((prop >= lo_b) & (prop <= hi_b)).all(dim=2)  # (nb, N)
+        s_new = torch.full((nb, N), -math.inf, dtype=torch.float64, device=dev)
+        if bool(inside.any()):
+            s_new[inside] = scorer(prop[inside], balls[inside])
+        acc = inside & (s_new > Lb[:, None])
+        Xb = torch.where(acc[:, :, None], prop, Xb)
+        Sb = torch.where(acc, s_new, Sb)
+        accepted += acc.sum(1)
+    X[ib] = Xb
+    S[ib] = Sb
+    return accepted.cpu().numpy() / float(N * mh_steps)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -406,10 +400,11 @@ def monte_carlo_log_prob(
     """
     import torch
 
-    samples = _check_int("samples", samples, minimum=1)
-    seed = _check_int("seed", seed, minimum=0)
-    batch = _check_int("batch", batch, minimum=1)
-    flat, lo, hi, shape = _boxes(x, radius, clip)
+    who = "monte_carlo_log_prob"
+    samples = check_int(samples, "samples", who)
+    seed = check_int(seed, "seed", who, low=0)
+    batch = check_int(batch, "batch", who)
+    flat, lo, hi, shape = _boxes(x, radius, clip, who)
     n, D = flat.shape
     dev, dt = flat.device, flat.dtype
     gen = torch.Generator(device="cpu").manual_seed(seed)

@@ -1,9 +1,18 @@
-"""HDA's entry point on an image target: the whole protocol (RQ1-RQ4) and the repaired model of RQ4."""
+"""HDA's entry point on an image target: the whole protocol (RQ1-RQ4 of seeds/004, :mod:`weakspot.hda.protocol`)
+and the repaired model of RQ4, as an :class:`~weakspot.hda.result.HdaResult` (the report and the figures are
+:mod:`weakspot.hda.report` and :mod:`weakspot.hda.figures`).
+
+Caveats first: black-box at its core (the GA reads probabilities only); the gradient indicator, PGD, coverage,
+Table 8 and the fine-tuning need a torch module answering logits and are skipped otherwise (a torch model that
+answers probabilities gets their logs as logits). The adversarially trained model of RQ3 is the intrinsic method's
+min-max model, through ``runtime`` with the ``intrinsic`` section's settings (the same cached training). Timings
+are in the result's ``seconds``, never in the metrics.
+"""
 
 from __future__ import annotations
 
-import io
-from typing import Any
+import time
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -11,23 +20,72 @@ from weakspot.data.dataset import image_range
 from weakspot.device import resolve_device
 from weakspot.errors import DataError
 from weakspot.hda.config import HdaParams, radius_of
-from weakspot.hda.experiment import run_hda
-from weakspot.hda.generate import LogProbs, classifier_proba, module_proba
-from weakspot.methods import AuditTarget, MethodReport
+from weakspot.hda.density import train_density
+from weakspot.hda.fid import Featurizer
+from weakspot.hda.generate import LogProbs, ProbaFn, classifier_proba, module_proba
+from weakspot.hda.protocol import (Bench, Clock, Splits, rq1_distribution, rq1_seeds, rq2_generators,
+                                   rq3_adversarial_model, rq4_finetune)
+from weakspot.hda.result import HdaResult
+from weakspot.methods import AuditTarget
+from weakspot.progress import Progress
 
 
-def run(target: AuditTarget, params: HdaParams, runtime: Any) -> MethodReport:
-    import torch
+def audit(module: Any, proba_fn: ProbaFn, data: Splits, classes: Sequence[str], p: HdaParams, *, radius: float,
+          clip: Tuple[float, float], adversarial: Any = None, adversarial_label: str = "", device: Any = "cpu",
+          progress: Optional[Progress] = None) -> HdaResult:
+    """RQ1-RQ4 on one target's arrays.
 
-    p = params
-    dev = resolve_device(runtime.device)
+    ``module`` is the audited torch module answering logits (None for a black box: RQ3, RQ4 and the white-box
+    generators are skipped); ``proba_fn`` maps a batch of inputs to probabilities; ``adversarial`` is the
+    adversarially trained torch module of RQ3 (``adversarial_label`` names it in the report).
+    """
+    t_all = time.perf_counter()
+    clock = Clock()
+    rng = np.random.default_rng(int(p.seed))
+    X_train, y_train = data.train
+    v = p.vae
+    with clock("VAE and KDE"):
+        dens = train_density(X_train, clip=clip, latent_dim=v.latent_dim, hidden=v.hidden, epochs=v.epochs,
+                             max_steps=v.max_steps, lr=v.lr, batch_size=v.batch_size, beta=v.beta, seed=p.seed,
+                             device=device, progress=progress)
+    bench = Bench(module, proba_fn, dens, Featurizer(module, dens, device=device), p, radius, clip, device, progress)
+    with clock("Table 3 and Fig. 3"):
+        distribution = rq1_distribution(bench, X_train, y_train, data.test[0], len(classes), rng)
+    seeds = rq1_seeds(bench, data, rng, clock)
+    generators = rq2_generators(bench, seeds, X_train, rng)
+    adv = ft = None
+    if bench.white:
+        with clock("Table 8"):
+            adv = rq3_adversarial_model(bench, seeds, generators, len(classes), adversarial, adversarial_label)
+        if p.finetune.enabled and p.finetune.methods:
+            with clock("Table 9 (fine-tuning)"):
+                ft = rq4_finetune(bench, data, rng)
+    clock.seconds["total"] = round(time.perf_counter() - t_all, 2)
+    return HdaResult([str(c) for c in classes], float(radius), clip, distribution, seeds, generators, adv, ft,
+                     clock.seconds)
+
+
+def _splits(target: AuditTarget) -> Splits:
     arrays = {}
     for name, s in (("test", target.test), ("val", target.val), ("train", target.train)):
         X = np.asarray(s.X, np.float32)
         if not np.isfinite(X).all():
             raise DataError(f"{target.name}: the {name} inputs hold NaN or infinite values")
         arrays[name] = (X, np.asarray(s.y, np.int64))
-    X_tr, y_tr = arrays["train"]
+    (X_te, y_te), (X_va, y_va) = arrays["test"], arrays["val"]
+    names = [f"test input {i}" for i in range(len(X_te))] + [f"validation input {i}" for i in range(len(X_va))]
+    return Splits(arrays["train"], arrays["val"], arrays["test"],
+                  (np.concatenate([X_te, X_va]), np.concatenate([y_te, y_va])), names)
+
+
+def run(target: AuditTarget, params: HdaParams, runtime: Any) -> HdaResult:
+    """HDA on ``target`` (white-box where its model is a torch module; the min-max model of RQ3 via ``runtime``)."""
+    import torch
+
+    p = params
+    dev = resolve_device(runtime.device)
+    data = _splits(target)
+    X_tr = data.train[0]
     clip = image_range(X_tr)
     radius = radius_of(p, X_tr.shape[1] if X_tr.ndim == 4 else 1, clip)
     clf = target.model
@@ -44,24 +102,7 @@ def run(target: AuditTarget, params: HdaParams, runtime: Any) -> MethodReport:
         mods, info, eps = defended_models(target, ["minmax"], runtime.section("intrinsic"), runtime)
         adv, adv_info = mods["minmax"], info["minmax"]
         adv_label = f"the intrinsic stage's min-max model ({adv_info['label']}, eps {eps:.4g})"
-    X_cand = np.concatenate([arrays["test"][0], arrays["val"][0]])
-    y_cand = np.concatenate([arrays["test"][1], arrays["val"][1]])
-    section, found, repaired = run_hda(
-        module, proba_fn, X_tr, y_tr, X_cand, y_cand, *arrays["val"], *arrays["test"],
-        [str(c) for c in target.classes], p, radius=radius, clip=clip, adv_module=adv, adv_label=adv_label,
-        device=dev, progress=runtime.progress,
-        cand_names=[f"test input {i}" for i in range(len(arrays["test"][0]))]
-        + [f"validation input {i}" for i in range(len(arrays["val"][0]))])
-    section.title = f"{section.title} ({target.name})"
-    lineage = {"adversarial_model": adv_info} if adv_info else {}
-    if repaired is None:
-        out = {"state_dict": None, "spec": {"repaired_by": None, "why": "fine-tuning needs a torch model that answers "
-                                            "logits (white-box), or hda.finetune is disabled"}}
-    else:
-        buf = io.BytesIO()
-        torch.save(repaired["state_dict"], buf)
-        lineage["seconds"] = repaired.pop("seconds", {})
-        out = {"state_dict": buf.getvalue(),
-               "spec": {"repaired_by": "hda: adversarial fine-tuning on HDA's test cases (seeds/004 RQ4)",
-                        "before": repaired["before"], "after": repaired["after"], "settings": repaired["settings"]}}
-    return MethodReport(section=section, findings=found, repaired=out, lineage=lineage)
+    result = audit(module, proba_fn, data, target.classes, p, radius=radius, clip=clip, adversarial=adv,
+                   adversarial_label=adv_label, device=dev, progress=runtime.progress)
+    result.adversarial_info = adv_info
+    return result

@@ -1,5 +1,5 @@
-"""weakspot.hda (seeds/004): the adaptive KDE, seed selection, the two-step GA and its baselines, on problems whose
-answer is known."""
+"""weakspot.hda.generate (seeds/004 Secs. 3.3-3.4): seed selection, the two-step GA and PGD's test cases, on planted
+models whose answer is known."""
 
 import math
 
@@ -9,22 +9,10 @@ import torch
 
 from weakspot.errors import ConfigError, DataError
 from weakspot.hda import generate as G
-from weakspot.hda.config import HdaParams, default_radius, radius_of
-from weakspot.hda.density import frechet_distance, log_adaptive_kde, train_density
-from weakspot.hda.finetune import finetune, slow_start_fast_decay
+from weakspot.hda.density import train_density
 
-
-# --------------------------------------------------------------------------------------------------- planted models
-class Pixel0(torch.nn.Module):
-    """Two classes decided by pixel 0 alone: logit(1) - logit(0) = k (x_0 - 0.5)."""
-
-    def __init__(self, k: float = 20.0):
-        super().__init__()
-        self.k = k
-
-    def forward(self, x):
-        d = self.k * (x.reshape(len(x), -1)[:, 0] - 0.5)
-        return torch.stack([-d / 2, d / 2], 1)
+from .conftest import Pixel0
+from .conftest import images as _images
 
 
 class Coherent(torch.nn.Module):
@@ -33,49 +21,6 @@ class Coherent(torch.nn.Module):
     def forward(self, x):
         d = 40.0 * (x.reshape(len(x), -1).mean(1) - 0.5)
         return torch.stack([-d / 2, d / 2], 1)
-
-
-def _images(n, value, rng, noise=0.0, shape=(1, 4, 4)):
-    X = np.full((n, *shape), value, np.float32)
-    return np.clip(X + noise * rng.standard_normal(X.shape).astype(np.float32), 0, 1)
-
-
-# --------------------------------------------------------------------------------------------------------- density
-def test_adaptive_kde_equals_a_brute_force_gaussian_mixture():
-    from scipy.stats import multivariate_normal
-
-    g = np.random.default_rng(0)
-    mu = g.normal(size=(40, 3)).astype(np.float32)
-    sig = g.uniform(0.2, 1.5, size=(40, 3)).astype(np.float32)
-    z = g.normal(size=(25, 3)).astype(np.float32) * 1.5
-    ours = log_adaptive_kde(torch.as_tensor(z), torch.as_tensor(mu), torch.as_tensor(sig), batch=7).numpy()
-    brute = np.log(np.mean([multivariate_normal(mu[i], np.diag(sig[i] ** 2)).pdf(z) for i in range(40)], axis=0))
-    np.testing.assert_allclose(ours, brute, rtol=1e-4, atol=1e-4)
-
-
-def test_adaptive_kde_rejects_mismatched_shapes_and_zero_bandwidth():
-    with pytest.raises(DataError, match="do not match"):
-        log_adaptive_kde(torch.zeros(2, 3), torch.zeros(4, 2), torch.ones(4, 2))
-    with pytest.raises(DataError, match="bandwidth"):
-        log_adaptive_kde(torch.zeros(2, 2), torch.zeros(4, 2), torch.zeros(4, 2))
-
-
-def test_frechet_distance_known_answers():
-    g = np.random.default_rng(1)
-    A = g.normal(size=(4000, 3))
-    assert frechet_distance(A, A) == pytest.approx(0.0, abs=1e-6)
-    # same covariance, means 2 apart along one axis: FID = 4 (up to sampling error)
-    assert frechet_distance(A, A + np.array([2.0, 0, 0])) == pytest.approx(4.0, abs=1e-6)
-    B = g.normal(size=(4000, 3)) * 2.0  # sigma 1 vs 2 per axis: 3 * (1 + 4 - 2 * 2) = 3
-    assert frechet_distance(A, B) == pytest.approx(3.0, rel=0.15)
-
-
-def test_the_kde_is_densest_where_the_training_data_are():
-    g = np.random.default_rng(0)
-    X = np.concatenate([_images(300, 0.2, g, 0.03), _images(15, 0.8, g, 0.03)])
-    dens = train_density(X, clip=(0.0, 1.0), latent_dim=2, hidden=16, epochs=60, max_steps=1000, batch_size=32, seed=0)
-    ld = dens.log_density(np.concatenate([_images(20, 0.2, g, 0.03), _images(20, 0.8, g, 0.03)]))
-    assert ld[:20].mean() > ld[20:].mean() + 1.0, (ld[:20].mean(), ld[20:].mean())
 
 
 # -------------------------------------------------------------------------------------------------- seed selection
@@ -151,7 +96,7 @@ def test_ga_never_leaves_the_ball_or_the_data_range():
         return G.module_proba(model)(x)
 
     res = G.two_step_ga(proba, X, y, np.full(6, 5), 0.1, population=10, generations=15, metric="ssim", lam=50.0)
-    allx = torch.cat(seen).reshape(-1, 10, 16) if False else torch.cat(seen)
+    allx = torch.cat(seen)
     assert float(allx.min()) >= 0.0 and float(allx.max()) <= 1.0
     k, P = 6, 10
     per_seed = allx.reshape(-1, k, P, 16)
@@ -220,6 +165,8 @@ def test_ga_rejects_bad_arguments():
         G.two_step_ga(G.module_proba(Pixel0()), X, np.zeros(2, np.int64), [1, 99], 0.1, population=8)
     with pytest.raises(DataError, match="NaN"):
         G.two_step_ga(G.module_proba(Pixel0()), X * np.nan, np.zeros(2, np.int64), [1, 1], 0.1)
+    with pytest.raises(ConfigError, match="HDA PGD: clip"):
+        G.pgd_cases(Pixel0(), X, np.zeros(2, np.int64), [1, 1], 0.1, clip=(1.0, 0.0))
 
 
 def test_pgd_cases_one_random_start_per_case_inside_the_ball():
@@ -231,80 +178,3 @@ def test_pgd_cases_one_random_start_per_case_inside_the_ball():
     assert res.seed_index.tolist() == [0, 1, 1, 2, 2, 2, 3]
     assert np.abs(res.X_cases - X[res.seed_index]).max() <= 0.1 + 1e-6
     assert (res.X_cases[:, 0, 0, 0] < 0.5).all()  # pixel 0 pushed across the boundary: every case an AE
-
-
-# ------------------------------------------------------------------------------------------------------- fine-tuning
-def test_slow_start_fast_decay_schedule():
-    lrs = [slow_start_fast_decay(s, 100, 1e-2) for s in range(100)]
-    peak = int(np.argmax(lrs))
-    assert lrs[0] == pytest.approx(1e-3) and 25 <= peak <= 32 and lrs[peak] == pytest.approx(1e-2)
-    assert all(a <= b for a, b in zip(lrs[:peak], lrs[1:peak + 1]))
-    assert all(a >= b for a, b in zip(lrs[peak:], lrs[peak + 1:])) and lrs[-1] == pytest.approx(1e-4)
-
-
-def test_finetuning_on_aes_fixes_them_and_leaves_the_model_unchanged():
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 2))
-    g = np.random.default_rng(0)
-    X = g.random((200, 1, 4, 4)).astype(np.float32)
-    y = (X[:, 0, 0, 0] > 0.5).astype(np.int64)
-    before = [p.clone() for p in net.parameters()]
-    out = finetune(net, X, y, epochs=30, lr=0.05, batch_size=32, seed=0)
-    acc = (out["module"](torch.as_tensor(X)).argmax(1).numpy() == y).mean()
-    assert acc > 0.9
-    assert all(torch.equal(a, b) for a, b in zip(before, net.parameters()))
-
-
-# ----------------------------------------------------------------------------------------------------------- config
-def test_params_per_target_radius_and_errors(tmp_path):
-    import yaml
-
-    from weakspot.config import load_section
-
-    f = tmp_path / "params.yaml"
-    f.write_text(yaml.safe_dump({"targets": {"digits": {}, "scenes": {}}, "hda": {
-        "n_seeds": 50, "per_target": {"scenes": {"n_seeds": 10, "ga": {"generations": 5}, "radius": 0.02}}}}))
-    s = load_section("hda", f, target="scenes")[1]
-    assert s.n_seeds == 10 and s.ga.generations == 5 and s.ga.population == HdaParams().ga.population
-    assert s.radius == 0.02 and radius_of(s, 1, (0.0, 1.0)) == 0.02
-    d = load_section("hda", f, target="digits")[1]
-    assert d.n_seeds == 50 and radius_of(d, 1, (0.0, 1.0)) == 0.1
-    f.write_text(yaml.safe_dump({"targets": {"scenes": {}}, "hda": {"per_target": {"scenes": {"ga": {"generatoins": 5}}}}}))
-    with pytest.raises(ValueError, match="hda.per_target.scenes.ga.generatoins"):
-        load_section("hda", f, target="scenes")
-    with pytest.raises(ValueError, match="radius"):
-        HdaParams.model_validate({"radius": -1})
-    assert default_radius(1, 0.0, 1.0) == 0.1 and default_radius(3, 0.0, 1.0) == 0.03
-
-
-# --------------------------------------------------------------------------------------------------- the whole method
-def test_run_hda_on_a_black_box_model_uses_only_probabilities():
-    """A callable model (no torch module): the separation indicator selects the seeds, the GA and FODA run, the
-    white-box baselines and the fine-tuning are skipped and say so; the same run twice gives identical metrics."""
-    from weakspot.hda.experiment import run_hda
-
-    g = np.random.default_rng(0)
-    X = g.random((400, 1, 8, 8)).astype(np.float32) * 0.5 + 0.25
-    y = (X[:, 0, :, :4].mean(axis=(1, 2)) > X[:, 0, :, 4:].mean(axis=(1, 2))).astype(np.int64)
-    calls = []
-
-    def proba(x):
-        calls.append(len(x))
-        d = 30.0 * (x[:, 0, :, :4].mean(dim=(1, 2)) - x[:, 0, :, 4:].mean(dim=(1, 2)))
-        return torch.softmax(torch.stack([-d, d], 1), 1)
-
-    p = HdaParams.model_validate({"pool": 80, "n_seeds": 6, "vae": {"epochs": 3, "max_steps": 30},
-                                  "robustness": {"n_balls": 10, "particles": 8, "mh_steps": 1, "log_p_min": -8},
-                                  "ga": {"population": 6, "generations": 5}, "fid_samples": 40})
-    args = (None, proba, X[:250], y[:250], X[250:350], y[250:350], X[350:], y[350:], X[300:], y[300:], ["a", "b"], p)
-    result, found, repaired = run_hda(*args, radius=0.1, clip=(0.0, 1.0))
-    m = result.metrics
-    assert m["indicator"] == "separation" and m["indicator_pearson"]["gradient"] is None
-    assert {"hda", "foda"} <= set(m) and "pgd" not in m and "finetune" not in m and repaired is None
-    assert 0.0 <= m["hda"]["ae_prop"] <= 1.0 and m["hda"]["test_cases"] == 18
-    assert calls and result.check() is result
-    from weakspot.findings import REQUIRED
-
-    assert set(REQUIRED) <= set(found.columns)
-    again, _, _ = run_hda(*args, radius=0.1, clip=(0.0, 1.0))
-    assert again.metrics == m

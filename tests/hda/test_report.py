@@ -1,0 +1,123 @@
+"""weakspot.hda.report: metrics, the paper's claims, tables and prose, findings and the repaired model of an HDA
+result (the toy audits of tests/hda/conftest.py)."""
+
+import copy
+import io
+import json
+from dataclasses import replace
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from weakspot.findings import REQUIRED
+from weakspot.hda.report import claims, findings, metrics, repaired_model, report
+from weakspot.methods import AuditTarget
+from weakspot.numbers import rounded
+
+TARGET = AuditTarget(name="toy", model=None, classes=["a", "b", "c"], test=None)
+
+
+def test_metrics_are_the_rounded_results_and_strict_json(toy):
+    result = toy["white"][0]
+    m = metrics(result)
+    h = result.generators.evals[("hda", "selected")]
+    assert m["hda"]["ae_prop"] == rounded(h.ae_prop) == m["hda_ae_prop"] and m["n_seeds"] == 6 and m["radius"] == 0.1
+    assert m["random_seeds"]["pgd"]["test_cases"] == result.generators.evals[("pgd", "random")].n_cases
+    assert m["finetune"]["none"] == {k: rounded(v) for k, v in result.finetuning.before.items()}
+    assert list(m["finetune"]) == ["hda", "pgd", "coverage", "none", "validation"]
+    assert list(m["adversarial_model"]) == ["normal", "adversarial"]
+    json.dumps(m, allow_nan=False)  # NaN is null, never NaN: the file stays strict JSON
+    black = metrics(toy["black"][0])
+    assert "pgd" not in black and "finetune" not in black and black["adversarial_model"] == {}
+
+
+def _e(ae_prop, fid):
+    return SimpleNamespace(ae_prop=ae_prop, fid=fid)
+
+
+def test_claims_known_answers():
+    t5 = {"selected": {"log_density": 1.0, "log10_local_robustness": -2.0},
+          "random": {"log_density": 0.0, "log10_local_robustness": -1.0}}
+    evals = {("hda", "selected"): _e(0.9, 10.0), ("pgd", "selected"): _e(0.5, float("nan")),
+             ("coverage", "selected"): _e(0.1, 20.0)}
+    ft = {"none": {"global_robustness": 0.2, "test_acc": 0.9}, "hda": {"global_robustness": 0.6, "test_acc": 0.88},
+          "pgd": {"global_robustness": 0.5, "test_acc": 0.85}, "coverage": {"global_robustness": None, "test_acc": 0.9}}
+    c = claims(evals, t5, ft)
+    assert c == {"hda_higher_ae_prop": True, "hda_lower_fid": True, "seeds_denser": True, "seeds_less_robust": False,
+                 "finetune_most_robustness": True, "finetune_least_accuracy_drop": False}  # coverage lost no accuracy
+    evals[("hda", "selected")] = _e(0.4, float("nan"))  # no FID (fewer than 2 AEs) never beats another's
+    c = claims(evals, t5, {})
+    assert not c["hda_higher_ae_prop"] and not c["hda_lower_fid"] and "finetune_most_robustness" not in c
+    assert set(claims({("hda", "selected"): _e(1, 1)}, t5, {})) == {"seeds_denser", "seeds_less_robust"}
+
+
+def test_the_report_section_tables_and_lineage(toy):
+    from weakspot.hda.figures import figures
+
+    result, p = toy["white"][:2]
+    out = report(result, p, TARGET)
+    sec = out.section
+    assert sec.title.endswith("(toy)") and sec.key_metrics == ["hda_ae_prop", "hda_fid", "pgd_ae_prop", "pgd_fid"]
+    assert set(sec.tables) == {"table3", "fig3_fid", "table4", "table5", "table6", "table8", "table9", "claims",
+                               "settings", "seconds"}
+    assert len(sec.tables["table6"]) == 8 and len(sec.tables["table8"]) == 8 and len(sec.tables["table9"]) == 4
+    assert list(sec.tables["seconds"]["step"])[-1] == "total" and "Table 9 (fine-tuning)" in list(
+        sec.tables["seconds"]["step"])
+    assert "gradient indicator" in sec.summary[1] and sec.headline[0].startswith("HDA: ")
+    with pytest.raises(ValueError, match="figure"):
+        sec.check()  # the items name figures that figures() draws
+    sec.figures.update(figures(result, p))
+    assert sec.check() is sec
+    assert set(out.lineage) == {"seconds"} and out.lineage["seconds"] is result.seconds
+    with_adv = copy.copy(result)
+    with_adv.adversarial_info = {"label": "min-max"}
+    assert list(report(with_adv, p, TARGET).lineage) == ["adversarial_model", "seconds"]
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+def test_a_black_box_report_has_no_white_box_tables_nor_a_repaired_model(toy):
+    result, p = toy["black"][:2]
+    out = report(result, p, TARGET)
+    assert "table8" not in out.section.tables and "table9" not in out.section.tables
+    assert not any(i.get("table") in ("table8", "table9") for i in out.section.items)
+    assert out.repaired["state_dict"] is None and "white-box" in out.repaired["spec"]["why"] and out.lineage == {}
+    assert out.section.key_metrics == ["hda_ae_prop", "hda_fid"]
+
+
+def test_findings_rank_the_seeds_with_aes(toy):
+    result, p = toy["white"][:2]
+    df = findings(result, p)
+    e, res = result.generators.evals[("hda", "selected")], result.generators.results[("hda", "selected")]
+    with_ae = {i for i in range(len(result.seeds.selected)) if e.ae_mask[res.seed_index == i].any()}
+    assert len(df) == min(len(with_ae), p.max_findings) and set(REQUIRED) <= set(df.columns)
+    assert list(df["severity"]) == sorted(df["severity"], reverse=True)
+    assert ((0 <= df["severity"]) & (df["severity"] <= 1)).all() and (df["kind"] == "input").all()
+    assert all(json.loads(x)["seed"] in result.seeds.names for x in df["example"])
+    if len(with_ae) >= 2:
+        assert len(findings(result, p.model_copy(update={"max_findings": 1}))) == 1
+
+
+def test_no_aes_no_findings_but_the_same_columns(toy):
+    result, p = toy["black"][:2]
+    key = ("hda", "selected")
+    e = result.generators.evals[key]
+    none = copy.copy(result)
+    none.generators = replace(result.generators, evals={**result.generators.evals,
+                                                         key: replace(e, ae_mask=np.zeros_like(e.ae_mask))})
+    df = findings(none, p)
+    assert len(df) == 0 and list(df.columns) == list(REQUIRED) + ["example", "image"]
+
+
+def test_the_repaired_model_is_the_hda_finetuned_weights(toy):
+    result, p = toy["white"][:2]
+    rep = repaired_model(result, p)
+    state = torch.load(io.BytesIO(rep["state_dict"]))
+    assert all(torch.equal(state[k], v) for k, v in result.finetuning.repaired.items())
+    spec = rep["spec"]
+    assert spec["after"] == metrics(result)["finetune"]["hda"] and spec["settings"]["seeds"] == 5
+    assert spec["settings"]["validation_pool"] == 30 and spec["settings"]["train_inputs"] == 50
+    assert rep["state_dict"] == repaired_model(result, p)["state_dict"]  # the same bytes every time

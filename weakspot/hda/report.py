@@ -1,0 +1,422 @@
+"""HDA's report of one target: an :class:`~weakspot.hda.result.HdaResult` as metrics, the paper's tables, its claims
+checked, prose, findings, the repaired model and the lineage.
+
+Caveats first:
+
+* Metrics are rounded by :func:`weakspot.numbers.rounded` (a NaN becomes null) and hold no timings, so a rerun of
+  the same code and params gives byte-identical metrics; timings are in the ``seconds`` table and the lineage.
+* FID is on the features of a network this pipeline trains (:mod:`weakspot.hda.fid`), comparable across methods of
+  one target only, and it falls with the number of AEs compared (the AE counts sit next to it).
+* A finding is a selected seed with at least one AE among HDA's test cases; its severity is the share of AEs among
+  the seed's test cases plus their mean SSIM to the seed, over 2 (``SEVERITY``).
+* The repaired model is the HDA-fine-tuned copy of RQ4 (Table 9); on a black-box model, or with fine-tuning off,
+  the repaired entry says why there is none.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from weakspot.hda.config import PAPER_SETTINGS, HdaParams
+from weakspot.hda.generate import CaseEval
+from weakspot.hda.result import HdaResult
+from weakspot.methods import AuditTarget, MethodReport
+from weakspot.numbers import rounded
+from weakspot.result import StageResult
+
+METHOD_TITLES = {"hda": "HDA (two-step GA)", "pgd": "PGD", "coverage": "coverage-guided fuzzing",
+                 "foda": "FODA (VAE decoding)", "fgsm": "FGSM", "autoattack": "AutoAttack (ART)"}
+SEVERITY = "adversarial test cases among the seed's, plus their mean SSIM to the seed (naturalness), over 2"
+TITLE = "Hierarchical distribution-aware testing: natural AEs near dense, fragile seeds"
+
+
+def report(result: HdaResult, params: HdaParams, target: AuditTarget) -> MethodReport:
+    """The report section (without figures: :func:`weakspot.hda.figures.figures`), findings, repaired model and
+    lineage of ``result``."""
+    p = params
+    m = metrics(result)
+    tables = _tables(result, m, p)
+    section = StageResult(metrics=m, tables=tables, title=f"{TITLE} ({target.name})",
+                          summary=_summary(result, p, tables), items=_items(result, p, tables),
+                          headline=[_headline(result, m, p) + "."],
+                          key_metrics=["hda_ae_prop", "hda_fid"] + (["pgd_ae_prop", "pgd_fid"] if "pgd_ae_prop" in m
+                                                                    else []))
+    lineage: Dict[str, Any] = {"adversarial_model": result.adversarial_info} if result.adversarial_info else {}
+    repaired = repaired_model(result, p)
+    if repaired["state_dict"] is not None:
+        lineage["seconds"] = result.seconds
+    return MethodReport(section=section, findings=findings(result, p), repaired=repaired, lineage=lineage)
+
+
+# ---------------------------------------------------------------------------------------------------------- metrics
+def finetune_metrics(result: HdaResult) -> Dict[str, Any]:
+    """Table 9's numbers, rounded: each method's accuracies after fine-tuning and its test cases, ``none`` (the
+    audited model) and the ``validation`` set's sizes; empty when RQ4 did not run."""
+    ft = result.finetuning
+    if ft is None:
+        return {}
+    met: Dict[str, Any] = {}
+    for mname, r in ft.after.items():
+        met[mname] = {kk: rounded(vv) for kk, vv in r.items()}
+        met[mname]["test_cases"] = ft.test_cases[mname]
+    met["none"] = {kk: rounded(vv) for kk, vv in ft.before.items()}
+    met["validation"] = dict(ft.validation)
+    return met
+
+
+def metrics(result: HdaResult) -> Dict[str, Any]:
+    """The metrics file: every generator's numbers on HDA's seeds (and under ``random_seeds``), RQ1's correlations,
+    densities and FIDs, Table 8's and Table 9's numbers, the headline numbers and the paper's claims."""
+    s, dist = result.seeds, result.distribution
+    m: Dict[str, Any] = {"radius": rounded(result.radius, 6), "n_seeds": int(len(s.selected)), "indicator": s.indicator}
+    for (mname, sname), e in result.generators.evals.items():
+        entry = {"ae_prop": rounded(e.ae_prop), "pred_loss": rounded(e.pred_loss), "fid": rounded(e.fid),
+                 "log_density": rounded(e.log_density), "queries_per_seed": rounded(e.queries_per_seed, 1),
+                 "test_cases": int(e.n_cases)}
+        if sname == "selected":
+            m[mname] = entry
+        else:
+            m.setdefault("random_seeds", {})[mname] = entry
+    m["indicator_pearson"] = {kk: rounded(vv) for kk, vv in s.pearson.items()}
+    m["robustness_floor_share"] = rounded(s.floor_share)
+    m["seeds"] = {kk: {a: rounded(b) for a, b in vv.items()} for kk, vv in s.table5.items()}
+    m["fid_kde_samples"] = {kk: rounded(vv) for kk, vv in dist.fid.items()}
+    m["latent"] = {r["compression"]: {"vs": r["VS"], "sse": r["reconstruction SSE"]}
+                   for r in dist.table3.to_dict("records")}
+    t8 = result.adversarial.evals if result.adversarial is not None else {}
+    m["adversarial_model"] = {ml: {a: {"ae_prop": rounded(e.ae_prop), "fid": rounded(e.fid)} for a, e in row.items()}
+                              for ml, row in t8.items()}
+    ft_metrics = finetune_metrics(result)
+    if ft_metrics:
+        m["finetune"] = ft_metrics
+    # headline numbers for cards and history
+    m["hda_ae_prop"] = m["hda"]["ae_prop"]
+    m["hda_fid"] = m["hda"]["fid"]
+    if "pgd" in m:
+        m["pgd_ae_prop"] = m["pgd"]["ae_prop"]
+        m["pgd_fid"] = m["pgd"]["fid"]
+    m["claims"] = claims(result.generators.evals, s.table5, ft_metrics)
+    lat, pear = m["latent"], s.pearson
+    m["claims_rq1"] = {  # RQ1's three answers (Tables 3-4, Fig. 3), checked the same way
+        "vae_clusters_better_than_pca": bool(lat["VAE encoder"]["vs"] > lat["PCA"]["vs"]),
+        "kde_samples_lower_fid_than_uniform": bool(dist.fid["kde"] < dist.fid["uniform"]),
+        "indicators_correlate_as_expected": bool((pear["gradient"] is None or pear["gradient"] > 0)
+                                                 and (pear["separation"] or 0.0) < 0),
+    }
+    return m
+
+
+def claims(evals: Dict[Any, CaseEval], table5: Dict[str, Dict[str, float]], ft: Dict[str, Any]) -> Dict[str, Any]:
+    """The paper's claims, each True/False (left out where it could not be checked)."""
+    out: Dict[str, Any] = {}
+    h = evals.get(("hda", "selected"))
+    others = [evals[(b, "selected")] for b in ("pgd", "coverage") if (b, "selected") in evals]
+    if h is not None and others:
+        out["hda_higher_ae_prop"] = bool(all(h.ae_prop > o.ae_prop for o in others))
+        out["hda_lower_fid"] = bool(all(np.isfinite(h.fid) and (not np.isfinite(o.fid) or h.fid < o.fid)
+                                        for o in others))
+    s, r = table5["selected"], table5["random"]
+    out["seeds_denser"] = bool(s["log_density"] > r["log_density"])
+    out["seeds_less_robust"] = bool(s["log10_local_robustness"] > r["log10_local_robustness"])
+    if ft and "hda" in ft and all(b in ft for b in ("pgd", "coverage")):
+        def gain(mn: str) -> float:
+            return (ft[mn]["global_robustness"] or 0.0) - (ft["none"]["global_robustness"] or 0.0)
+
+        def drop(mn: str) -> float:
+            return (ft["none"]["test_acc"] or 0.0) - (ft[mn]["test_acc"] or 0.0)
+
+        out["finetune_most_robustness"] = bool(gain("hda") >= max(gain("pgd"), gain("coverage")))
+        out["finetune_least_accuracy_drop"] = bool(drop("hda") <= min(drop("pgd"), drop("coverage")))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------- tables
+def _case_row(e: CaseEval) -> Dict[str, Any]:
+    return {"method": METHOD_TITLES.get(e.method, e.method), "seeds": e.seeds, "test cases": e.n_cases,
+            "AE prop.": round(e.ae_prop, 3), "pred. loss (AEs)": rounded(e.pred_loss, 3),
+            "log density of AEs": rounded(e.log_density, 3), "FID": rounded(e.fid, 3), "AEs": int(e.ae_mask.sum()),
+            "SSIM to seed": rounded(e.ssim, 3), "L-inf to seed": rounded(e.linf, 4),
+            "queries / seed": round(e.queries_per_seed, 1), "seconds / seed": round(e.seconds_per_seed, 4)}
+
+
+def _ft_cols(r: Dict[str, Any]) -> Dict[str, Any]:
+    f = lambda v: "" if v is None else f"{v:.1%}"  # noqa: E731
+    return {"train acc.": f(r["train_acc"]), "test acc.": f(r["test_acc"]),
+            "global robustness (HDA validation AEs)": f(r["global_robustness"]),
+            "accuracy on PGD validation AEs": f(r["pgd_robustness"])}
+
+
+def _table8_rows(result: HdaResult) -> List[Dict[str, Any]]:
+    adv = result.adversarial
+    if adv is None:
+        return []
+    return [{"model": ml, "method": METHOD_TITLES[att], "log density of seeds": round(adv.seed_log_density[ml], 3),
+             "AE prop.": round(e.ae_prop, 3), "FID": rounded(e.fid, 3), "AEs": int(e.ae_mask.sum()),
+             "SSIM to seed": rounded(e.ssim, 3)} for ml, row in adv.evals.items() for att, e in row.items()]
+
+
+def _table9_rows(result: HdaResult) -> List[Dict[str, Any]]:
+    ft = result.finetuning
+    if ft is None:
+        return []
+    return [{"fine-tuned with": "nothing (the audited model)", "test cases": 0, **_ft_cols(ft.before)}] + \
+        [{"fine-tuned with": METHOD_TITLES[mn], "test cases": ft.test_cases[mn], **_ft_cols(r)}
+         for mn, r in ft.after.items()]
+
+
+def _cmp(evals: Dict[Any, CaseEval], key: str) -> str:
+    parts = []
+    for mn in ("hda", "pgd", "coverage"):
+        e = evals.get((mn, "selected"))
+        if e is not None:
+            v = getattr(e, key)
+            parts.append(f"{mn} {v:.3g}" if np.isfinite(v) else f"{mn} n/a")
+    return ", ".join(parts)
+
+
+def _ftcmp(m: Dict[str, Any], key: str) -> str:
+    f = m.get("finetune")
+    if not f:
+        return "not run"
+    return ", ".join(f"{mn} {f[mn][key]:.1%}" for mn in ("none", "hda", "pgd", "coverage")
+                     if mn in f and f[mn].get(key) is not None)
+
+
+def _claims_table(result: HdaResult, m: Dict[str, Any]) -> Any:
+    import pandas as pd
+
+    evals, table5, fid3, pear = result.generators.evals, result.seeds.table5, result.distribution.fid, \
+        result.seeds.pearson
+    claims = m["claims"]
+    ctab = pd.DataFrame([
+        {"claim (seeds/004)": "HDA's AEs: a higher AE proportion than PGD's and coverage's",
+         "holds": claims.get("hda_higher_ae_prop"),
+         "numbers": _cmp(evals, "ae_prop")},
+        {"claim (seeds/004)": "HDA's AEs: a lower FID than PGD's and coverage's", "holds": claims.get("hda_lower_fid"),
+         "numbers": _cmp(evals, "fid")},
+        {"claim (seeds/004)": "HDA's seeds are denser than random ones", "holds": claims.get("seeds_denser"),
+         "numbers": f"log density {table5['selected']['log_density']:.2f} vs {table5['random']['log_density']:.2f}"},
+        {"claim (seeds/004)": "HDA's seeds are less robust than random ones", "holds": claims.get("seeds_less_robust"),
+         "numbers": f"log10 P(misclassified) {table5['selected']['log10_local_robustness']:.2f} vs "
+                    f"{table5['random']['log10_local_robustness']:.2f}"},
+        {"claim (seeds/004)": "HDA fine-tuning gains the most global robustness",
+         "holds": claims.get("finetune_most_robustness"), "numbers": _ftcmp(m, "global_robustness")},
+        {"claim (seeds/004)": "... for the least test accuracy", "holds": claims.get("finetune_least_accuracy_drop"),
+         "numbers": _ftcmp(m, "test_acc")},
+        {"claim (seeds/004)": "RQ1: the VAE encoder clusters the classes better than PCA (Table 3)",
+         "holds": m["claims_rq1"]["vae_clusters_better_than_pca"],
+         "numbers": f"V-measure {m['latent']['VAE encoder']['vs']:.3f} vs {m['latent']['PCA']['vs']:.3f}"},
+        {"claim (seeds/004)": "RQ1: samples of the KDE have a lower FID than uniform latent samples (Fig. 3)",
+         "holds": m["claims_rq1"]["kde_samples_lower_fid_than_uniform"],
+         "numbers": f"FID {fid3['kde']:.3g} vs {fid3['uniform']:.3g}"},
+        {"claim (seeds/004)": "RQ1: gradient indicator correlates +, separation - with misclassification (Table 4)",
+         "holds": m["claims_rq1"]["indicators_correlate_as_expected"],
+         "numbers": ", ".join(f"{k} r {v:+.2f}" for k, v in pear.items() if v is not None and np.isfinite(v))},
+    ])
+    ctab["holds"] = ctab["holds"].map(lambda v: "not checked" if v is None else ("yes" if v else "no"))
+    return ctab
+
+
+def _settings(p: HdaParams, radius: float, n_cand: int) -> Any:
+    import pandas as pd
+
+    ran = {"n_seeds": p.n_seeds, "robustness.n_balls": p.robustness.n_balls, "fid_samples": p.fid_samples,
+           "ga.generations": p.ga.generations, "finetune.epochs": p.finetune.epochs,
+           "finetune.seeds": p.finetune.seeds,
+           "finetune.train": f"{p.finetune.train} random training inputs"}
+    rows = [{"setting": k, "ran": ran[k], "paper": v[0], "where": v[1], "differs": str(ran[k]) != str(v[0])}
+            for k, v in PAPER_SETTINGS.items()]
+    rows += [{"setting": "radius", "ran": round(radius, 4), "paper": "0.1 (MNIST), 0.03 (CIFAR-10)",
+              "where": "Table 1", "differs": False},
+             {"setting": "GA population x generations", "ran": f"{p.ga.population} x {p.ga.generations}",
+              "paper": "not given", "where": "Algorithm 1", "differs": False},
+             {"setting": "candidate seeds", "ran": f"{n_cand} correctly classified", "paper": "the test set",
+              "where": "Sec. 3.3", "differs": False}]
+    return pd.DataFrame(rows)
+
+
+def _tables(result: HdaResult, m: Dict[str, Any], p: HdaParams) -> Dict[str, Any]:
+    """Tables 3-9 as the paper numbers them, the claims, the settings against the paper's and the timings."""
+    import pandas as pd
+
+    s, fid3, pear = result.seeds, result.distribution.fid, result.seeds.pearson
+    t3_fid = pd.DataFrame([{"samples": f"{p.fid_samples} decoded from the KDE",
+                            "FID to the training data": rounded(fid3["kde"], 3)},
+                           {"samples": f"{p.fid_samples} decoded from a uniform latent box",
+                            "FID to the training data": rounded(fid3["uniform"], 3)}])
+    t4 = pd.DataFrame([{"indicator": "gradient (white-box): L1 norm of the input gradient",
+                        "Pearson r": rounded(pear["gradient"], 3), "expected sign": "+",
+                        "paper |r| (MNIST / CIFAR-10)": "0.672 / 0.832"},
+                       {"indicator": "separation (black-box): distance to the nearest other-label output",
+                        "Pearson r": rounded(pear["separation"], 3), "expected sign": "-",
+                        "paper |r| (MNIST / CIFAR-10)": "0.379 / 0.646"}])
+    t5 = pd.DataFrame([{"seeds": n, "mean relative log density": round(v["log_density"], 3),
+                        "mean log10 P(misclassified in the ball)": round(v["log10_local_robustness"], 3),
+                        f"mean log10 {s.indicator} indicator": round(v["indicator"], 3)} for n, v in s.table5.items()])
+    tables = {"table6": pd.DataFrame([_case_row(e) for e in result.generators.evals.values()]),
+              "table3": result.distribution.table3.copy(), "fig3_fid": t3_fid, "table4": t4, "table5": t5,
+              "claims": _claims_table(result, m), "settings": _settings(p, result.radius, len(s.X)),
+              "seconds": pd.DataFrame([{"step": kk, "seconds": vv} for kk, vv in result.seconds.items()])}
+    t8, t9 = pd.DataFrame(_table8_rows(result)), pd.DataFrame(_table9_rows(result))
+    if len(t8):
+        tables["table8"] = t8
+    if len(t9):
+        tables["table9"] = t9
+    return tables
+
+
+# ------------------------------------------------------------------------------------------------------------ prose
+def _summary(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[str]:
+    s, evals, radius = result.seeds, result.generators.evals, result.radius
+    table5, floor_share = s.table5, s.floor_share
+    h, pg = evals[("hda", "selected")], evals.get(("pgd", "selected"))
+    fl = "" if floor_share == 0 else (f" ({floor_share:.0%} of the balls are below the estimator's floor "
+                                      f"log P = {p.robustness.log_p_min:g} and sit there)")
+    return [
+        "Hierarchical distribution-aware testing (Huang et al., seeds/004) looks for adversarial examples (AEs) where "
+        "they matter and where a person would not notice them: it picks test seeds where the data are dense (a KDE "
+        "over a VAE's codes of the training data) and the model is fragile (a local-robustness indicator), then a "
+        "black-box two-step genetic algorithm searches each seed's L-inf ball of radius "
+        f"{radius:.4g} for AEs, first for any AE, then for AEs that stay perceptually close to the seed "
+        f"({p.ga.metric.upper()}, lambda {p.ga.lam:g}).",
+        f"On {len(s.selected)} selected seeds, {h.n_cases} test cases: HDA's AE proportion {h.ae_prop:.0%}, FID "
+        f"{h.fid:.3g}, SSIM to the seed {h.ssim:.3f}"
+        + (f"; PGD-{p.pgd_steps}'s {pg.ae_prop:.0%}, FID {pg.fid:.3g}, SSIM {pg.ssim:.3f}" if pg is not None else "")
+        + (f"; coverage-guided fuzzing's {evals[('coverage', 'selected')].ae_prop:.0%} (neuron coverage "
+           f"{result.generators.coverage_rate:.0%})" if ("coverage", "selected") in evals else "")
+        + f". Seed selection used the {s.indicator} indicator; the selected seeds' mean relative log density is "
+        f"{table5['selected']['log_density']:.2f} against random seeds' {table5['random']['log_density']:.2f}, "
+        f"and their estimated log10 probability of misclassification in the ball "
+        f"{table5['selected']['log10_local_robustness']:.2f} against {table5['random']['log10_local_robustness']:.2f}"
+        f"{fl}.",
+        "The paper's claims, checked: " + "; ".join(f"{r['claim (seeds/004)']}: {r['holds']}"
+                                                    for r in tables["claims"].to_dict("records")) + ".",
+        f"Caveats: FID is on {result.distribution.featurizer} (no Inception weights here), comparable across methods "
+        "of this target only, and it falls with the number of AEs compared (see the AE counts). The local robustness "
+        f"is Webb et al.'s adaptive multilevel splitting with {p.robustness.particles} particles and "
+        f"{p.robustness.mh_steps} Metropolis-Hastings steps per level; their estimates of tiny probabilities are "
+        "noisy. Global robustness after fine-tuning is measured on AEs found by HDA's own GA, as in the paper, which "
+        "favours HDA's fine-tuning; the accuracy on PGD's AEs is given beside it. Settings that differ from the "
+        "paper's: "
+        + "; ".join(f"{r['setting']} {r['ran']} (paper: {r['paper']})" for r in tables["settings"].to_dict("records")
+                    if r["differs"]) + ".",
+    ]
+
+
+def _items(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[Dict[str, str]]:
+    s = result.seeds
+    adv_label = result.adversarial.label if result.adversarial is not None else ""
+    return [
+        {"figure": "aes", "caption": "The most natural AEs HDA found (highest SSIM to their seed), grouped by class: "
+         "each seed (top: true class, the model's prediction, the seed's relative log density) and its AE (bottom: "
+         "the prediction and its confidence, SSIM to the seed)."},
+        {"table": "claims", "caption": "The paper's claims, checked on this target."},
+        {"table": "table6", "caption": f"Tables 6-7: every generator on the same seeds ({len(s.selected)} selected by "
+         f"HDA, {len(s.random)} random), the same number of test cases per seed; AE prop. is the share of test cases "
+         "that are AEs, pred. loss p(best other class) - p(true class) over the AEs (Definition 3; > 0 is an AE), FID "
+         "against the seeds."},
+        {"figure": "landscape", "caption": "The global distribution: the training codes' first two principal "
+         "components coloured by log KDE density, HDA's seeds (red) and random seeds (white)."},
+        {"table": "table5", "caption": "Table 5: HDA's seeds against random seeds (relative log density: 0 = the "
+         "median training input; higher log10 P = less robust)."},
+        {"table": "table4", "caption": f"Table 4: Pearson correlation between log10 of the estimated probability of "
+         f"misclassification in {len(s.balls)} random balls and the log of each indicator."},
+        {"figure": "indicators", "caption": "Fig. 4: the estimated local robustness against each indicator."},
+        {"table": "table3", "caption": "Table 3: VAE encoder against PCA (K-means completeness, homogeneity, "
+         "V-measure against the labels; reconstruction error of held-out test inputs)."},
+        {"table": "fig3_fid", "caption": "Fig. 3: FID of decoded samples from the KDE and from a uniform latent box."},
+        {"figure": "samples", "caption": "Fig. 3: decoded samples from the KDE (top) and from a uniform latent box "
+         "(bottom)."},
+        {"figure": "ga_curve", "caption": "Fig. 5: the two-step GA on the selected seeds: AE proportion, the share "
+         "of seeds in the second step, and the best individual's prediction loss and perceptual term."},
+        *([{"table": "table8", "caption": f"Table 8: AEs of FGSM, PGD-{p.pgd_steps}, AutoAttack (APGD-CE + APGD-DLR, "
+            f"{p.autoattack_iters} iterations, IBM ART) and HDA on the audited model and on "
+            f"{adv_label or 'the adversarially trained model'}; each model's own seeds."}] if "table8" in tables
+          else []),
+        *([{"table": "table9", "caption": "Table 9: adversarial fine-tuning with each method's test cases; the HDA "
+            "fine-tuned model is saved as the repaired model."}] if "table9" in tables else []),
+        {"table": "settings", "caption": "What ran against the paper's settings."},
+        {"table": "seconds", "caption": "Time per step of this stage (seconds, this machine)."},
+    ]
+
+
+def _headline(result: HdaResult, m: Dict[str, Any], p: HdaParams) -> str:
+    evals = result.generators.evals
+    h, pg = evals[("hda", "selected")], evals.get(("pgd", "selected"))
+    head = f"HDA: {h.ae_prop:.0%} of {h.n_cases} test cases around {len(result.seeds.selected)} dense, fragile seeds " \
+           f"are AEs at L-inf {result.radius:.3g} (SSIM {h.ssim:.3f} to the seed)"
+    if pg is not None:
+        head += f"; PGD-{p.pgd_steps}: {pg.ae_prop:.0%} (SSIM {pg.ssim:.3f})"
+    if "finetune" in m and "hda" in m["finetune"]:
+        f = m["finetune"]
+        head += (f"; HDA fine-tuning: robustness on natural AEs {f['none']['global_robustness'] or 0:.0%} -> "
+                 f"{f['hda']['global_robustness'] or 0:.0%}, test accuracy {f['none']['test_acc']:.1%} -> "
+                 f"{f['hda']['test_acc']:.1%}")
+    return head
+
+
+# ---------------------------------------------------------------------------------------------- findings and repair
+def findings(result: HdaResult, p: HdaParams) -> Any:
+    """Per selected seed with at least one AE among HDA's test cases: the most natural AE (highest SSIM) as the image,
+    the prediction before and after, the density; ranked by the share of AEs and their naturalness."""
+    import pandas as pd
+
+    from weakspot.findings import REQUIRED, to_png
+
+    s, classes, radius = result.seeds, result.classes, result.radius
+    e, res = result.generators.evals[("hda", "selected")], result.generators.results[("hda", "selected")]
+    sel, names, ld, P_seed = s.selected, s.names, s.log_density, s.selected_proba
+    X, y = s.X[sel], s.y[sel]
+    ss = e.ssim_cases
+    rows = []
+    for i in range(len(X)):
+        mine = np.where(res.seed_index == i)[0]
+        ae = mine[e.ae_mask[mine]]
+        if not len(ae):
+            continue
+        best = ae[np.argmax(ss[ae])]
+        share = len(ae) / len(mine)
+        pred = int(e.pred[best])
+        rows.append({"weak_spot": f"{names[sel[i]]} (true {classes[y[i]]}): {len(ae)} of {len(mine)} test cases "
+                                  f"within L-inf {radius:.3g} are read as {classes[pred]} (SSIM {ss[best]:.3f})",
+                     "kind": "input", "severity": float(share + float(ss[ae].mean())) / 2.0,
+                     "severity_meaning": SEVERITY, "label": classes[y[i]], "prediction": classes[pred],
+                     "confidence": float(e.conf[best]),
+                     "example": json.dumps({"seed": names[sel[i]],
+                                            "prediction_before": classes[int(P_seed[i].argmax())],
+                                            "confidence_before": round(float(P_seed[i].max()), 4),
+                                            "log_density": round(float(ld[sel[i]]), 4),
+                                            "pred_loss": round(float(e.J[best]), 4),
+                                            "ssim": round(float(ss[best]), 4)}),
+                     "image": to_png(res.X_cases[best], scale=4 if X.shape[-1] <= 16 else 2)})
+    df = pd.DataFrame(rows, columns=list(REQUIRED) + ["example", "image"])  # no AE anywhere: no findings, same shape
+    if len(df):
+        df = df.sort_values("severity", ascending=False, kind="stable").head(int(p.max_findings)).reset_index(drop=True)
+    return df
+
+
+def repaired_model(result: HdaResult, p: HdaParams) -> Dict[str, Any]:
+    """``MethodReport.repaired``: the HDA-fine-tuned model's ``torch.save``d state_dict and its spec (accuracies
+    before and after, the fine-tuning settings), or ``state_dict: None`` and why there is none."""
+    ft = result.finetuning
+    if ft is None or ft.repaired is None:
+        return {"state_dict": None, "spec": {"repaired_by": None, "why": "fine-tuning needs a torch model that answers "
+                                             "logits (white-box), or hda.finetune is disabled"}}
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(ft.repaired, buf)
+    after: Optional[Dict[str, Any]] = finetune_metrics(result)["hda"]
+    return {"state_dict": buf.getvalue(),
+            "spec": {"repaired_by": "hda: adversarial fine-tuning on HDA's test cases (seeds/004 RQ4)",
+                     "before": {kk: rounded(vv) for kk, vv in ft.before.items()}, "after": after,
+                     "settings": {"seeds": ft.seeds["hda"], "test_cases": ft.test_cases["hda"],
+                                  "train_inputs": ft.train_inputs, "epochs": int(p.finetune.epochs),
+                                  "lr": float(p.finetune.lr), "schedule": "slow start, fast decay (Jeddi et al. 2021)",
+                                  "validation_pool": ft.validation["pool"],
+                                  "validation_aes_hda": ft.validation["hda_aes"],
+                                  "validation_aes_pgd": ft.validation["pgd_aes"]}}}
