@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/bench_corner.py --lr 0.001 --lr_schedule constant   # the paper's step
     .venv/bin/python benchmarks/bench_corner.py --lr 0.01          # any CornerParams field: --KEY VALUE
 
-Params: params.yaml's ``corner`` section, then the command line's overrides.
+Params: params.yaml's ``corner`` section (with ``per_target.<target>``), then the command line's overrides.
 
 Prints the seconds per phase against the 2-minute target, whether the median logit margin fell by two orders of
 magnitude in the search (Sec. 4.3) and whether corner cases are less noisy than FGSM's images (Sec. 4.5).
@@ -30,6 +30,8 @@ def _digits():
     import numpy as np
 
     from weakspot.data import load_source
+    from weakspot.data.dataset import Dataset
+    from weakspot.methods import AuditTarget
     from weakspot.models import ARCHS, TorchClassifier, train_torch_classifier
 
     ds = load_source("digits")
@@ -41,18 +43,17 @@ def _digits():
     train_torch_classifier(m, X[tr], y[tr], epochs=30, lr=3e-3, batch_size=64, seed=0, device="cpu")
     clf = TorchClassifier(m, n_classes=10, device="cpu")
     print(f"LeNet: {time.perf_counter() - t:.1f} s, test accuracy {(clf.predict(X[te]) == y[te]).mean():.3f}")
-    return clf, X[tr], y[tr], [str(c) for c in ds.classes]
+    classes = [str(c) for c in ds.classes]
+    train = Dataset(X=X[tr], y=y[tr], classes=classes, image_shape=X.shape[1:])
+    test = Dataset(X=X[te], y=y[te], classes=classes, image_shape=X.shape[1:])
+    return AuditTarget(name="digits", model=clf, classes=classes, test=test, train=train)
 
 
 def _pipeline_target(name: str):
-    import numpy as np
+    from tasks.method import load_audit_target
+    from weakspot import methods
 
-    from tasks.target import load_target_model
-    from weakspot.data.frames import read_split_parquet
-
-    clf, spec = load_target_model(name, device="cpu")
-    ds = read_split_parquet(f"data/targets/{name}/prepared/train.parquet")
-    return clf, np.asarray(ds.X, np.float32), np.asarray(ds.y, np.int64), [str(c) for c in spec["classes"]]
+    return load_audit_target(methods.get("corner"), name, None, "cpu")
 
 
 def main() -> None:
@@ -64,22 +65,23 @@ def main() -> None:
     for k, v in zip(rest[::2], rest[1::2]):
         overrides[k.lstrip("-").replace("-", "_")] = json.loads(v) if v[:1] in "0123456789[{-tf" else v
 
-    import numpy as np
     import torch
 
-    from weakspot.corner import CornerParams, run_corner
+    from weakspot import methods
+    from weakspot.config import load_section
+    from weakspot.corner import CornerParams
     from weakspot.progress import printer
+    from weakspot.runtime import Runtime
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    clf, X, y, classes = _digits() if args.target == "digits" else _pipeline_target(args.target)
-    import yaml
-
-    base = (yaml.safe_load(open("params.yaml")) or {}).get("corner") or {}
-    params = CornerParams(**{**base, **overrides})
+    target = _digits() if args.target == "digits" else _pipeline_target(args.target)
+    _, base = load_section("corner", "params.yaml", target=args.target)  # with the target's per_target overrides
+    params = CornerParams(**{**base.model_dump(), **overrides})
     t = time.perf_counter()
-    res, findings = run_corner(clf, X, y, classes, params, progress=printer("corner"))
+    rep = methods.run_method("corner", target, params, Runtime(device="cpu", progress=printer("corner")))
     total = time.perf_counter() - t
+    res, findings = rep.section, rep.findings
     m = res.metrics
     show = {k: m[k] for k in ("n_seeds", "margin_before", "margin_after", "realistic_yield", "tv_corner", "tv_fgsm",
                               "top_class_pairs")}

@@ -61,3 +61,53 @@ def wide_generator():
     torch.set_num_threads(1)
     X = intensity_images(240, [(0.1, 0.9)], seed=2)
     return X, train_autoencoder(X, **tiny_ae_kwargs())
+
+
+TINY = dict(channels=[8, 8, 8, 8], hidden=32, epochs=30, batch_size=16, n_seeds=24, steps=30, lr=0.05, n_paths=2,
+            max_findings=5)
+"""Corner params small enough for a test (seconds), large enough that the search finds corner cases."""
+
+
+def toy_target(clf, X, y, classes, name="toy"):
+    """An :class:`~weakspot.methods.AuditTarget` of a classifier on images (training and test rows alike)."""
+    from weakspot.data.dataset import Dataset
+    from weakspot.methods import AuditTarget
+
+    ds = Dataset(X=X, y=y, classes=list(classes), image_shape=tuple(X.shape[1:]) if X.ndim == 4 else None)
+    return AuditTarget(name=name, model=clf, classes=list(classes), test=ds, train=ds, digest=name)
+
+
+class RecordingRuntime:
+    """The in-process runtime that records every cached call's function and key."""
+
+    def __init__(self):
+        from weakspot.runtime import Runtime
+
+        self._inner = Runtime(device="cpu")
+        self.device, self.progress, self.calls = "cpu", self._inner.progress, []
+
+    def cached(self, fn, *args, key, label="", **kw):
+        self.calls.append((fn, key))
+        return self._inner.cached(fn, *args, key=key, label=label, **kw)
+
+
+@pytest.fixture(scope="package")
+def toy():
+    """The mean-threshold classifier on 128 grey images of intensities spread over [0.1, 0.9], labelled by it."""
+    from weakspot.models import TorchClassifier
+
+    X = intensity_images(128, [(0.1, 0.9)], seed=3)
+    y = (X.mean((1, 2, 3)) > 0.5).astype(np.int64)
+    return toy_target(TorchClassifier(MeanThreshold(), n_classes=2, device="cpu"), X, y, ["dark", "bright"])
+
+
+@pytest.fixture(scope="package")
+def toy_run(toy):
+    """``run`` on :func:`toy` with :data:`TINY` params through a :class:`RecordingRuntime`: (params, result, runtime)."""
+    from weakspot.corner.config import CornerParams
+    from weakspot.corner.run import run
+
+    torch.set_num_threads(1)
+    params = CornerParams(**TINY)
+    rt = RecordingRuntime()
+    return params, run(toy, params, rt), rt

@@ -1,0 +1,313 @@
+"""Corner cases' report on a target: a :class:`~weakspot.corner.run.CornerResult` as metrics, tables, prose and
+findings.
+
+Caveats first: the metrics are the search's and the comparison's numbers as they are (the pipeline writes them;
+timings go to the ``seconds`` table, never the metrics, so reruns are byte-identical). Corner cases are generated
+inputs and carry no true class: a finding says where the model is undecided on data-like inputs, not an error.
+``margin_before`` / ``margin_after`` are *logit* margins; ``boundary_margin`` is in probability.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+
+from weakspot.corner.config import PAPER_SETTINGS, CornerParams
+from weakspot.corner.run import CornerResult
+from weakspot.corner.search import CornerSearch
+from weakspot.methods import AuditTarget, MethodReport
+from weakspot.numbers import rounded
+from weakspot.result import StageResult
+
+SEVERITY_PAIR = ("number of realistic corner cases (optimised seeds with top-two probabilities within {bm} and a "
+                 "latent density above the realism threshold) whose two top classes are this pair")
+SEVERITY_INPUT = "1 - (p_top1 - p_top2) after the search: 1 = exactly on the decision boundary"
+KEY_METRICS = ["margin_before", "margin_after", "margin_reduction", "realistic_yield", "n_corner_cases", "tv_corner",
+               "tv_fgsm", "model_accuracy_on_reconstructions"]
+
+
+def report(result: CornerResult, params: CornerParams, target: AuditTarget) -> MethodReport:
+    """The section (metrics, tables, prose; the figures are :func:`weakspot.corner.figures.figures`'), the findings
+    and the generator's lineage."""
+    t0 = time.perf_counter()
+    classes = [str(c) for c in target.classes]
+    m = metrics_of(result, classes)
+    poor = m["model_accuracy_on_reconstructions"] < 0.5 * m["model_accuracy_on_training_images"]
+    tables = tables_of(result, classes, params)
+    tables["settings"] = settings_table(params, result.latent_dim, result.use_discriminator, result.n_train,
+                                        m["autoencoder_epochs"])
+    differ = [r for r in tables["settings"].to_dict("records") if r["differs"]]
+    findings = findings_of(result, classes, params)
+    section = StageResult(
+        metrics=m, tables=tables, title=f"Corner cases: generated inputs on the decision boundary ({target.name})",
+        summary=summary_of(m, params, result.use_discriminator, differ, poor),
+        items=items_of(m, result.latent_dim, params), headline=headline_of(m, params, poor), key_metrics=KEY_METRICS)
+    times = {**result.seconds, "report": time.perf_counter() - t0}
+    times["total"] = sum(times.values())
+    _seconds_table(section, times)
+    info = result.generator_info
+    generator = {"pixels": info.get("pixels"), "training_seconds": rounded(info.get("training_seconds"), 2)}
+    return MethodReport(section=section, findings=findings, lineage={"generator": generator})
+
+
+def _seconds_table(section: StageResult, times: Dict[str, float]) -> None:
+    import pandas as pd
+
+    # timings go to a table, not the metrics: metrics are byte-identical across reruns
+    seconds = [rounded(v, 2) for v in times.values()]
+    section.tables["seconds"] = pd.DataFrame({"phase": list(times), "seconds": seconds})
+    section.items.append({"table": "seconds", "caption": "Wall-clock seconds per phase of this run (the generator's "
+                          "phase is 0 when a cached generator of the same data and params was reused)."})
+
+
+def class_pairs(search: CornerSearch, mask: np.ndarray) -> List[Tuple[int, int, int]]:
+    """``(a, b, count)`` of the seeds in ``mask`` by their top two classes after the search (``a < b``), most first."""
+    cnt: Counter = Counter()
+    for i in np.flatnonzero(mask):
+        a, b = sorted((int(search.pred_after[i]), int(search.second_after[i])))
+        cnt[(a, b)] += 1
+    return sorted(((a, b, c) for (a, b), c in cnt.items()), key=lambda t: (-t[2], t[0], t[1]))
+
+
+def metrics_of(result: CornerResult, classes: List[str]) -> Dict[str, Any]:
+    """The stage's metrics: the required keys first, then details."""
+    search, comparison, flags, g = result.search, result.comparison, result.flags, result.generator
+    n = search.n
+    pairs = class_pairs(search, flags["corner"])
+    mb, ma = float(np.median(search.margin_before)), float(np.median(search.margin_after))
+    m = {
+        "n_seeds": int(n),
+        "margin_before": mb,
+        "margin_after": ma,
+        "realistic_yield": float(flags["corner"].mean()) if n else 0.0,
+        "tv_corner": float(np.mean(comparison.tv_latent)),
+        "tv_fgsm": float(np.mean(comparison.tv_fgsm)),
+        "top_class_pairs": [[classes[a], classes[b], int(c)] for a, b, c in pairs[:5]],
+        # details
+        "margin_reduction": float(mb / ma) if ma > 0 else float("inf"),
+        "prob_margin_before": float(np.median(search.prob_margin_before)),
+        "prob_margin_after": float(np.median(search.prob_margin_after)),
+        "near_boundary_share": float(flags["near"].mean()),
+        "near_boundary_share_before": float(flags["near_before"].mean()),
+        "realistic_share": float(flags["realistic"].mean()),
+        "realistic_share_before": float(flags["realistic_before"].mean()),
+        "n_corner_cases": int(flags["corner"].sum()),
+        "class_changed_share": float(np.mean(search.pred_after != search.pred_before)),
+        "latent_dim": int(result.latent_dim),
+        "discriminator": bool(result.use_discriminator),
+        "kde_bandwidth": float(result.density.bandwidth),
+        "kde_threshold": float(result.density.threshold),
+        "seed_move_median": float(np.median(np.linalg.norm(search.final - search.seeds, axis=1))),
+        "autoencoder_mse": float(g.history["loss"][-1]),
+        "autoencoder_r2": float(g.history.get("r2", float("nan"))),
+        "autoencoder_epochs": int(g.history.get("epochs", len(g.history["loss"]))),
+        "tv_decoded": float(np.mean(comparison.tv)),
+        "manifold_decoded": float(np.mean(comparison.manifold)),
+        "manifold_corner": float(np.mean(comparison.manifold_latent)),
+        "manifold_fgsm": float(np.mean(comparison.manifold_fgsm)),
+        "flip_rate_fgsm": float(np.mean(comparison.pred_fgsm != comparison.pred)),
+        "flip_rate_latent": float(np.mean(comparison.pred_latent != comparison.pred)),
+        "nearest_train_rms_before": float(np.median(result.nearest_train_before)),
+        "nearest_train_rms_after": float(np.median(result.nearest_train_after)),
+    }
+    if result.use_discriminator:
+        m["disc_accuracy"] = float(g.history.get("disc_accuracy", float("nan")))
+        m["disc_real_share"] = float(flags["disc_ok"].mean())
+    m["model_accuracy_on_training_images"] = result.accuracy_on_training_images
+    m["model_accuracy_on_reconstructions"] = result.accuracy_on_reconstructions
+    return m
+
+
+def tables_of(result: CornerResult, classes: List[str], params: CornerParams) -> Dict[str, Any]:
+    """The ``yield``, ``class_pairs``, ``fgsm_comparison`` and ``margin_curve`` tables."""
+    import pandas as pd
+
+    search, comparison, flags = result.search, result.comparison, result.flags
+    n = max(search.n, 1)
+    rows = [("seeds", search.n, search.n)]
+    rows.append((f"near the boundary before the search (p1 - p2 < {params.boundary_margin})",
+                 int(flags["near_before"].sum()), int(flags["realistic_before"].sum())))
+    rows.append((f"near the boundary after (p1 - p2 < {params.boundary_margin})", int(flags["near"].sum()), None))
+    rows.append(("realistic after: latent density >= threshold", int(flags["kde_ok"].sum()), None))
+    if result.use_discriminator:
+        rows.append(("realistic after: discriminator D(G(s)) > 0", int(flags["disc_ok"].sum()), None))
+    rows.append(("realistic corner cases (near and realistic)", int(flags["corner"].sum()), None))
+    yield_t = pd.DataFrame({"what": [r[0] for r in rows], "count": [r[1] for r in rows],
+                            "share": [r[1] / n for r in rows]})
+    pairs = class_pairs(search, flags["corner"])
+    pair_t = pd.DataFrame([{"class_a": classes[a], "class_b": classes[b], "corner_cases": c} for a, b, c in pairs],
+                          columns=["class_a", "class_b", "corner_cases"])
+    comp = pd.DataFrame({
+        "images": ["decoded seeds G(s)", f"FGSM, eps = {comparison.eps} (pixels)",
+                   f"latent step, eps = {comparison.eps} (standardised latent units)"],
+        "total_variation": [comparison.tv.mean(), comparison.tv_fgsm.mean(), comparison.tv_latent.mean()],
+        "distance_to_manifold": [comparison.manifold.mean(), comparison.manifold_fgsm.mean(),
+                                 comparison.manifold_latent.mean()],
+        "prediction_changed": [0.0, np.mean(comparison.pred_fgsm != comparison.pred),
+                               np.mean(comparison.pred_latent != comparison.pred)],
+    })
+    mp = search.margin_path
+    curve = pd.DataFrame({"step": np.arange(len(mp)), "margin_median": np.median(mp, axis=1),
+                          "margin_q25": np.quantile(mp, 0.25, axis=1), "margin_q75": np.quantile(mp, 0.75, axis=1)})
+    return {"yield": yield_t, "class_pairs": pair_t, "fgsm_comparison": comp, "margin_curve": curve}
+
+
+def settings_table(params: CornerParams, latent: int, use_disc: bool, n_train: int, ae_epochs: int) -> Any:
+    """What ran next to the paper's setting, one row per setting the paper gives (Sec. 4.1-4.5)."""
+    import pandas as pd
+
+    rows = []
+    for key, (paper, where) in PAPER_SETTINGS.items():
+        ran = getattr(params, key)
+        rows.append({"setting": key, "ran": str(ran), "paper": f"{paper} ({where})", "differs": ran != paper})
+    rows.append({"setting": "latent_dim", "ran": str(latent), "paper": "2 for MNIST (Sec. 4.1)", "differs": latent != 2})
+    rows.append({"setting": "discriminator", "ran": str(use_disc), "paper": "not needed for 2-D MNIST (Sec. 4.1, 4.3)",
+                 "differs": bool(use_disc)})
+    rows.append({"setting": "autoencoder training", "ran": f"{ae_epochs} epochs on {n_train} training images",
+                 "paper": "MNIST training set (epochs not given)", "differs": True})
+    rows.append({"setting": "n_seeds", "ran": str(params.n_seeds), "paper": "not given (a handful shown)", "differs": False})
+    return pd.DataFrame(rows, columns=["setting", "ran", "paper", "differs"])
+
+
+def findings_of(result: CornerResult, classes: List[str], params: CornerParams) -> Any:
+    """Findings: one ``class_pair`` row per confused pair (most corner cases first, at most ``max_pairs``), then the
+    ``input`` rows, the realistic corner cases closest to the boundary (at most ``max_findings``)."""
+    import pandas as pd
+
+    from weakspot.findings import to_png
+
+    search, flags = result.search, result.flags
+    corner = np.flatnonzero(flags["corner"])
+    pm = search.prob_margin_after
+    rows: List[Dict[str, Any]] = []
+    for a, b, c in class_pairs(search, flags["corner"])[: params.max_pairs]:
+        members = [i for i in corner if sorted((int(search.pred_after[i]), int(search.second_after[i]))) == [a, b]]
+        best = min(members, key=lambda i: (pm[i], i))
+        before = Counter(int(search.pred_before[i]) for i in members).most_common(1)[0][0]
+        after = Counter(int(search.pred_after[i]) for i in members).most_common(1)[0][0]
+        rows.append({
+            "weak_spot": f"realistic inputs between classes {classes[a]} and {classes[b]}", "kind": "class_pair",
+            "severity": float(c), "severity_meaning": SEVERITY_PAIR.format(bm=params.boundary_margin),
+            "label": None, "prediction": classes[after],  # generated inputs have no true class
+            "confidence": float(np.mean(search.confidence_after[members])),
+            "example": json.dumps({"corner cases": int(c), "most seeds started as": classes[before],
+                                   "mean p1 - p2": rounded(np.mean(pm[members]), 4)}),
+            "image": to_png(search.images_after[best]),
+        })
+    for i in sorted(corner, key=lambda i: (pm[i], i))[: params.max_findings]:
+        a, b = sorted((int(search.pred_after[i]), int(search.second_after[i])))
+        rows.append({
+            "weak_spot": f"realistic input between classes {classes[a]} and {classes[b]}", "kind": "input",
+            "severity": float(1.0 - pm[i]), "severity_meaning": SEVERITY_INPUT,
+            "label": None, "prediction": classes[int(search.pred_after[i])],
+            "confidence": float(search.confidence_after[i]),
+            "example": json.dumps({"seed started as": classes[int(search.pred_before[i])],
+                                   "runner-up": classes[int(search.second_after[i])],
+                                   "p1 - p2": rounded(pm[i], 4)}),
+            "image": to_png(search.images_after[i]),
+        })
+    cols = ["weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence", "example", "image"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+# ------------------------------------------------------------------------------------------------------ prose
+
+
+def summary_of(m: Dict[str, Any], params: CornerParams, use_disc: bool, differ: List[Dict[str, Any]],
+               poor: bool) -> List[str]:
+    """The section's paragraphs: the method, what the search did, the FGSM comparison, caveats, the settings."""
+    latent = m["latent_dim"]
+    pairs = ", ".join(f"{a}/{b} ({c})" for a, b, c in m["top_class_pairs"]) or "none"
+    disc_txt = (f" and a discriminator (training accuracy {m.get('disc_accuracy', float('nan')):.2f}; Sec. 3's "
+                f"loss alpha * margin - D with alpha = {params.disc_alpha})" if use_disc else
+                " and no discriminator (as in the paper's 2-D MNIST setup, Sec. 4.1)")
+    return [
+        "Corner cases (Platon, Avrin & Chan-Hon-Tong, seeds/003) are whole generated inputs, not perturbations of real "
+        "ones, that look like the data yet sit on the classifier's decision boundary: whatever their true class, the "
+        "model cannot be handling them well. A convolutional autoencoder (4 convolutions each side, Sec. 4.2) learns "
+        f"the training images without labels; its decoder G maps a {latent}-D code to an image. Random seeds drawn "
+        f"from the training codes' distribution are optimised with Adam ({params.steps} steps, lr {params.lr}"
+        f"{', annealed to 0 on a cosine' if params.lr_schedule == 'cosine' else ''}; the paper: 50 steps, lr 0.001) "
+        "to minimise the logit margin between the two most likely classes of G(s), the classifier's "
+        f"gradients flowing through the decoder (white box), with a realism hinge on the latent density{disc_txt}.",
+        f"Over {m['n_seeds']} seeds the median logit margin went from {m['margin_before']:.3g} to "
+        f"{m['margin_after']:.3g} in {params.steps} Adam steps (x{m['margin_reduction']:.3g}; the paper reports "
+        "two orders of magnitude in 50 steps). "
+        f"{m['near_boundary_share']:.0%} of the optimised seeds ended with their top two probabilities within "
+        f"{params.boundary_margin} (before: {m['near_boundary_share_before']:.0%}); {m['realistic_share']:.0%} stayed "
+        f"realistic (latent log-density under a Gaussian KDE of the training codes at or above the "
+        f"{params.realism_quantile:.0%} quantile of the training codes' own{', and D(G(s)) > 0' if use_disc else ''}). "
+        f"Realistic yield: {m['realistic_yield']:.1%} ({m['n_corner_cases']} corner cases). Most confused class pairs: "
+        f"{pairs}. The seeds moved {m['seed_move_median']:.3g} standardised latent units (median; the paper, Sec. "
+        "4.4, notes that its seeds moved only marginally).",
+        f"Noise (Sec. 4.5): FGSM at eps = {params.fgsm_eps} on decoded seeds gives images with mean total variation "
+        f"{m['tv_fgsm']:.3f} and distance to the data manifold (RMS of x - G(E(x))) {m['manifold_fgsm']:.3f}, against "
+        f"{m['tv_corner']:.3f} and {m['manifold_corner']:.3f} for one latent step of the same length (decoded seeds "
+        f"themselves: {m['tv_decoded']:.3f}, {m['manifold_decoded']:.3f}); FGSM changed the prediction of "
+        f"{m['flip_rate_fgsm']:.0%} of the seeds, the latent step of {m['flip_rate_latent']:.0%}.",
+        "Caveats: realism is judged by the generator's own view of the data (a KDE of its codes"
+        + (", a discriminator of its decodings" if use_disc else "")
+        + "), not by a person, and a 2-D code of the training images is a coarse model of them; decoded images are "
+        "smoother than real ones. Corner cases carry no true label, so they show where the model is undecided on "
+        "data-like inputs, not errors.",
+        *([f"The generator is poor on these data: the model recognises {m['model_accuracy_on_reconstructions']:.0%} "
+           "of its reconstructions of training images as their class, against "
+           f"{m['model_accuracy_on_training_images']:.0%} of the images themselves. Its decodings "
+           "are blurred averages (see the reconstructions figure), so the corner cases below are inputs on which the "
+           "model is undecided within the generator's blurred image space, and 'realistic' means only 'like the "
+           "generator's decodings of training images', not like a real input. A stronger generator (more epochs, "
+           "a larger code: profiles/paper.yaml) is needed before these say anything about real inputs."]
+          if poor else []),
+        "Settings that differ from the paper's: " + "; ".join(f"{r['setting']} {r['ran']} (paper: {r['paper']})"
+                                                              for r in differ) + "."
+        + (" Why the step differs: the paper does not say in which units of its latent space lr 0.001 is taken; "
+           "here the code is standardised (one unit = the training codes' spread), where 50 steps of 0.001 move a seed "
+           "at most 0.05 units, and on digits the median margin fell only x1.5 (benchmarks/bench_corner.py --lr 0.001 "
+           "--lr_schedule constant). The annealed step lets a seed that reached the boundary settle on it instead of "
+           "bouncing across it." if params.lr != 0.001 or params.lr_schedule != "constant" else ""),
+    ]
+
+
+def items_of(m: Dict[str, Any], latent: int, params: CornerParams) -> List[Dict[str, str]]:
+    """The section's tables and figures in reading order, with their captions."""
+    return [
+        {"table": "settings", "caption": "What ran against the paper's settings (Sec. 4.1-4.5)."},
+        {"figure": "reconstructions", "caption": f"The generator ({latent}-D code, {m['autoencoder_epochs']} epochs): "
+         f"training images and their reconstructions. The model recognises "
+         f"{m['model_accuracy_on_reconstructions']:.0%} of the reconstructions as their class "
+         f"({m['model_accuracy_on_training_images']:.0%} of the images); they explain {m['autoencoder_r2']:.0%} of "
+         "the images' variance around the mean image."},
+        {"table": "yield", "caption": "Yield: how many seeds end near the decision boundary, how many stay realistic, "
+         "and the realistic corner cases (both)."},
+        {"figure": "optimisation_paths", "caption": "Fig. 4-5: decoded images along the optimisation of a few seeds "
+         "(realistic corner cases first), with the top two classes and the logit margin."},
+        {"figure": "latent_plane", "caption": "Fig. 6: codes of the training images coloured by class"
+         + (", the classifier's decision regions on the decoded plane in the background," if latent == 2 else
+            " (projected on their first two principal components),")
+         + " and the seeds' trajectories (start: circle, end: cross; red: realistic corner case)."},
+        {"figure": "margin_curve", "caption": "Median and interquartile logit margin of the seeds over the Adam steps "
+         "(log scale)."},
+        {"table": "class_pairs", "caption": "Class pairs the realistic corner cases sit between."},
+        {"figure": "fgsm_vs_latent", "caption": f"Fig. 7: decoded seeds (top), FGSM at eps = {params.fgsm_eps} "
+         "(middle) and one latent step of the same length (bottom), with the model's predictions."},
+        {"table": "fgsm_comparison", "caption": "Sec. 4.5: total variation (mean absolute difference of neighbouring "
+         "pixels) and distance to the data manifold (RMS reconstruction error through the autoencoder) of decoded "
+         "seeds, FGSM images and latent-step images, and how often each changed the prediction."},
+    ]
+
+
+def headline_of(m: Dict[str, Any], params: CornerParams, poor: bool) -> List[str]:
+    """The report's one-paragraph headline for this target."""
+    pairs = ", ".join(f"{a}/{b} ({c})" for a, b, c in m["top_class_pairs"]) or "none"
+    return [
+        f"Corner cases: {m['realistic_yield']:.1%} of {m['n_seeds']} latent seeds became realistic inputs on the "
+        f"decision boundary (median logit margin {m['margin_before']:.3g} -> {m['margin_after']:.3g} in "
+        f"{params.steps} Adam steps); top pairs: "
+        f"{pairs}; FGSM images are noisier (TV {m['tv_fgsm']:.3f} vs {m['tv_corner']:.3f})."
+        + (f" Caveat: the model recognises only {m['model_accuracy_on_reconstructions']:.0%} of the generator's "
+           "reconstructions as their class, so these are blurred, not realistic, inputs." if poor else "")
+    ]
