@@ -7,7 +7,8 @@ import pytest
 from weakspot.corner.autoencoder import Generator
 from weakspot.corner.config import CornerParams
 from weakspot.corner.generator import generator_params
-from weakspot.corner.run import CornerResult, corner_cases, corner_flags, draw_seeds, generator_bytes, run
+from weakspot.corner.generator import generator_bytes
+from weakspot.corner.run import CornerResult, corner_cases, corner_flags, draw_seeds, run
 from weakspot.errors import ConfigError, DataError
 from weakspot.runtime import Runtime
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from weakspot.corner.autoencoder import Generator, train_autoencoder
 from weakspot.corner.config import CornerParams
+from weakspot.device import resolve_device, single_thread
 from weakspot.errors import ConfigError, DataError
 from weakspot.progress import Progress
 
@@ -61,3 +62,14 @@ def check_generator(g: Generator, image_shape: Sequence[int], params: CornerPara
         raise ConfigError(f"corner: the given generator (images {tuple(g.ae.in_shape)}, latent {g.latent_dim}, "
                           f"discriminator {has_disc}) does not match the data "
                           f"{tuple(image_shape)} and params (latent {latent}, discriminator {use_disc})")
+
+
+def generator_bytes(X: np.ndarray, generator_params: Dict[str, Any], device: str, progress: Any = None) -> Dict[str, Any]:
+    """Train the generator on images ``X``; ``{"generator": bytes, "seconds": s}``: the runtime call the corner stage
+    caches (keyed on the pixels and the generator's params, and on this module's code only, so an edit to the search
+    or the report reuses the generator)."""
+    p = CornerParams.model_validate(generator_params)
+    dev = resolve_device(device)
+    with single_thread(dev):
+        g = train_generator(np.asarray(X, np.float32), p, device=dev, progress=progress)
+    return {"generator": g.to_bytes(), "seconds": float(g.history.get("seconds", 0.0))}

@@ -28,7 +28,7 @@ import numpy as np
 
 from weakspot.corner.autoencoder import Generator
 from weakspot.corner.config import CornerParams
-from weakspot.corner.generator import check_generator, check_images, generator_params, train_generator
+from weakspot.corner.generator import check_generator, check_images, generator_bytes, generator_params
 from weakspot.corner.realism import LatentDensity, latent_density, nearest_train_distance
 from weakspot.corner.search import CornerSearch, FgsmComparison, fgsm_vs_latent, search_corner_cases
 from weakspot.device import resolve_device, single_thread
@@ -98,15 +98,6 @@ def check_training_data(X: Any, y: Any, classes: Sequence[str], clf: Any) -> Tup
     if len(classes) != clf.n_classes:
         raise ConfigError(f"corner: {len(classes)} class names for a {clf.n_classes}-class model")
     return X, y
-
-
-def generator_bytes(X: np.ndarray, generator_params: Dict[str, Any], device: str, progress: Any = None) -> Dict[str, Any]:
-    """Train the generator on images ``X``; ``{"generator": bytes, "seconds": s}``."""
-    p = CornerParams.model_validate(generator_params)
-    dev = resolve_device(device)
-    with single_thread(dev):
-        g = train_generator(np.asarray(X, np.float32), p, device=dev, progress=progress)
-    return {"generator": g.to_bytes(), "seconds": float(g.history.get("seconds", 0.0))}
 
 
 def run(target: AuditTarget, params: CornerParams, runtime: Any) -> CornerResult:
