@@ -168,12 +168,15 @@ def train_torch_classifier(
             for key, value in row.items():
                 history[key].append(value)
             if progress is not None:
-                note = f"loss {row['train_loss']:.3f}"
-                if Xv is not None:
-                    note += f", val acc {row['val_accuracy']:.3f}"
-                progress(f"epoch ({note})", epoch, int(epochs))
+                progress(f"epoch ({_note(row)})", epoch, int(epochs))
     module.eval()
     return history
+
+
+def _note(row: Dict[str, float]) -> str:
+    """An epoch's progress note: the training loss, and the validation accuracy when there is one."""
+    note = f"loss {row['train_loss']:.3f}"
+    return note if row["val_accuracy"] != row["val_accuracy"] else note + f", val acc {row['val_accuracy']:.3f}"
 
 
 def _check_training(epochs: Any, batch_size: Any, lr: Any, weight_decay: Any, seed: Any, lr_schedule: Any,
