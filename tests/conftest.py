@@ -71,8 +71,9 @@ class Repo:
         return self.run(sys.executable, "-m", *flow, *([target] if target else []), check=check)
 
     def audit(self, *args):
-        """`weakspot audit` as a user runs it (regenerates dvc.yaml, one shared Prefect server, dvc repro)."""
-        return self.run(str(Path(sys.executable).parent / "weakspot"), "audit", *args)
+        """`weakspot audit` as a user runs it (regenerates dvc.yaml, one shared Prefect server, dvc repro): ``python -m
+        ops.cli`` is the console script's code, this copy's own."""
+        return self.run(sys.executable, "-m", "ops.cli", "audit", *args)
 
     def set_params(self, **sections):
         import yaml

@@ -1,4 +1,4 @@
-"""weakspot.runlock: two audits at once -- the second refuses, naming the first; a stale lock is taken over."""
+"""ops.lock: two audits at once -- the second refuses, naming the first; a stale lock is taken over."""
 
 import json
 import subprocess
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from weakspot.runlock import LOCK, AuditRunning, audit_lock
+from ops.lock import LOCK, AuditRunning, audit_lock
 
 
 def test_a_second_audit_refuses_and_names_the_first(tmp_path):
