@@ -1,10 +1,13 @@
-"""One audit at a time per repository: ``weakspot audit`` holds a lock file naming itself, and a second audit started
-meanwhile refuses with a message that names the first (its process, host, start time and command).
+"""One audit at a time per checkout: ``weakspot audit`` holds an exclusive lock on ``.dvc/tmp/weakspot-audit.lock``
+(the ``filelock`` package: ``flock``), and a second audit started meanwhile refuses, naming the first: its process,
+host, start time and command, which the holder keeps in a side file next to the lock (``weakspot-audit.json``).
 
-Caveats first: the lock is a file created atomically (``O_CREAT | O_EXCL``) in ``.dvc/tmp/`` (git-ignored), so it
-guards audits started through ``weakspot audit`` on one file system; a bare ``dvc repro`` is guarded by DVC's own
-repository lock instead. A lock whose process is gone (killed, machine rebooted) is stale: the next audit says so,
-removes it and goes on -- on the same host only, because another host's process cannot be checked.
+Caveats first: the lock guards audits started through ``weakspot audit`` on one file system (a bare ``dvc repro`` is
+guarded by DVC's own repository lock instead). The kernel releases an flock when its process ends, however it ends,
+so a lock is never stale: after a killed audit (kill -9, a reboot) the next one takes it at once and says that the
+previous audit ended without releasing it (its side file is still there). The lock file itself stays in place
+(unlinking a locked file would let two audits lock two different files); the side file exists only while an audit
+holds the lock, or after one was killed.
 """
 
 from __future__ import annotations
@@ -16,18 +19,36 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
+
+from filelock import FileLock, Timeout
 
 from weakspot.errors import WeakspotError
+from weakspot.io import write_json
 
 LOCK = Path(".dvc/tmp/weakspot-audit.lock")
+#: Who holds the lock: ``{"pid", "host", "started", "command"}``, written by the holder once it has the lock.
+INFO = LOCK.with_suffix(".json")
 
 
 class AuditRunning(WeakspotError, RuntimeError):
     """Another audit holds the repository."""
 
 
-def _alive(pid: int) -> bool:
+def _read(path: Path) -> dict:
+    try:
+        out = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def _alive(pid: object, host: object) -> bool:
+    """Whether ``pid`` on ``host`` may still run (another host's process cannot be checked: assumed alive)."""
+    if not isinstance(pid, int):
+        return False
+    if host != socket.gethostname():
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -37,47 +58,56 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _read(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
+def _holder(info: Path, wait: float = 2.0) -> dict:
+    """The lock holder's side file. A holder that has just taken the lock may not have written it yet (or a killed
+    audit's file is still there): read it again for up to ``wait`` seconds until it names a live process; ``{}``
+    when it never does."""
+    deadline = time.monotonic() + wait
+    while True:
+        other = _read(info)
+        if _alive(other.get("pid"), other.get("host")):
+            return other
+        if time.monotonic() > deadline:
+            return {}
+        time.sleep(0.1)
+
+
+def _refusal(other: dict, path: Path) -> AuditRunning:
+    if not other:
+        return AuditRunning(f"another audit is running in this repository (it has not written which one yet to "
+                            f"{path.with_suffix('.json')}). Two audits at once would write the same artifacts; wait "
+                            f"for it to end. Lock file: {path}")
+    pid = other.get("pid")
+    return AuditRunning(
+        f"another audit is running in this repository: process {pid} on {other.get('host')}, started "
+        f"{other.get('started')} ({other.get('command')}). Two audits at once would write the same artifacts; wait "
+        f"for it to end, or stop it (kill {pid}) and rerun. Lock file: {path}")
 
 
 @contextlib.contextmanager
 def audit_lock(root: "str | Path" = ".", command: str = "weakspot audit",
-               say: Optional[callable] = print) -> Iterator[Path]:
-    """Hold the repository's audit lock for the ``with`` block; raise :class:`AuditRunning` if a live audit has it."""
-    path = Path(root) / LOCK
+               say: Optional[Callable[[str], object]] = print) -> Iterator[Path]:
+    """Hold the checkout's audit lock for the ``with`` block (yields the lock file's path); raise
+    :class:`AuditRunning`, naming the holder, when another audit has it. ``say``: where the line about a previous
+    audit that ended without releasing the lock goes (None: nowhere)."""
+    path, info = Path(root) / LOCK, Path(root) / INFO
     path.parent.mkdir(parents=True, exist_ok=True)
-    me = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
-          "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    for attempt in range(3):
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            other = _read(path)
-            if not other and attempt == 0:  # the other audit is writing it this instant: read it again
-                time.sleep(0.2)
-                continue
-            pid, host = other.get("pid"), other.get("host")
-            if isinstance(pid, int) and (host != me["host"] or _alive(pid)):
-                raise AuditRunning(
-                    f"another audit is running in this repository: process {pid} on {host}, started "
-                    f"{other.get('started')} ({other.get('command')}). Two audits at once would write the same "
-                    f"artifacts; wait for it to end, or stop it (kill {pid}) and rerun. Lock file: {path}") from None
-            if say:
-                say(f"weakspot: removing a stale audit lock left by process {pid} (started {other.get('started')}), "
-                    "which is no longer running")
-            path.unlink(missing_ok=True)
-            continue
-        with os.fdopen(fd, "w") as f:
-            json.dump(me, f)
-        break
-    else:  # the lock was re-created by another audit between our attempts
-        raise AuditRunning(f"another audit took the lock {path} just now; wait for it to end")
+    lock = FileLock(str(path), timeout=0)
     try:
+        lock.acquire()
+    except Timeout:
+        raise _refusal(_holder(info), path) from None
+    try:
+        left = _read(info)
+        if left and say:
+            say(f"weakspot: the audit of process {left.get('pid')} on {left.get('host')} (started "
+                f"{left.get('started')}) ended without releasing its lock (killed?); going on")
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
+              "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+        write_json(info, me)
         yield path
     finally:
-        if _read(path).get("pid") == me["pid"]:
-            path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            if _read(info).get("pid") == os.getpid():
+                info.unlink()
+        lock.release()
