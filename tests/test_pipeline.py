@@ -161,10 +161,12 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
     # only the new target, plus a small GAD protocol
     import yaml
 
-    params = yaml.safe_load((r.path / "params.yaml").read_text())
-    params["targets"] = {"mine": {"data": {"source": "csv:data/mine/table.csv", "label": "target",
-                                           "fractions": [0.3, 0.1, 0.6]},
-                                  "model": {"kind": "sklearn", "weights": "data/mine/model.pkl"}}}
+    from conftest import set_targets
+
+    params = set_targets(yaml.safe_load((r.path / "params.yaml").read_text()),
+                         {"mine": {"data": {"source": "csv:data/mine/table.csv", "label": "target",
+                                            "fractions": [0.3, 0.1, 0.6]},
+                                   "model": {"kind": "sklearn", "weights": "data/mine/model.pkl"}}})
     params["gad"].update(design_points=2000, epochs=3, max_steps=300, replicates=5, budget=10, pool_size=40)
     params["examine"]["study"] = {"m_study": {"enabled": False}, "artificial_weakness": {"enabled": False},
                                   "order_check": False, "strength": False, "epochs": 1}
