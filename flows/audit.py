@@ -24,6 +24,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed
 
+import ops.params  # noqa: F401  (the history section, registered)
 from tasks import paths
 
 #: The repository the flow audits: the checkout this file is in (served or deployed from its root).
@@ -56,7 +57,7 @@ def _comparisons() -> Set[str]:
 def run_audit(push: bool = True) -> int:
     """`weakspot audit [--push]` in the repository root; its exit code when it finished (0, or 3 on a regression),
     an AuditError (retried once) on any other exit."""
-    cmd = [sys.executable, "-m", "weakspot.cli", "audit"] + (["--push"] if push else [])
+    cmd = [sys.executable, "-m", "ops.cli", "audit"] + (["--push"] if push else [])
     env = {k: v for k, v in os.environ.items() if k != "PREFECT__FLOW_RUN_ID"}  # the stages' runs are their own
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     print(f"nightly audit: {' '.join(cmd[2:])} in {ROOT}", flush=True)
@@ -80,7 +81,7 @@ def run_audit(push: bool = True) -> int:
       "Failed when a watched metric regressed")
 def audit_flow(push: bool = True):
     """Run the audit; publish its verdict; Completed, or Failed naming the regressed metrics."""
-    from weakspot.verdict import publish_verdict, regressed, verdict_line
+    from ops.verdict import publish_verdict, regressed, verdict_line
 
     before = _comparisons()
     rc = run_audit(push)

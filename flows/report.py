@@ -11,6 +11,7 @@ import flows  # noqa: F401
 import pandas as pd
 from prefect import flow, task
 
+import ops.params  # noqa: F401  (the history section, registered)
 from tasks import paths
 from tasks.common import PARAMS_FILE, code_version, stage_main
 from weakspot import methods
@@ -77,7 +78,7 @@ def since_last_audit(hp):
     verdict is also published as Prefect artifacts, so the Prefect UI shows it on this run."""
     import io
 
-    from weakspot.history import since_last, trend_figure
+    from ops.history import since_last, trend_figure
 
     since = since_last(".", hp.dir, hp.rules)
     fig = trend_figure(since)
@@ -89,7 +90,8 @@ def since_last_audit(hp):
         fig.savefig(buf, format="png", dpi=100)
         plt.close(fig)
         png = buf.getvalue()
-    from weakspot.verdict import publish_verdict
+    from ops.verdict import publish_verdict
+
     recorded = Path(hp.dir) / f"{since['current']}.comparison.json"
     comparison = (json.loads(recorded.read_text()) if since["current"] and recorded.is_file() else
                   {"audit": {"audit_id": since["current"] or "this run (not recorded in the history)"},

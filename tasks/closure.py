@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import List, Optional, Set
+from typing import Iterable, List, Optional, Set
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT_PACKAGES = ("weakspot", "flows", "tasks")
+PROJECT_PACKAGES = ("weakspot", "flows", "tasks", "ops")
 #: Modules a stage loads that decide where its tasks run, never what they compute: no stage's dependency, so changing
 #: them (or params.yaml's ``execution``) reruns nothing. tests/test_dask.py checks the results are the same.
 WHERE_NOT_WHAT = ("tasks/runner.py",)
@@ -56,9 +56,10 @@ def _imports_of(file: Path, module: str) -> Set[str]:
     return full
 
 
-def module_closure(module: str) -> List[str]:
+def module_closure(module: str, skip: Iterable[str] = ()) -> List[str]:
     """The project files a module needs: itself and every project module it imports, transitively (sorted,
-    relative to the repository root)."""
+    relative to the repository root); the files in ``skip`` are left out, and so is what only they import."""
+    skip = set(skip)
     seen: Set[str] = set()
     files: Set[Path] = set()
     todo = [module]
@@ -68,7 +69,7 @@ def module_closure(module: str) -> List[str]:
             continue
         seen.add(m)
         f = _module_file(m)
-        if f is None:
+        if f is None or str(f.relative_to(ROOT)) in skip:
             continue
         files.add(f)
         todo.extend(_imports_of(f, m) - seen)
@@ -76,8 +77,9 @@ def module_closure(module: str) -> List[str]:
 
 
 def closure(*modules: str) -> List[str]:
-    """The project files the modules need, all together, without the runner's (:data:`WHERE_NOT_WHAT`)."""
+    """The project files the modules need, all together, without the runner's (:data:`WHERE_NOT_WHAT`) and what only
+    the runner imports (the ``execution`` section's model)."""
     files: Set[str] = set()
     for m in modules:
-        files.update(module_closure(m))
-    return sorted(files - set(WHERE_NOT_WHAT))
+        files.update(module_closure(m, skip=WHERE_NOT_WHAT))
+    return sorted(files)

@@ -6,7 +6,7 @@ Caveats first:
 * The runner decides where tasks run, never what they compute: a fan-out (:func:`fan_out`) submits every task, then
   takes the results in submission order, so a stage's artifacts are byte-identical under either runner
   (tests/test_dask.py checks it on the gad stage). Hence neither this module nor the ``execution`` section is a DVC
-  dependency of any stage (tasks/pipeline.py leaves it out of every stage's deps, by name: ``WHERE_NOT_WHAT``), and
+  dependency of any stage (tasks/closure.py's ``WHERE_NOT_WHAT`` leaves it out of every stage's deps, by name), and
   changing the runner or the cluster reruns nothing.
 * ``sequential`` is Prefect's ThreadPoolTaskRunner with ONE thread: tasks run one after the other, in submission
   order, while the flow waits for them, so torch's global RNG and thread settings are never shared by two tasks at
@@ -54,7 +54,9 @@ def execution(params: Any = None) -> Any:
     """The validated ``execution`` section with ``WEAKSPOT_DASK_ADDRESS`` applied. ``params``: None (read
     params.yaml), an ExecutionParams, or a mapping: the whole params.yaml content (its ``execution`` section, defaults
     when absent) or the section itself."""
-    from weakspot.config import ExecutionParams, load_section
+    from weakspot.config import load_section
+
+    from ops.params import ExecutionParams  # and the section, registered
 
     if params is None:
         from tasks.paths import PARAMS

@@ -73,8 +73,9 @@ class Repo:
         return self.run(sys.executable, "-m", *flow, *([target] if target else []), check=check)
 
     def audit(self, *args):
-        """`weakspot audit` as a user runs it (regenerates dvc.yaml, one shared Prefect server, dvc repro)."""
-        return self.run(str(Path(sys.executable).parent / "weakspot"), "audit", *args)
+        """`weakspot audit` as a user runs it (regenerates dvc.yaml, one shared Prefect server, dvc repro): ``python -m
+        ops.cli`` is the console script's code, this copy's own."""
+        return self.run(sys.executable, "-m", "ops.cli", "audit", *args)
 
     def set_params(self, **sections):
         import yaml
@@ -102,14 +103,25 @@ TINY_GAD = {"seeds": [0, 1], "design_points": 1000, "epochs": 3, "max_steps": 60
             "budget": 10}
 
 
+def set_targets(raw: dict, targets: dict) -> dict:
+    """params.yaml's content ``raw`` with exactly these targets; every ``per_target`` override of another target
+    is dropped (an override of an unknown target is an error)."""
+    raw["targets"] = targets
+    for section in raw.values():
+        if isinstance(section, dict) and isinstance(section.get("per_target"), dict):
+            section["per_target"] = {t: v for t, v in section["per_target"].items() if t in targets}
+            if not section["per_target"]:
+                del section["per_target"]
+    return raw
+
+
 def write_tiny_params(r: "Repo") -> "Repo":
     import yaml
 
     from weakspot.config import deep_merge
 
     p = r.path / "params.yaml"
-    raw = yaml.safe_load(p.read_text())
-    raw["targets"] = {"phoneme": TINY_TARGET}
+    raw = set_targets(yaml.safe_load(p.read_text()), {"phoneme": TINY_TARGET})
     raw["gad"] = deep_merge(raw["gad"], TINY_GAD)
     raw.pop("examine", None)  # the examiner's study needs a scene target
     p.write_text(yaml.safe_dump(raw, sort_keys=False))

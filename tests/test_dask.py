@@ -190,6 +190,7 @@ def test_a_remote_cluster_needs_a_prefect_api_it_can_reach(monkeypatch):
 
 
 def test_the_execution_section_is_validated(tmp_path):
+    import ops.params  # noqa: F401  (registers the section)
     from weakspot.config import check_params, load_section
     from weakspot.errors import ConfigError
 
@@ -213,7 +214,7 @@ def test_the_execution_section_is_validated(tmp_path):
 def test_the_runner_is_no_stage_dependency():
     """Changing the runner, its settings or the cluster reruns nothing: no stage reads `execution` as a DVC param or
     lists tasks/runner.py as a dep (the flows load it by name), and dvc.yaml is what params.yaml generates."""
-    from tasks.pipeline import dvc_yaml
+    from ops.pipeline import dvc_yaml
     from weakspot.config import read_yaml
 
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]

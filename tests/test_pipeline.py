@@ -1,5 +1,5 @@
 """The pipeline end to end, as a user runs it: `weakspot audit` (dvc repro of Prefect flows), per-target incremental
-reruns, a user's own model added with no code, bad inputs. (Byte-identical reruns: tests/test_operations.py reruns a
+reruns, a user's own model added with no code, bad inputs. (Byte-identical reruns: tests/ops/test_rerun.py reruns a
 recorded audit with `weakspot rerun`; every method has a same-seed-same-result test of its own.)
 
 Runs in throwaway copies of the repository with the `smoke` profile (every stage, tiny budgets).
@@ -183,7 +183,7 @@ def test_full_run_audits_every_target_with_every_method_that_fits(repo):
         assert spec["repaired_by"].startswith("hda") and (repo.path / spec["weights"]).is_file()
     assert not (repo.path / "metrics/hda/phoneme.json").exists()
     # lineage on demand: one number back to its data, with params, hashes, code version, time and Prefect run
-    out = repo.run(str(Path(sys.executable).parent / "weakspot"), "lineage", "metrics/hda/digits.json",
+    out = repo.run(sys.executable, "-m", "ops.cli", "lineage", "metrics/hda/digits.json",
                    "hda.ae_prop").stdout
     assert out.startswith("metrics/hda/digits.json  hda.ae_prop = ")
     for s in ("made by stage hda-digits", "hda.n_seeds = 6", "(made by train-digits)", "stage prepare-digits",
@@ -253,10 +253,12 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
     # only the new target, plus a small GAD protocol
     import yaml
 
-    params = yaml.safe_load((r.path / "params.yaml").read_text())
-    params["targets"] = {"mine": {"data": {"source": "csv:data/mine/table.csv", "label": "target",
-                                           "fractions": [0.3, 0.1, 0.6]},
-                                  "model": {"kind": "sklearn", "weights": "data/mine/model.pkl"}}}
+    from conftest import set_targets
+
+    params = set_targets(yaml.safe_load((r.path / "params.yaml").read_text()),
+                         {"mine": {"data": {"source": "csv:data/mine/table.csv", "label": "target",
+                                            "fractions": [0.3, 0.1, 0.6]},
+                                   "model": {"kind": "sklearn", "weights": "data/mine/model.pkl"}}})
     params["gad"].update(design_points=2000, epochs=3, max_steps=300, replicates=5, budget=10, pool_size=40)
     params["examine"]["study"] = {"m_study": {"enabled": False}, "artificial_weakness": {"enabled": False},
                                   "order_check": False, "strength": False, "epochs": 1}

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Literal, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
 
 from weakspot.errors import ConfigError
 from weakspot.targets import TargetParams, check_target_name
@@ -40,73 +40,6 @@ class ReportParams(_Section):
 
     title: str = "weakspot audit"
     max_table_rows: int = Field(20, ge=1, le=10_000)
-
-
-class RuleParams(BaseModel):
-    """One regression rule of the audit history (weakspot/history.py)."""
-
-    model_config = ConfigDict(extra="forbid")
-    metric: str = Field(..., description="<stage>/<target>:<dotted.key>, shell wildcards allowed")
-    exclude: Optional[str] = Field(None, description="metrics the pattern matches but the rule skips (wildcards)")
-    worse: Literal["up", "down", "new"]
-    tolerance: float = Field(0.0, ge=0)
-    relative: bool = False
-
-
-class HistoryParams(BaseModel):
-    """params.yaml ``history`` section."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
-    dir: str = "history"
-    #: The DVC remote that `weakspot audit --push` (the nightly flow) pushes every output to: a local folder
-    #: (relative to the repository) or any URL DVC knows (s3://, gs://, ssh://... with DVC's plugin installed).
-    #: The environment variable WEAKSPOT_DVC_REMOTE overrides it.
-    remote: str = ".dvc-store"
-    fail_on_regression: bool = True
-    rules: List[RuleParams] = Field(default_factory=list)
-
-
-class ExecutionParams(_Section):
-    """How the stages run their fan-outs (``tasks/runner.py``): not what they compute. The results are the same either
-    way, so this section is no stage's DVC param: changing the runner or the cluster reruns nothing."""
-
-    runner: Literal["sequential", "dask"] = Field(
-        "sequential", description="sequential: one task at a time in the stage's process; dask: Dask workers")
-    address: Optional[str] = Field(
-        None, description="an existing Dask scheduler (tcp://host:8786); null = a local cluster. The environment "
-                          "variable WEAKSPOT_DASK_ADDRESS overrides it and implies runner: dask")
-    n_workers: int = Field(2, ge=1, le=1024, description="the local cluster's worker processes")
-    threads_per_worker: int = Field(1, ge=1, le=256, description="the local cluster's tasks at a time per worker: "
-                                                                  "keep 1 (tasks side by side share torch's global "
-                                                                  "random state)")
-    retries: int = Field(1, ge=0, le=10, description="times a task whose Dask worker died is resubmitted before the "
-                                                     "stage fails naming it")
-    resources: Dict[str, float] = Field(
-        default_factory=dict, description="Dask worker resources every fan-out task asks for, e.g. {GPU: 1}: only "
-                                          "workers started with `dask worker --resources GPU=1` run them, one task "
-                                          "per unit at a time (an existing cluster only)")
-
-    @field_validator("resources")
-    @classmethod
-    def _resources(cls, v: Dict[str, float]) -> Dict[str, float]:
-        bad = {k: n for k, n in v.items() if not k or n <= 0}
-        if bad:
-            raise ValueError(f"{bad}: name -> a positive amount, as `dask worker --resources NAME=AMOUNT` declares it")
-        return v
-
-    @field_validator("address")
-    @classmethod
-    def _address(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and (not v.strip() or any(c.isspace() for c in v)):
-            raise ValueError("a Dask scheduler address such as tcp://host:8786, or null for a local cluster")
-        return v
-
-    @model_validator(mode="after")
-    def _address_needs_dask(self) -> "ExecutionParams":
-        if self.address is not None and self.runner != "dask":
-            raise ValueError(f"address {self.address!r} is set but runner is {self.runner!r}: set runner: dask (or "
-                             "address: null)")
-        return self
 
 
 class TargetsParams(RootModel[Dict[str, TargetParams]]):
@@ -129,8 +62,6 @@ _SECTIONS: Dict[str, Any] = {
     "targets": TargetsParams,
     "report": ReportParams,
     "scene": "weakspot.scene.config:SceneParams",
-    "history": HistoryParams,
-    "execution": ExecutionParams,
 }
 
 #: The key of a method's section that holds its per-target overrides.

@@ -1,8 +1,8 @@
-"""The verdict published as Prefect artifacts (weakspot.verdict): its text, its table, and no-op outside a run."""
+"""The verdict published as Prefect artifacts (ops.verdict): its text, its table, and no-op outside a run."""
 
 import json
 
-from weakspot.verdict import comparison_table, latest_comparison, publish_verdict, verdict_line, verdict_markdown
+from ops.verdict import comparison_table, latest_comparison, publish_verdict, verdict_line, verdict_markdown
 
 AUDIT = {"audit_id": "20260101T020000Z-abcdef12-12345678", "time": "2026-01-01T02:00:00+00:00",
          "git_rev": "abcdef1234567890", "git_dirty": False, "lock_sha256": "12345678", "file": "history/x.parquet"}

@@ -28,6 +28,9 @@ import yaml
 
 from weakspot.errors import ConfigError, DataError
 
+from ops.dvc import configure_remote
+from ops.history import find_audit
+
 
 def _md5(path: Path) -> str:
     h = hashlib.md5()
@@ -78,14 +81,18 @@ def _git(*args: str, cwd: "str | Path") -> str:
     return proc.stdout.strip()
 
 
+def cli_module(checkout: "str | Path") -> str:
+    """The module of the ``weakspot`` command in ``checkout``: ``ops.cli``, or ``weakspot.cli`` in a revision from
+    before the operations left the library (an audit recorded then is rerun with its own code)."""
+    return "ops.cli" if (Path(checkout) / "ops" / "cli.py").is_file() else "weakspot.cli"
+
+
 def rerun(audit_id: str, root: "str | Path" = ".", *, store: str = "history", workdir: Optional[str] = None,
           pull: bool = False, remote: Optional[str] = None, keep: bool = False,
           say=print) -> Dict[str, Any]:
     """Reproduce the recorded audit ``audit_id`` (see the module's doc; ``remote``: the DVC remote for ``pull``,
-    :func:`weakspot.cli.remote_url`); returns ``{"audit", "worktree", "rows",
-    "metrics_identical", "rc"}``. The worktree is removed afterwards unless ``keep`` or the metrics differ."""
-    from weakspot.history import find_audit
-
+    :func:`ops.dvc.remote_url`); returns ``{"audit", "worktree", "rows", "metrics_identical", "rc", "reproduced"}``.
+    The worktree is removed afterwards unless ``keep`` or the metrics differ."""
     if pull and not remote:
         raise ConfigError("a rerun with --pull needs the DVC remote's address (cli: history.remote)")
     root = Path(root).resolve()
@@ -116,10 +123,8 @@ def rerun(audit_id: str, root: "str | Path" = ".", *, store: str = "history", wo
         env.pop("PREFECT_API_URL", None)  # the rerun's own server, so its runs do not mix with the nightly ones
         env.pop("WEAKSPOT_PARAMS", None)
         env["WEAKSPOT_ROOT"] = str(wt)
-        argv = [sys.executable, "-m", "weakspot.cli", "audit"]
+        argv = [sys.executable, "-m", cli_module(wt), "audit"]
         if pull:
-            from weakspot.cli import configure_remote
-
             url = configure_remote(remote, wt)
             argv.append("--pull")
             say(f"weakspot rerun: restoring stages from the DVC remote {url} where its run-cache has them")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _stages():
@@ -16,7 +16,7 @@ def _stages():
 
 
 def test_committed_dvc_yaml_is_what_params_generate():
-    from tasks.pipeline import dvc_yaml
+    from ops.pipeline import dvc_yaml
     from weakspot.config import read_yaml
 
     assert (ROOT / "dvc.yaml").read_text() == dvc_yaml(read_yaml(ROOT / "params.yaml")), \
@@ -39,7 +39,7 @@ def _runtime_imports(cmd: str) -> set:
     files = set()
     for f in json.loads(out.splitlines()[-1]):
         p = Path(f).resolve()
-        if ROOT in p.parents and p.parts[len(ROOT.parts)] in ("weakspot", "flows", "tasks"):
+        if ROOT in p.parents and p.parts[len(ROOT.parts)] in ("weakspot", "flows", "tasks", "ops"):
             files.add(str(p.relative_to(ROOT)))
     return files - {"tasks/runner.py"}  # where tasks run, never what they compute: no stage's dependency
 
@@ -77,7 +77,7 @@ def test_a_method_stage_depends_on_no_other_methods_code():
 
 
 def test_another_targets_override_is_no_params_of_this_targets_stage():
-    from tasks.pipeline import stages
+    from ops.pipeline import stages
     from weakspot.config import read_yaml
     from weakspot.methods import get
 
@@ -109,7 +109,7 @@ def test_stages_are_per_target_and_only_where_a_method_fits():
 def test_the_study_reads_the_scene_targets_model_it_reuses():
     import pytest
 
-    from tasks.pipeline import stages
+    from ops.pipeline import stages
     from weakspot.config import read_yaml
     from weakspot.errors import ConfigError
 
@@ -120,3 +120,14 @@ def test_the_study_reads_the_scene_targets_model_it_reuses():
     raw["examine"]["study"]["full_model"] = "digits"
     with pytest.raises(ConfigError, match="full_model: 'digits' is not a scene target; scene targets: scenes"):
         stages(raw)
+
+
+def test_no_stage_but_the_report_depends_on_operations_code():
+    """The report shows the history (ops.history, ops.verdict); the runner's ``execution`` model (ops.params) is
+    where tasks run, not what they compute, so no other stage lists an ops module."""
+    for name, st in _stages().items():
+        ops_deps = [d for d in st["deps"] if d == "ops" or d.startswith("ops/")]
+        if name == "report":
+            assert {"ops/history.py", "ops/verdict.py"} <= set(ops_deps) or "ops" in ops_deps, ops_deps
+        else:
+            assert not ops_deps, f"stage {name} depends on {ops_deps}"

@@ -1,4 +1,4 @@
-"""weakspot.lineage: the chain behind an artifact or a number, from dvc.yaml, dvc.lock and the artifacts' metadata."""
+"""ops.lineage: the chain behind an artifact or a number, from dvc.yaml, dvc.lock and the artifacts' metadata."""
 
 import hashlib
 import json
@@ -6,8 +6,8 @@ import json
 import pytest
 import yaml
 
+from ops.lineage import format_trace, trace
 from weakspot.errors import DataError
-from weakspot.lineage import format_trace, trace
 
 
 def _md5(b: bytes) -> str:

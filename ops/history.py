@@ -27,9 +27,10 @@ import subprocess
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from weakspot.config import HistoryParams, RuleParams  # noqa: F401  (the params section lives with the others)
 from weakspot.errors import DataError
-from weakspot.lineage import flatten
+
+from ops.lineage import flatten
+from ops.params import RuleParams  # and the history section, registered
 
 #: Columns of a history file, one row per metric value of one audit.
 SCHEMA = {"audit_id": "string", "time": "string (ISO 8601, UTC)", "git_rev": "string", "git_dirty": "bool",

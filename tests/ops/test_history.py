@@ -1,12 +1,12 @@
-"""weakspot.history: the store of past audits, and the comparison that flags regressions by params.yaml's rules."""
+"""ops.history: the store of past audits, and the comparison that flags regressions by params.yaml's rules."""
 
 import json
 
 import pandas as pd
 import pytest
 
-from weakspot.config import HistoryParams
-from weakspot.history import SCHEMA, audits, compare, format_comparison, load, record, snapshot
+from ops.history import SCHEMA, audits, compare, format_comparison, load, record, snapshot
+from ops.params import HistoryParams
 
 
 def _metrics(root, acc, pairs, sdr=1.0):
@@ -66,26 +66,6 @@ def test_a_metric_missing_on_one_side_is_reported_not_flagged():
     assert not any(r["regression"] for r in rows)
 
 
-def test_audit_exits_3_on_a_regression_and_0_otherwise(tmp_path, monkeypatch):
-    from weakspot import cli
-
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "params.yaml").write_text(json.dumps({"history": {"dir": "history", "rules": [
-        {"metric": "train/*:test_accuracy", "worse": "down", "tolerance": 0.01}]}}))
-    _metrics(tmp_path, 0.99, [])
-    assert cli._record_and_compare() == 0  # the first audit: nothing to compare with
-    import time
-
-    time.sleep(1.1)
-    _metrics(tmp_path, 0.99, [])
-    assert cli._record_and_compare() == 0
-    time.sleep(1.1)
-    _metrics(tmp_path, 0.90, [])
-    assert cli._record_and_compare() == 3
-    comps = sorted((tmp_path / "history").glob("*.comparison.json"))
-    assert len(comps) == 3 and json.loads(comps[-1].read_text())["rows"][0]["regression"] is True
-
-
 def test_a_rule_can_exclude_what_its_pattern_also_matches():
     rules = HistoryParams.model_validate({"rules": [
         {"metric": "gad/*:*.sdr.gad", "exclude": "*.per_seed.*", "worse": "up", "tolerance": 0.2}]}).rules
@@ -97,7 +77,7 @@ def test_a_rule_can_exclude_what_its_pattern_also_matches():
 def test_since_last_compares_the_recorded_audit_with_the_one_before_and_draws_the_trend(tmp_path):
     import time
 
-    from weakspot.history import since_last, trend_figure
+    from ops.history import since_last, trend_figure
     from weakspot.report.html import render_report
 
     _metrics(tmp_path, 0.99, [["3", "9", 50]])
@@ -123,7 +103,7 @@ def test_since_last_compares_the_recorded_audit_with_the_one_before_and_draws_th
 
 
 def test_an_empty_history_says_so_in_the_report(tmp_path):
-    from weakspot.history import since_last
+    from ops.history import since_last
     from weakspot.report.html import render_report
 
     _metrics(tmp_path, 0.99, [])
@@ -134,7 +114,7 @@ def test_an_empty_history_says_so_in_the_report(tmp_path):
 
 def test_each_audit_keeps_its_params_and_lock_and_is_found_by_id_prefix_or_last(tmp_path):
     from weakspot.errors import DataError
-    from weakspot.history import find_audit
+    from ops.history import find_audit
 
     (tmp_path / "params.yaml").write_text("device: cpu\n")
     (tmp_path / "dvc.lock").write_text("schema: '2.0'\nstages: {}\n")
@@ -146,45 +126,3 @@ def test_each_audit_keeps_its_params_and_lock_and_is_found_by_id_prefix_or_last(
     assert find_audit(tmp_path, "history", "last")["audit_id"] == rec["audit_id"]
     with pytest.raises(DataError, match="not found.*recent audits"):
         find_audit(tmp_path, "history", "1999")
-
-
-def test_a_rerun_compares_every_output_of_the_audits_stages_with_the_lock(tmp_path):
-    import hashlib
-
-    import yaml
-
-    from weakspot.rerun import compare_outputs
-
-    (tmp_path / "metrics/train").mkdir(parents=True)
-    (tmp_path / "metrics/train/a.json").write_text('{"x": 1}\n')
-    (tmp_path / "metrics/train/b.json").write_text('{"x": 2}\n')
-    md5 = hashlib.md5(b'{"x": 1}\n').hexdigest()
-    lock = {"schema": "2.0", "stages": {
-        "train-a": {"cmd": "x", "outs": [{"path": "metrics/train/a.json", "md5": md5},
-                                         {"path": "plots/train/a", "md5": "abc.dir"}]},
-        "train-b": {"cmd": "x", "outs": [{"path": "metrics/train/b.json", "md5": md5}]},
-        "train-c": {"cmd": "x", "outs": [{"path": "metrics/train/c.json", "md5": md5}]},
-        "gone": {"cmd": "x", "outs": [{"path": "metrics/gone.json", "md5": md5}]}}}
-    (tmp_path / "audit.lock").write_text(yaml.safe_dump(lock))
-    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {s: {"cmd": "x"} for s in
-                                                                  ("train-a", "train-b", "train-c")}}))
-    rows = {r["path"]: r["status"] for r in compare_outputs(tmp_path / "audit.lock", tmp_path)}
-    assert rows == {"metrics/train/a.json": "identical", "plots/train/a": "folder (not compared)",
-                    "metrics/train/b.json": "differs", "metrics/train/c.json": "missing"}
-
-
-def test_an_interrupted_runs_partial_files_are_swept(tmp_path):
-    from weakspot.cli import sweep_partials
-    from weakspot.io import atomic_path
-
-    (tmp_path / "metrics").mkdir()
-    with pytest.raises(KeyboardInterrupt):
-        with atomic_path(tmp_path / "metrics/a.json") as tmp:
-            tmp.write_text('{"half":')
-            raise KeyboardInterrupt  # what kill -9 leaves is the same file, minus the clean-up
-    assert not (tmp_path / "metrics/a.json").exists()
-    left = tmp_path / "metrics/.a.json.partial-x1.json"
-    left.write_text('{"half":')
-    (tmp_path / "metrics/b.json").write_text("{}")
-    assert sweep_partials(tmp_path) == ["metrics/.a.json.partial-x1.json"]
-    assert (tmp_path / "metrics/b.json").is_file() and not left.exists()

@@ -11,7 +11,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -54,7 +53,7 @@ def test_serve_fires_on_cron_and_publishes_the_verdict(ops_repo, tmp_path):
     log_path = tmp_path / "serve.log"
     t0, fired = time.time(), float("nan")
     with open(log_path, "w") as log:
-        proc = subprocess.Popen([str(Path(sys.executable).parent / "weakspot"), "serve", "--cron", CRON,
+        proc = subprocess.Popen([sys.executable, "-m", "ops.cli", "serve", "--cron", CRON,
                                  "--port", str(port)], cwd=ops_repo.path, env=env, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     try:

@@ -1,0 +1,169 @@
+"""The ``weakspot`` command: validate params, generate dvc.yaml, run the audit pipeline, switch profiles, trace
+lineage, rerun a past audit, schedule the nightly run. Every command works on ``params.yaml`` in the current folder
+(the repository root), which is the file DVC's stages read.
+
+Caveats first: this module only parses arguments and calls the module that does the work (:mod:`ops.audit`,
+:mod:`ops.serve`, ...); nothing imports it. A WeakspotError ends the command with its message and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+from weakspot.config import check_params, load_section
+from weakspot.errors import WeakspotError
+
+import ops.params  # noqa: F401  (the history and execution sections, registered)
+from ops import dvc
+from ops.dvc import PARAMS
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    checked = check_params(args.file)
+    sections = [k for k in checked if isinstance(checked[k], dict)]
+    print(f"{args.file}: valid ({len(sections)} sections: {', '.join(sections)}; targets: "
+          f"{', '.join(checked['targets'])}; device={checked['device']})")
+    return 0
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    from ops.audit import regenerate_pipeline
+
+    changed = regenerate_pipeline()
+    print(f"dvc.yaml {'regenerated' if changed else 'already current'} from {PARAMS}")
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from ops.audit import audit
+
+    if args.profile:
+        cmd_profile(argparse.Namespace(name=args.profile))
+    return audit(args.stages, force=args.force, pull=args.pull, push=args.push,
+                 command="weakspot audit " + " ".join(sys.argv[2:]))
+
+
+def cmd_stage(args: argparse.Namespace) -> int:
+    from weakspot.methods import available
+
+    flow = ["flows.method", args.name] if args.name in available() else [f"flows.{args.name}"]
+    return subprocess.call([sys.executable, "-m", *flow, *([args.target] if args.target else [])], env=dvc.env())
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from ops.profile import apply_profile
+
+    backup = apply_profile(args.name, PARAMS)
+    print(f"{PARAMS}: profile {args.name!r} merged in (previous file kept as {backup})")
+    return 0
+
+
+def cmd_lineage(args: argparse.Namespace) -> int:
+    from ops.lineage import format_trace, trace
+
+    path, key = args.path, args.key
+    if key is None and ":" in path and not Path(path).exists():
+        path, key = path.split(":", 1)
+    t = trace(path, key)
+    print(json.dumps(t, indent=1, default=str) if args.json else format_trace(t, all_deps=args.all))
+    return 0
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    from ops.rerun import format_rerun, rerun
+
+    _, hp = load_section("history", PARAMS)
+    res = rerun(args.audit_id, ".", store=hp.dir, workdir=args.workdir, pull=args.pull, keep=args.keep,
+                remote=dvc.remote_url(hp) if args.pull else None)
+    print(json.dumps(res, indent=1, default=str) if args.json else format_rerun(res))
+    return 0 if res["reproduced"] else 1
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ops.serve import serve
+
+    return serve(args.cron, args.name, args.port, args.timezone, args.push)
+
+
+def _audit_parser(sub) -> None:
+    a = sub.add_parser("audit", help="run the audit pipeline (dvc repro) and print where the report is")
+    a.add_argument("stages", nargs="*", help="only these stages (and what they need)")
+    a.add_argument("--force", action="store_true", help="rerun every stage even if nothing changed")
+    a.add_argument("--profile", help="merge profiles/NAME.yaml into params.yaml first (e.g. paper)")
+    a.add_argument("--push", action="store_true", help="after a successful audit, push every output and the "
+                   "run-cache to the DVC remote (history.remote or WEAKSPOT_DVC_REMOTE); the nightly flow does")
+    a.add_argument("--pull", action="store_true", help="restore stages from the DVC remote's run-cache where it "
+                   "has them instead of recomputing (dvc repro --pull)")
+    a.set_defaults(fn=cmd_audit)
+
+
+def _trace_parsers(sub) -> None:
+    ln = sub.add_parser("lineage", help="the chain that produced an artifact or a number: stages, the params they "
+                        "read, their inputs' hashes, the code version, when they ran and their Prefect runs")
+    ln.add_argument("path", help="an artifact, e.g. metrics/hda/digits.json (or PATH:KEY)")
+    ln.add_argument("key", nargs="?", help="a number in a JSON artifact, dotted: hda.ae_prop")
+    ln.add_argument("--json", action="store_true", help="machine-readable")
+    ln.add_argument("--all", action="store_true", help="list every code file the stages depend on")
+    ln.set_defaults(fn=cmd_lineage)
+    rr = sub.add_parser("rerun", help="reproduce a past audit exactly: its code and params in a scratch git "
+                        "worktree, every stage rerun, its metrics compared byte for byte with the recorded ones")
+    rr.add_argument("audit_id", help="an id from history/ (or a unique prefix, or 'last')")
+    rr.add_argument("--pull", action="store_true", help="restore stages from the DVC remote (what `weakspot audit "
+                    "--push` sent) instead of recomputing them")
+    rr.add_argument("--workdir", help="where to put the worktree (default: a new temporary folder)")
+    rr.add_argument("--keep", action="store_true", help="keep the worktree afterwards")
+    rr.add_argument("--json", action="store_true", help="machine-readable")
+    rr.set_defaults(fn=cmd_rerun)
+
+
+def _serve_parsers(sub) -> None:
+    for name in ("serve", "schedule"):
+        c = sub.add_parser(name, help="serve the nightly audit (weakspot audit --push, verdict as Prefect artifacts) "
+                           "on a cron schedule" + (" (alias of serve)" if name == "schedule" else ""))
+        c.add_argument("--cron", default="0 2 * * *", help="cron schedule (default: \"0 2 * * *\", 02:00 every night)")
+        c.add_argument("--name", default="weakspot-nightly", help="the deployment's name (default: weakspot-nightly)")
+        c.add_argument("--port", type=int, default=4200, help="the local Prefect server's port, when PREFECT_API_URL "
+                       "is not set (default: 4200)")
+        c.add_argument("--timezone", help="the cron's IANA time zone, e.g. Europe/Paris (default: this machine's)")
+        c.add_argument("--no-push", dest="push", action="store_false", help="audit without pushing the outputs to the "
+                       "DVC remote (history.remote)")
+        c.set_defaults(fn=cmd_serve)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="weakspot", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    ch = sub.add_parser("check", help="validate params.yaml (or another params file) against the schema")
+    ch.add_argument("file", nargs="?", default=PARAMS)
+    ch.set_defaults(fn=cmd_check)
+    sub.add_parser("pipeline", help="regenerate dvc.yaml from params.yaml (weakspot audit does it too)"
+                   ).set_defaults(fn=cmd_pipeline)
+    _audit_parser(sub)
+    s = sub.add_parser("stage", help="run one stage's flow directly (python -m flows.NAME)")
+    s.add_argument("name", help="the stage: prepare, train, gad, examine (these take a target), render, report...")
+    s.add_argument("target", nargs="?", help="the target, for a per-target stage")
+    s.set_defaults(fn=cmd_stage)
+    p = sub.add_parser("profile", help="merge profiles/NAME.yaml into params.yaml (keeps a .bak)")
+    p.add_argument("name")
+    p.set_defaults(fn=cmd_profile)
+    _trace_parsers(sub)
+    _serve_parsers(sub)
+    return ap
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except WeakspotError as exc:
+        print(f"weakspot: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

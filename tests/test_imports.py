@@ -1,0 +1,176 @@
+"""Import contracts over the project's modules (weakspot, flows, tasks, ops), read from their import statements at any
+depth (a lazy import inside a function counts), never by running them:
+
+- the library (``weakspot``) imports neither Prefect nor DVC, nor the pipeline (``flows``, ``tasks``) nor the
+  operations (``ops``), not even for type annotations;
+- the import graph of the project's modules has no cycle. Imports under ``if TYPE_CHECKING:`` are left out of this
+  graph: they never run, so they make no import circle (``weakspot.methods`` names ``weakspot.targets.TargetParams``
+  in annotations only, while ``weakspot.targets`` asks ``weakspot.methods`` for the method names);
+- ``ops`` imports nothing of ``flows`` but ``flows.audit`` (the nightly flow it serves).
+"""
+
+import ast
+from pathlib import Path
+from typing import Dict, Iterator, List, Set
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("weakspot", "flows", "tasks", "ops")
+#: What the library must not import: the orchestration (Prefect, prefect-dask), DVC (and its own packages), the
+#: pipeline and the operations.
+FORBIDDEN_IN_LIBRARY = ("prefect", "prefect_dask", "dvc", "flows", "tasks", "ops")
+
+
+def _modules() -> Dict[str, Path]:
+    """Every project module's dotted name -> its file."""
+    out = {}
+    for pkg in PACKAGES:
+        for f in sorted((ROOT / pkg).rglob("*.py")):
+            parts = f.relative_to(ROOT).with_suffix("").parts
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
+    return out
+
+
+def _type_checking(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:`` (or ``if typing.TYPE_CHECKING:``)."""
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _nodes(tree: ast.AST, type_checking: bool) -> Iterator[ast.AST]:
+    """Every node of ``tree`` (``ast.walk``), without the bodies of ``if TYPE_CHECKING:`` unless ``type_checking``."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if not type_checking and _type_checking(node):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _imported(module: str, file: Path, type_checking: bool = True) -> Set[str]:
+    """The dotted names the import statements of ``file`` name: ``import a.b`` -> a.b; ``from a import b`` -> a.b
+    (``b`` may be a module or a name in ``a``); relative imports resolved against ``module``'s package."""
+    pkg = module if file.name == "__init__.py" else module.rpartition(".")[0]
+    out: Set[str] = set()
+    for node in _nodes(ast.parse(file.read_text(), filename=str(file)), type_checking):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            out.update(f"{mod}.{a.name}" for a in node.names)
+    return out
+
+
+def _graph() -> Dict[str, Set[str]]:
+    """Project module -> the project modules it imports: for each imported name, the most specific module it names
+    (``from a import b``: ``a.b`` when that is a module, else ``a``); a module's own name and the imports under
+    ``if TYPE_CHECKING:`` left out."""
+    mods = _modules()
+    graph = {}
+    for name, f in mods.items():
+        edges = set()
+        for imp in _imported(name, f, type_checking=False):
+            parts = imp.split(".")
+            hit = next((".".join(parts[:i]) for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in mods), None)
+            if hit is not None and hit != name:
+                edges.add(hit)
+        graph[name] = edges
+    return graph
+
+
+def _cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+    """One cycle (``[a, b, ..., a]``) in each strongly connected component of more than one module (Tarjan)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on: Set[str] = set()
+    comps: List[Set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                comps.append(comp)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [_one_cycle(graph, comp) for comp in comps]
+
+
+def _one_cycle(graph: Dict[str, Set[str]], comp: Set[str]) -> List[str]:
+    """A path from the component's first module back to itself, inside the component (breadth first: a short one)."""
+    start = min(comp)
+    paths = {start: [start]}
+    todo = [start]
+    while todo:
+        v = todo.pop(0)
+        for w in sorted(graph[v] & comp):
+            if w == start:
+                return paths[v] + [start]
+            if w not in paths:
+                paths[w] = paths[v] + [w]
+                todo.append(w)
+    raise AssertionError(f"no cycle through {start} in {sorted(comp)}")
+
+
+def test_the_modules_are_found():
+    mods = _modules()
+    assert {"weakspot.config", "flows.method", "tasks.runner", "ops.cli", "ops.params"} <= set(mods)
+    assert len([m for m in mods if m.startswith("weakspot.")]) > 30
+
+
+def test_the_library_imports_no_orchestration_pipeline_or_operations():
+    bad = []
+    for name, f in _modules().items():
+        if name.split(".")[0] != "weakspot":
+            continue
+        for imp in sorted(_imported(name, f)):
+            if imp.split(".")[0] in FORBIDDEN_IN_LIBRARY:
+                bad.append(f"{f.relative_to(ROOT)} imports {imp}")
+    assert not bad, "the library (weakspot/) must stay pure:\n" + "\n".join(bad)
+
+
+def test_the_project_import_graph_has_no_cycle():
+    cycles = _cycles(_graph())
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_cycle_finder_finds_a_planted_cycle_and_type_only_imports_are_no_edge(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a.t\nelse:\n    import a.e\n"
+                 "def f():\n    from . import lazy\n")
+    assert _imported("a.m", f) == {"typing.TYPE_CHECKING", "a.t", "a.e", "a.lazy"}
+    assert _imported("a.m", f, type_checking=False) == {"typing.TYPE_CHECKING", "a.e", "a.lazy"}
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert _cycles(graph) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_operations_import_no_flow_but_the_nightly_audit():
+    bad = []
+    for name, edges in _graph().items():
+        if name.split(".")[0] == "ops":
+            bad += [f"{name} imports {e}" for e in sorted(edges) if e.split(".")[0] == "flows" and e != "flows.audit"]
+    assert not bad, "\n".join(bad)
