@@ -100,6 +100,9 @@ def _given_key(context: Any, parameters: Dict[str, Any]) -> str:
 @task(cache_key_fn=_given_key, persist_result=True, task_run_name="{label}")
 def call(ref: str, args: Sequence[Any], kwargs: Mapping[str, Any], key: str, label: str) -> Any:
     """``ref(*args, **kwargs)``: one runtime call, cached under ``key`` (see :meth:`PipelineRuntime.key`)."""
+    # Prefect unwraps quote() before a task runs in this process; a Dask worker may receive the wrapper itself
+    args = args.unquote() if isinstance(args, quote) else args
+    kwargs = kwargs.unquote() if isinstance(kwargs, quote) else kwargs
     return resolve(ref)(*args, **kwargs)
 
 
