@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from prefect import task
-from prefect.utilities.annotations import quote
 
 from tasks import paths
 from tasks.common import combined_digest, digest, fan_out
@@ -93,17 +92,25 @@ def code_digest(module: str) -> str:
     return _CODE[module]
 
 
+class Arguments:
+    """A call's arguments in a box Prefect does not open: it walks lists, dicts and dataclasses among a task's
+    parameters (looking for futures), which is slow on a model and its arrays; ``quote()`` would do the same in this
+    process but reaches a Dask worker as nested tuples."""
+
+    __slots__ = ("args", "kwargs")
+
+    def __init__(self, args: Sequence[Any], kwargs: Mapping[str, Any]):
+        self.args, self.kwargs = tuple(args), dict(kwargs)
+
+
 def _given_key(context: Any, parameters: Dict[str, Any]) -> str:
     return parameters["key"]
 
 
 @task(cache_key_fn=_given_key, persist_result=True, task_run_name="{label}")
-def call(ref: str, args: Sequence[Any], kwargs: Mapping[str, Any], key: str, label: str) -> Any:
+def call(ref: str, args: "Arguments", key: str, label: str) -> Any:
     """``ref(*args, **kwargs)``: one runtime call, cached under ``key`` (see :meth:`PipelineRuntime.key`)."""
-    # Prefect unwraps quote() before a task runs in this process; a Dask worker may receive the wrapper itself
-    args = args.unquote() if isinstance(args, quote) else args
-    kwargs = kwargs.unquote() if isinstance(kwargs, quote) else kwargs
-    return resolve(ref)(*args, **kwargs)
+    return resolve(ref)(*args.args, **args.kwargs)
 
 
 class PipelineRuntime(Runtime):
@@ -131,8 +138,8 @@ class PipelineRuntime(Runtime):
             raise ValueError(f"{len(calls)} calls but {len(keys)} keys")
         ref = self.ref(fn)
         labels = list(labels) if labels is not None else [f"{fn.__name__} #{i}" for i in range(len(calls))]
-        # quote(): Prefect passes the arguments as they are instead of walking into them (models, arrays)
-        return fan_out(call, [((ref, quote(tuple(a)), quote(dict(kw)), self.key(ref, k), f"{fn.__name__}: {lab}"), {})
+        return fan_out(call.with_options(name=fn.__name__),
+                       [((ref, Arguments(a, kw), self.key(ref, k), f"{fn.__name__}: {lab}"), {})
                               for (a, kw), k, lab in zip(calls, keys, labels)], labels=labels)
 
 

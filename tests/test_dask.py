@@ -256,7 +256,7 @@ def test_the_gad_stage_on_a_local_dask_cluster_writes_the_sequential_metrics(ops
         assert "weakspot: task runner: Dask, a LocalCluster: 2 workers (2 threads), scheduler tcp://" in log, log
         for s in (0, 1):  # each seed recomputed (its progress lines come from a worker) as a task on a worker
             assert f"gad-phoneme: phoneme seed {s}: replicates 3/3" in log, log
-            assert f"weakspot: task gad_target (phoneme, split seed {s}) ran on Dask worker tcp://" in log, log
+            assert f"weakspot: task seed_outcome (phoneme, split seed {s}) ran on Dask worker tcp://" in log, log
         after = {p: p.read_bytes() for p in outs}
         assert after[metrics] == before[metrics], "metrics/gad/phoneme.json differs from the sequential run"
         assert after == before
