@@ -127,3 +127,15 @@ def test_every_template_loads_and_the_css_is_embedded():
     page = render_report([], figures={}, tables={}, metrics={})
     css = env.loader.get_source(env, "report.css")[0]
     assert css.strip() in page and "<style>" in page
+
+
+def test_a_part_renders_alone_as_it_does_in_the_page():
+    from weakspot.report.html import since_html, weak_spots_html
+
+    target = {"name": "t", "intro": "i", "methods": [{"name": "gad", "title": "GAD", "reason": "needs a table"}]}
+    since = {"n_audits": 0}
+    part, comparison = weak_spots_html(target), since_html(since)
+    assert part.startswith("<section class='target' id='target-t'>") and "Not run on this target" in part
+    assert comparison.startswith("<section class='since' id='since'>") and "no audit recorded yet" in comparison
+    page = render_report([], figures={}, tables={}, metrics={}, targets=[target], since=since)
+    assert part in page and comparison in page

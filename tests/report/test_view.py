@@ -81,7 +81,7 @@ def test_a_method_card_says_why_it_did_not_run_or_that_its_findings_are_missing_
 def test_since_puts_the_regressions_first_and_counts_the_rows_left_out():
     rows = [{"metric": f"m{i}", "before": 1.0, "after": [[], None, {"a": 1}][i % 3], "change": None if i % 2 else 0.5,
              "rule": "lower", "note": "", "regression": i in (3, 7)} for i in range(10)]
-    s = view.since({"n_audits": 2, "previous": "P", "current": "C", "recorded": True, "rows": rows,
+    s = view.since_section({"n_audits": 2, "previous": "P", "current": "C", "recorded": True, "rows": rows,
                     "trend": {f"m{i}": [1, 2] for i in range(13)}, "times": ["a", "b"]}, b"png", max_rows=4)
     assert [r["metric"] for r in s["rows"]] == ["m3", "m7", "m0", "m1"] and s["more"] == 6 and s["bad"]
     assert [r["after"] for r in s["rows"]] == ["none", "–", "none", "–"] and s["rows"][2]["change"] == "0.5"
@@ -106,3 +106,16 @@ def test_a_section_names_what_is_missing_and_folds_its_lineage():
     assert v["details"] and json.loads(v["metrics_json"]) == {"n": 1} and v["lineage_json"] == "{}"
     bare = view.section({"stage": "render"}, "render", figures={}, tables={}, metrics={}, max_table_rows=5)
     assert not bare["details"] and bare["metrics_json"] is None and bare["title"] == "render"
+
+
+def test_the_page_opens_each_group_once_and_navigates_to_targets_since_and_groups_in_page_order():
+    secs = [{"stage": "gad", "target": "b", "order": 2, "headline": ["h2"]},
+            {"stage": "gad", "target": "a", "order": 2},
+            {"stage": "train", "target": "a", "order": 1, "title": "Model", "headline": ["h1"]}]
+    p = view.page(secs, figures={}, tables={}, metrics={}, title="T", run_info={"when": 1}, max_table_rows=5,
+                  targets=[{"name": "a", "methods": []}], groups={"gad": "GAD"}, since={"n_audits": 0}, trend_png=None)
+    assert [s["id"] for s in p["sections"]] == ["train-a", "gad-a", "gad-b"]
+    assert [s["group"] for s in p["sections"]] == ["Model", "GAD", None]
+    assert [a for a, _ in p["nav"]] == ["glance", "target-a", "since", "group-train-a", "group-gad-a"]
+    assert p["glance"] == [("Model", "h1"), ("gad", "h2")] and p["meta"][0] == ("when", "1")
+    assert p["meta"][1][0] == "since the last audit" and p["since"]["verdict"].startswith("no audit")

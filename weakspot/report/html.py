@@ -40,22 +40,7 @@ def weak_spots_html(target: Mapping[str, Any], max_findings: int = 4) -> str:
 def since_html(since: Mapping[str, Any], trend_png: Optional[bytes] = None, max_rows: int = 40) -> str:
     """The "Since the last audit" section: the verdict, the regressions first, every watched metric's move, and
     the trend over past audits."""
-    return environment().get_template("since.html").render(since=view.since(since, trend_png, max_rows))
-
-
-def _sections(sections: List[Dict[str, Any]], groups: Mapping[str, str], **data: Any) -> List[Dict[str, Any]]:
-    """The sections (in pipeline order) as ``section.html`` shows them, each with the group heading it opens
-    (``group``: None under a heading already shown)."""
-    seen = set()
-    out = []
-    for s in sections:
-        key = f"{s['stage']}/{s['target']}" if s.get("target") else s["stage"]
-        group = groups.get(s["stage"], s.get("title", s["stage"]))
-        sec = {**view.section(s, key, **data), "group": None if group in seen else group,
-               "group_id": "group-" + view.anchor(key)}
-        seen.add(group)
-        out.append(sec)
-    return out
+    return environment().get_template("since.html").render(since=view.since_section(since, trend_png, max_rows))
 
 
 def render_report(
@@ -99,18 +84,6 @@ def render_report(
     >>> "<h1>empty</h1>" in page
     True
     """
-    sections = sorted(sections, key=lambda s: (s.get("order", 99), s.get("target") or "", s.get("stage", "")))
-    secs = _sections(sections, dict(groups or {}), figures=figures, tables=tables, metrics=metrics,
-                     max_table_rows=max_table_rows)
-    targets = [view.target(t) for t in targets or []]
-    info = dict(run_info or {})
-    if since is not None:
-        info["since the last audit"] = verdict_line(since)
-    nav = ([("glance", "At a glance")] + [(f"target-{t['name']}", f"Weak spots: {t['name']}") for t in targets]
-           + ([("since", "Since the last audit")] if since is not None else [])
-           + [(s["group_id"], s["group"]) for s in secs if s["group"] is not None])
-    return environment().get_template("page.html").render(
-        title=title, meta=[(str(k), str(v)) for k, v in info.items()], nav=nav,
-        glance=[(s.get("title", s["stage"]), h) for s in sections for h in s.get("headline", [])],
-        targets=targets, since=None if since is None else view.since(since, trend_png, max(40, max_table_rows)),
-        sections=secs)
+    return environment().get_template("page.html").render(view.page(
+        sections, figures=figures, tables=tables, metrics=metrics, title=title, run_info=run_info,
+        max_table_rows=max_table_rows, targets=targets, groups=groups, since=since, trend_png=trend_png))

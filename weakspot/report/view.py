@@ -143,7 +143,8 @@ def _since_cell(v: Any) -> str:
     return json.dumps(v) if isinstance(v, (list, dict)) else str(v)
 
 
-def since(comparison: Mapping[str, Any], trend_png: Optional[bytes] = None, max_rows: int = 40) -> Dict[str, Any]:
+def since_section(comparison: Mapping[str, Any], trend_png: Optional[bytes] = None,
+                  max_rows: int = 40) -> Dict[str, Any]:
     """:func:`weakspot.history.since_last`'s comparison as ``since.html`` shows it: the regressions first, then every
     other watched metric, ``max_rows`` in all, and the trend figure over past audits."""
     rows = list(comparison.get("rows", []))
@@ -197,3 +198,39 @@ def section(s: Mapping[str, Any], key: str, *, figures: Mapping[str, bytes], tab
         "metrics_json": json.dumps(metrics[key], indent=2, sort_keys=True) if key in metrics else None,
         "lineage_json": json.dumps(lineage, indent=2, sort_keys=True),
     }
+
+
+def _sections(sections: List[Mapping[str, Any]], groups: Mapping[str, str], **data: Any) -> List[Dict[str, Any]]:
+    """The sections (in pipeline order) as ``section.html`` shows them, each with the group heading it opens
+    (``group``: None under a heading already shown)."""
+    seen = set()
+    out = []
+    for s in sections:
+        key = f"{s['stage']}/{s['target']}" if s.get("target") else s["stage"]
+        group = groups.get(s["stage"], s.get("title", s["stage"]))
+        out.append({**section(s, key, **data), "group": None if group in seen else group,
+                    "group_id": "group-" + anchor(key)})
+        seen.add(group)
+    return out
+
+
+def page(sections: List[Mapping[str, Any]], *, figures: Mapping[str, bytes], tables: Mapping[str, Any],
+         metrics: Mapping[str, Mapping[str, Any]], title: str, run_info: Optional[Mapping[str, Any]],
+         max_table_rows: int, targets: Optional[List[Mapping[str, Any]]], groups: Optional[Mapping[str, str]],
+         since: Optional[Mapping[str, Any]], trend_png: Optional[bytes]) -> Dict[str, Any]:
+    """Everything ``page.html`` shows (see :func:`weakspot.report.html.render_report` for the arguments): the
+    header's line, the navigation, the headlines, each target's weak spots, since the last audit, every section."""
+    sections = sorted(sections, key=lambda s: (s.get("order", 99), s.get("target") or "", s.get("stage", "")))
+    secs = _sections(sections, dict(groups or {}), figures=figures, tables=tables, metrics=metrics,
+                     max_table_rows=max_table_rows)
+    shown = [target(t) for t in targets or []]
+    info = dict(run_info or {})
+    if since is not None:
+        info["since the last audit"] = verdict_line(since)
+    nav = ([("glance", "At a glance")] + [(f"target-{t['name']}", f"Weak spots: {t['name']}") for t in shown]
+           + ([("since", "Since the last audit")] if since is not None else [])
+           + [(s["group_id"], s["group"]) for s in secs if s["group"] is not None])
+    return {"title": title, "meta": [(str(k), str(v)) for k, v in info.items()], "nav": nav,
+            "glance": [(s.get("title", s["stage"]), h) for s in sections for h in s.get("headline", [])],
+            "targets": shown, "sections": secs,
+            "since": None if since is None else since_section(since, trend_png, max(40, max_table_rows))}
