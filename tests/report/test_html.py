@@ -81,3 +81,61 @@ def test_weak_spots_come_first_with_examples_and_reasons():
     assert "class cap under low light" in page and "predicted <b>bowl</b>" in page
     assert "Not run on this target: needs tabular data" in page
     assert page.count("data:image/png;base64,") == 1
+
+
+NASTY = "<script>alert('x')</script> & \"q\""
+
+
+def test_every_given_text_is_escaped_wherever_the_page_prints_it():
+    import json
+
+    from weakspot.findings import normalise, to_png
+
+    found = normalise(pd.DataFrame({
+        "weak_spot": [NASTY], "kind": ["input"], "severity": [1.0], "severity_meaning": [NASTY], "label": [NASTY],
+        "prediction": [NASTY], "confidence": [0.5], "image": [to_png(np.zeros((3, 4, 4), np.float32))],
+        "example": [json.dumps({NASTY: NASTY})], "factors": [""]}))
+    targets = [{"name": NASTY, "intro": NASTY, "methods": [
+        {"name": NASTY, "title": NASTY, "paper": NASTY, "findings": found, "anchor": NASTY},
+        {"name": NASTY, "title": NASTY, "paper": NASTY, "reason": NASTY},
+        {"name": NASTY, "title": NASTY, "paper": NASTY}]}]
+    secs = [_section("gad", 2, target=NASTY, title=NASTY, summary=[NASTY], headline=[NASTY], lineage={NASTY: NASTY},
+                     items=[{"figure": "f", "caption": NASTY}, {"table": "t", "caption": NASTY},
+                            {"figure": NASTY, "caption": NASTY}])]
+    key = f"gad/{NASTY}"
+    row = {"metric": NASTY, "before": NASTY, "after": [NASTY], "change": 0.5, "rule": NASTY, "note": NASTY,
+           "regression": True}
+    since = {"n_audits": 2, "previous": NASTY, "current": NASTY, "recorded": True, "rows": [row], "trend": {},
+             "times": []}
+    page = render_report(secs, figures={f"{key}/f": PNG}, tables={f"{key}/t": pd.DataFrame({NASTY: [NASTY]})},
+                         metrics={key: {NASTY: 1.0}}, title=NASTY, run_info={NASTY: NASTY}, targets=targets,
+                         groups={"gad": NASTY}, since=since, trend_png=PNG)
+    assert "<script>" not in page and "alert(&#39;x&#39;)" in page
+    assert page.count("&lt;script&gt;") >= 30  # each of the texts above, printed (and escaped) at least once
+
+
+def test_every_template_loads_and_the_css_is_embedded():
+    from weakspot.report.html import environment
+
+    env = environment()
+    names = env.list_templates()
+    assert {"page.html", "section.html", "since.html", "weak_spots.html", "method.html", "finding.html",
+            "report.css"} <= set(names)
+    for name in names:
+        env.get_template(name)  # compiles
+    assert env.autoescape("page.html") and env.autoescape("section.html")
+    page = render_report([], figures={}, tables={}, metrics={})
+    css = env.loader.get_source(env, "report.css")[0]
+    assert css.strip() in page and "<style>" in page
+
+
+def test_a_part_renders_alone_as_it_does_in_the_page():
+    from weakspot.report.html import since_html, weak_spots_html
+
+    target = {"name": "t", "intro": "i", "methods": [{"name": "gad", "title": "GAD", "reason": "needs a table"}]}
+    since = {"n_audits": 0}
+    part, comparison = weak_spots_html(target), since_html(since)
+    assert part.startswith("<section class='target' id='target-t'>") and "Not run on this target" in part
+    assert comparison.startswith("<section class='since' id='since'>") and "no audit recorded yet" in comparison
+    page = render_report([], figures={}, tables={}, metrics={}, targets=[target], since=since)
+    assert part in page and comparison in page

@@ -1,0 +1,121 @@
+"""The report's data: numbers as text, tables transposed or cut, findings and the history's rows ready to print."""
+
+import base64
+import json
+
+import pandas as pd
+
+from weakspot.report import view
+
+
+def test_numbers_print_to_four_significant_digits_and_small_ones_in_e_notation():
+    assert view.number(0.123456) == "0.1235" and view.number(12345.6) == "1.235e+04"
+    assert view.number(0.000123456) == "1.23e-04" and view.number(0.0) == "0" and view.number(-0.5) == "-0.5"
+    assert view.number(float("nan")) == "NaN" and view.number(None) == "None" and view.number(True) == "True"
+    assert view.number(7) == "7" and view.number("a<b") == "a<b"  # text stays text: the template escapes it
+
+
+def test_png_becomes_a_data_uri_that_decodes_to_the_same_bytes():
+    png = b"\x89PNG\r\n\x1a\nxyz"
+    src = view.png_src(png)
+    assert src.startswith("data:image/png;base64,") and base64.b64decode(src.split(",", 1)[1]) == png
+
+
+def test_a_wide_short_table_is_transposed_and_names_rows_by_as_few_leading_columns_as_tell_them_apart():
+    cols = {f"c{i}": [i, i + 0.5] for i in range(view.TRANSPOSE_COLUMNS)}
+    same_target = pd.DataFrame({"target": ["t", "t"], "seed": [0, 1], **cols})
+    t = view.table(same_target, max_rows=20)
+    assert t["transposed"] and t["head"] == ["column", "t / 0", "t / 1"] and t["more"] == 0
+    assert t["rows"][0] == ["target", "t", "t"] and t["rows"][-1] == ["c13", "13", "13.5"]
+    assert len(t["rows"]) == len(same_target.columns)
+    twins = pd.DataFrame({"a": [1, 1], "b": [2, 2], "c": [3, 3], **cols})  # no three leading columns tell them apart
+    assert view.table(twins, max_rows=20)["head"] == ["column", "row 1", "row 2"]
+
+
+def test_a_table_is_transposed_only_when_wide_short_and_not_cut():
+    wide = pd.DataFrame({f"c{i}": [1.0] * 3 for i in range(view.TRANSPOSE_COLUMNS + 1)})
+    assert view.table(wide, max_rows=20)["transposed"]
+    assert not view.table(wide.iloc[:, :view.TRANSPOSE_COLUMNS], max_rows=20)["transposed"]  # not wide enough
+    assert not view.table(pd.concat([wide] * 3), max_rows=20)["transposed"]  # 9 rows: too long
+    assert not view.table(wide, max_rows=2)["transposed"]  # would be cut: shown as it is, cut
+    assert not view.table(wide.iloc[:0], max_rows=20)["transposed"]  # empty
+
+
+def test_a_long_table_keeps_its_first_rows_and_counts_the_rest():
+    df = pd.DataFrame({"x": range(50), "y": [1e-5] * 50})
+    t = view.table(df, max_rows=10)
+    assert t["head"] == ["x", "y"] and len(t["rows"]) == 10 and t["more"] == 40
+    assert t["rows"][9] == ["9", "1.00e-05"]
+    assert view.table(df, max_rows=50)["more"] == 0
+
+
+def test_cards_follow_key_metrics_else_the_first_eight_scalars_never_booleans_or_text():
+    metrics = {"a": 0.5, "flag": True, "name": "x", "b": 2, **{f"m{i}": float(i) for i in range(10)}}
+    assert view.cards(metrics, ["b", "missing", "a", "flag"]) == [("2", "b"), ("0.5", "a")]
+    shown = view.cards(metrics)
+    assert len(shown) == 8 and shown[:3] == [("0.5", "a"), ("2", "b"), ("0", "m0")]
+    assert view.cards({"name": "x"}) == []
+
+
+def test_a_finding_says_what_the_model_predicted_and_the_true_class_and_keeps_its_example_small():
+    row = {"rank": 2, "weak_spot": "w", "severity": 0.25, "prediction": "bowl", "confidence": 0.8, "label": "cap",
+           "image": b"png", "example": json.dumps({f"k{i}": i / 3 for i in range(10)}), "factors": "not json"}
+    f = view.finding(row)
+    assert f["rank"] == 2 and f["severity"] == "0.25" and f["prediction"] == "bowl" and f["confidence"] == "0.8"
+    assert f["label"] == "cap" and f["image"] == view.png_src(b"png")
+    assert len(f["tables"]) == 1 and len(f["tables"][0]) == 8 and f["tables"][0][1] == ("k1", "0.3333")
+    bare = view.finding({"rank": 1, "weak_spot": "w", "severity": 1.0, "prediction": "", "label": "", "image": None})
+    assert bare["prediction"] == bare["confidence"] == bare["label"] == bare["image"] == "" and bare["tables"] == []
+
+
+def test_a_method_card_says_why_it_did_not_run_or_that_its_findings_are_missing_or_shows_the_top_ones():
+    df = pd.DataFrame({"rank": [1, 2, 3], "weak_spot": ["a", "b", "c"], "severity": [3.0, 2.0, 1.0],
+                       "severity_meaning": ["how bad"] * 3, "prediction": [""] * 3, "label": [""] * 3})
+    card = view.method_card({"name": "m", "title": "M", "findings": df, "anchor": "m-t"}, max_findings=2)
+    assert [f["weak_spot"] for f in card["findings"]] == ["a", "b"] and card["count"] == 3
+    assert card["meaning"] == "how bad" and card["anchor"] == "m-t" and not card["missing"]
+    assert view.method_card({"name": "m", "title": "M", "reason": "needs images", "findings": df}, 2)["findings"] == []
+    assert view.method_card({"name": "m", "title": "M"}, 2)["missing"]
+
+
+def test_since_puts_the_regressions_first_and_counts_the_rows_left_out():
+    rows = [{"metric": f"m{i}", "before": 1.0, "after": [[], None, {"a": 1}][i % 3], "change": None if i % 2 else 0.5,
+             "rule": "lower", "note": "", "regression": i in (3, 7)} for i in range(10)]
+    s = view.since_section({"n_audits": 2, "previous": "P", "current": "C", "recorded": True, "rows": rows,
+                    "trend": {f"m{i}": [1, 2] for i in range(13)}, "times": ["a", "b"]}, b"png", max_rows=4)
+    assert [r["metric"] for r in s["rows"]] == ["m3", "m7", "m0", "m1"] and s["more"] == 6 and s["bad"]
+    assert [r["after"] for r in s["rows"]] == ["none", "–", "none", "–"] and s["rows"][2]["change"] == "0.5"
+    assert s["rows"][1]["change"] == "" and s["verdict"] == "2 regressions among 10 watched metrics since audit P"
+    assert s["trend_which"].startswith("12 of the 13") and s["n_times"] == 2 and s["trend"] == view.png_src(b"png")
+
+
+def test_the_verdict_line_before_any_audit_and_on_the_first():
+    assert view.verdict_line({"n_audits": 0}).startswith("no audit recorded yet")
+    assert view.verdict_line({"n_audits": 1, "previous": None}).startswith("first audit")
+    one = [{"regression": True}, {"regression": False}]
+    assert view.verdict_line({"n_audits": 2, "previous": "P", "rows": one}).startswith("1 regression among 2")
+
+
+def test_a_section_names_what_is_missing_and_folds_its_lineage():
+    s = {"stage": "gad", "target": "t", "title": "GAD", "items": [{"figure": "f"}, {"table": "x", "caption": "X"},
+                                                                   {"figure": "gone"}, {"note": "neither"}]}
+    v = view.section(s, "gad/t", figures={"gad/t/f": b"p"}, tables={"gad/t/x": pd.DataFrame({"a": [1]})},
+                     metrics={"gad/t": {"n": 1}}, max_table_rows=5)
+    assert v["id"] == "gad-t" and [p["kind"] for p in v["parts"]] == ["figure", "table", "missing"]
+    assert v["parts"][2]["missing"] == "figure gad/t/gone" and v["parts"][0]["caption"] == ""
+    assert v["details"] and json.loads(v["metrics_json"]) == {"n": 1} and v["lineage_json"] == "{}"
+    bare = view.section({"stage": "render"}, "render", figures={}, tables={}, metrics={}, max_table_rows=5)
+    assert not bare["details"] and bare["metrics_json"] is None and bare["title"] == "render"
+
+
+def test_the_page_opens_each_group_once_and_navigates_to_targets_since_and_groups_in_page_order():
+    secs = [{"stage": "gad", "target": "b", "order": 2, "headline": ["h2"]},
+            {"stage": "gad", "target": "a", "order": 2},
+            {"stage": "train", "target": "a", "order": 1, "title": "Model", "headline": ["h1"]}]
+    p = view.page(secs, figures={}, tables={}, metrics={}, title="T", run_info={"when": 1}, max_table_rows=5,
+                  targets=[{"name": "a", "methods": []}], groups={"gad": "GAD"}, since={"n_audits": 0}, trend_png=None)
+    assert [s["id"] for s in p["sections"]] == ["train-a", "gad-a", "gad-b"]
+    assert [s["group"] for s in p["sections"]] == ["Model", "GAD", None]
+    assert [a for a, _ in p["nav"]] == ["glance", "target-a", "since", "group-train-a", "group-gad-a"]
+    assert p["glance"] == [("Model", "h1"), ("gad", "h2")] and p["meta"][0] == ("when", "1")
+    assert p["meta"][1][0] == "since the last audit" and p["since"]["verdict"].startswith("no audit")

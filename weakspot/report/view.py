@@ -1,0 +1,236 @@
+"""The report's data, ready for its templates: numbers as text, figures as data URIs, tables cut or transposed.
+
+Caveat first: every value here is plain text (``str``), never markup; the templates escape it when they print it. This
+module reads no files and knows no HTML: the report flow collects each stage's ``section.json``, figures (PNG bytes)
+and tables, :mod:`weakspot.report.html` renders what this module prepares.
+
+>>> number(0.000123456), number(12345.6), number(float("nan")), number(None), number("a<b")
+('1.23e-04', '1.235e+04', 'NaN', 'None', 'a<b')
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any, Dict, List, Mapping, Optional
+
+#: a table with more columns than this and at most TRANSPOSE_ROWS rows is shown transposed (one line per column)
+TRANSPOSE_COLUMNS, TRANSPOSE_ROWS = 14, 8
+
+
+def number(v: Any) -> str:
+    """A table cell's or metric card's value: a float to 4 significant digits (``e`` notation below 1e-3), else
+    ``str``."""
+    if isinstance(v, float):
+        if v != v:  # NaN
+            return "NaN"
+        return f"{v:.4g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.2e}"
+    return str(v)
+
+
+def png_src(png: bytes) -> str:
+    """``png`` as a ``data:`` URI, so the page shows it offline."""
+    return "data:image/png;base64," + base64.b64encode(bytes(png)).decode("ascii")
+
+
+def anchor(key: str) -> str:
+    """The HTML id of a section keyed ``stage/target``."""
+    return key.replace("/", "-")
+
+
+def _row_labels(df: Any) -> List[str]:
+    """Names for the rows of a transposed table: the leading columns' values, as few as tell the rows apart."""
+    cols = list(df.columns)
+    for k in range(1, min(3, len(cols)) + 1):
+        labels = [" / ".join(number(v) for v in row) for row in df[cols[:k]].itertuples(index=False)]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [f"row {i + 1}" for i in range(len(df))]
+
+
+def table(df: Any, max_rows: int) -> Dict[str, Any]:
+    """A DataFrame as ``table.html`` shows it: ``transposed``, ``head`` and ``rows`` (text) and ``more`` (rows cut).
+
+    A wide and short table (e.g. GAD's Table I, one row per seed) is transposed: one line per column reads better than
+    a scroll bar. A long one keeps its first ``max_rows`` rows.
+    """
+    if len(df.columns) > TRANSPOSE_COLUMNS and 0 < len(df) <= min(TRANSPOSE_ROWS, max_rows):
+        return {"transposed": True, "head": ["column", *_row_labels(df)], "more": 0,
+                "rows": [[str(c), *(number(v) for v in df[c])] for c in df.columns]}
+    shown = df.head(max_rows)
+    return {"transposed": False, "head": [str(c) for c in shown.columns], "more": max(0, len(df) - max_rows),
+            "rows": [[number(v) for v in row] for row in shown.itertuples(index=False)]}
+
+
+def cards(metrics: Mapping[str, Any], keys: Any = None) -> List[tuple]:
+    """Metric cards ``(value, name)``: the section's ``key_metrics`` in order, else its first eight scalar metrics."""
+    items = [(k, metrics[k]) for k in keys if k in metrics] if keys else list(metrics.items())
+    scalars = [(k, v) for k, v in items if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return [(number(v), str(k)) for k, v in scalars[:8]]
+
+
+def _row_tables(row: Mapping[str, Any]) -> List[List[tuple]]:
+    """A finding's ``example`` and ``factors`` (JSON objects) as small key-value tables, eight pairs at most."""
+    out = []
+    for key in ("example", "factors"):
+        raw = row.get(key) or ""
+        if raw:
+            try:
+                values = json.loads(raw)
+            except ValueError:
+                values = None
+            if isinstance(values, dict):
+                out.append([(str(k), number(v)) for k, v in list(values.items())[:8]])
+    return out
+
+
+def finding(row: Mapping[str, Any]) -> Dict[str, Any]:
+    """One row of a findings table (see :mod:`weakspot.findings`) as ``finding.html`` shows it."""
+    img = row.get("image")
+    return {
+        "image": png_src(img) if isinstance(img, (bytes, bytearray)) and img else "",
+        "weak_spot": str(row.get("weak_spot", "")),
+        "rank": int(row.get("rank", 0)),
+        "severity": number(float(row.get("severity", float("nan")))),
+        "prediction": str(row.get("prediction", "")) if row.get("prediction") else "",
+        "confidence": number(float(row.get("confidence", float("nan")))) if row.get("prediction") else "",
+        "label": str(row.get("label") or ""),
+        "tables": _row_tables(row),
+    }
+
+
+def method_card(m: Mapping[str, Any], max_findings: int) -> Dict[str, Any]:
+    """One method's card in a target's weak spots: why it did not run, that its findings are missing, or its top
+    ``max_findings`` findings."""
+    card = {"name": m.get("name", ""), "title": m["title"], "paper": m.get("paper", ""),
+            "reason": m.get("reason") or "", "anchor": m.get("anchor") or "",
+            "missing": False, "findings": [], "meaning": "", "count": 0}
+    df = m.get("findings")
+    if card["reason"]:
+        return card
+    if df is None:
+        return {**card, "missing": True}
+    return {**card, "findings": [finding(r) for r in df.head(max_findings).to_dict("records")],
+            "meaning": df["severity_meaning"].iloc[0] if len(df) else "", "count": len(df)}
+
+
+def target(t: Mapping[str, Any], max_findings: int = 4) -> Dict[str, Any]:
+    """``{"name", "intro", "methods": [...]}`` (see :func:`weakspot.report.html.weak_spots_html`) for
+    ``weak_spots.html``."""
+    return {"name": t["name"], "intro": t.get("intro", ""),
+            "methods": [method_card(m, max_findings) for m in t.get("methods", [])]}
+
+
+def verdict_line(since: Mapping[str, Any]) -> str:
+    """One line: how many watched metrics regressed since the previous audit (or that there is none yet)."""
+    if not since.get("n_audits"):
+        return "no audit recorded yet (`weakspot audit` records each one)"
+    if not since.get("previous"):
+        return "first audit in the history: nothing to compare with yet"
+    rows = since.get("rows", [])
+    bad = sum(bool(r["regression"]) for r in rows)
+    return (f"{bad} regression{'s' if bad != 1 else ''} among {len(rows)} watched metrics since audit "
+            f"{since['previous']}")
+
+
+def _since_cell(v: Any) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, list) and not v:
+        return "none"
+    if isinstance(v, float):
+        return number(v)
+    return json.dumps(v) if isinstance(v, (list, dict)) else str(v)
+
+
+def since_section(comparison: Mapping[str, Any], trend_png: Optional[bytes] = None,
+                  max_rows: int = 40) -> Dict[str, Any]:
+    """:func:`weakspot.history.since_last`'s comparison as ``since.html`` shows it: the regressions first, then every
+    other watched metric, ``max_rows`` in all, and the trend figure over past audits."""
+    rows = list(comparison.get("rows", []))
+    bad = [r for r in rows if r["regression"]]
+    shown = (bad + [r for r in rows if not r["regression"]])[:max_rows]
+    n_trend = len(comparison.get("trend") or {})
+    return {
+        "bad": bool(bad), "verdict": verdict_line(comparison), "recorded": bool(comparison.get("recorded")),
+        "current": str(comparison.get("current")), "n_audits": comparison.get("n_audits", 0),
+        "rows": [{"regression": bool(r["regression"]), "metric": r["metric"], "before": _since_cell(r["before"]),
+                  "after": _since_cell(r["after"]), "rule": r["rule"], "note": r["note"],
+                  "change": _since_cell(r["change"]) if r["change"] is not None else ""} for r in shown],
+        "more": max(0, len(rows) - max_rows),
+        "trend": png_src(trend_png) if trend_png else "",
+        "trend_which": ("The watched metrics" if n_trend <= 12
+                        else f"12 of the {n_trend} watched metrics (regressions first)"),
+        "n_times": len(comparison.get("times", [])),
+    }
+
+
+def _parts(s: Mapping[str, Any], key: str, figures: Mapping[str, bytes], tables: Mapping[str, Any],
+           max_table_rows: int) -> List[Dict[str, Any]]:
+    """A section's figures and tables in order, each ``{"kind": "figure", "caption", "figure"}``, ``{"kind": "table",
+    "caption", "table"}`` or ``{"kind": "missing", "missing"}`` (a figure or table the section names, not given)."""
+    out = []
+    for item in s.get("items", []):
+        caption = item.get("caption", "")
+        if "figure" in item:
+            fkey = f"{key}/{item['figure']}"
+            png = figures.get(fkey)
+            out.append({"kind": "missing", "missing": f"figure {fkey}"} if png is None
+                       else {"kind": "figure", "caption": caption, "figure": png_src(png)})
+        elif "table" in item:
+            tkey = f"{key}/{item['table']}"
+            df = tables.get(tkey)
+            out.append({"kind": "missing", "missing": f"table {tkey}"} if df is None
+                       else {"kind": "table", "caption": caption, "table": table(df, max_table_rows)})
+    return out
+
+
+def section(s: Mapping[str, Any], key: str, *, figures: Mapping[str, bytes], tables: Mapping[str, Any],
+            metrics: Mapping[str, Mapping[str, Any]], max_table_rows: int) -> Dict[str, Any]:
+    """One stage's section (its key is ``stage/target``) as ``section.html`` shows it: metric cards, summary,
+    figures and tables, and the lineage (params, code version, input hashes, all metrics) folded away."""
+    lineage = s.get("lineage") or {}
+    return {
+        "id": anchor(key), "title": s.get("title", s["stage"]),
+        "cards": cards(metrics.get(key, {}), s.get("key_metrics")),
+        "summary": list(s.get("summary", [])), "parts": _parts(s, key, figures, tables, max_table_rows),
+        "details": bool(lineage) or key in metrics,
+        "metrics_json": json.dumps(metrics[key], indent=2, sort_keys=True) if key in metrics else None,
+        "lineage_json": json.dumps(lineage, indent=2, sort_keys=True),
+    }
+
+
+def _sections(sections: List[Mapping[str, Any]], groups: Mapping[str, str], **data: Any) -> List[Dict[str, Any]]:
+    """The sections (in pipeline order) as ``section.html`` shows them, each with the group heading it opens
+    (``group``: None under a heading already shown)."""
+    seen = set()
+    out = []
+    for s in sections:
+        key = f"{s['stage']}/{s['target']}" if s.get("target") else s["stage"]
+        group = groups.get(s["stage"], s.get("title", s["stage"]))
+        out.append({**section(s, key, **data), "group": None if group in seen else group,
+                    "group_id": "group-" + anchor(key)})
+        seen.add(group)
+    return out
+
+
+def page(sections: List[Mapping[str, Any]], *, figures: Mapping[str, bytes], tables: Mapping[str, Any],
+         metrics: Mapping[str, Mapping[str, Any]], title: str, run_info: Optional[Mapping[str, Any]],
+         max_table_rows: int, targets: Optional[List[Mapping[str, Any]]], groups: Optional[Mapping[str, str]],
+         since: Optional[Mapping[str, Any]], trend_png: Optional[bytes]) -> Dict[str, Any]:
+    """Everything ``page.html`` shows (see :func:`weakspot.report.html.render_report` for the arguments): the
+    header's line, the navigation, the headlines, each target's weak spots, since the last audit, every section."""
+    sections = sorted(sections, key=lambda s: (s.get("order", 99), s.get("target") or "", s.get("stage", "")))
+    secs = _sections(sections, dict(groups or {}), figures=figures, tables=tables, metrics=metrics,
+                     max_table_rows=max_table_rows)
+    shown = [target(t) for t in targets or []]
+    info = dict(run_info or {})
+    if since is not None:
+        info["since the last audit"] = verdict_line(since)
+    nav = ([("glance", "At a glance")] + [(f"target-{t['name']}", f"Weak spots: {t['name']}") for t in shown]
+           + ([("since", "Since the last audit")] if since is not None else [])
+           + [(s["group_id"], s["group"]) for s in secs if s["group"] is not None])
+    return {"title": title, "meta": [(str(k), str(v)) for k, v in info.items()], "nav": nav,
+            "glance": [(s.get("title", s["stage"]), h) for s in sections for h in s.get("headline", [])],
+            "targets": shown, "sections": secs,
+            "since": None if since is None else since_section(since, trend_png, max(40, max_table_rows))}
