@@ -82,4 +82,15 @@ def closure(*modules: str) -> List[str]:
     files: Set[str] = set()
     for m in modules:
         files.update(module_closure(m, skip=WHERE_NOT_WHAT))
-    return sorted(files)
+    return sorted(files | set(data_folders(files)))
+
+
+def data_folders(files: "Set[str] | List[str]") -> List[str]:
+    """The data folders of the packages the files are in: subfolders holding no Python module (the report's
+    templates), which the code reads as it reads its own modules."""
+    out = set()
+    for d in {Path(f).parent for f in files if f.endswith("__init__.py")}:
+        for sub in (ROOT / d).iterdir():
+            if sub.is_dir() and not sub.name.startswith((".", "__")) and not any(sub.rglob("*.py")):
+                out.add(str(sub.relative_to(ROOT)))
+    return sorted(out)

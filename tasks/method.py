@@ -82,10 +82,12 @@ _CODE: Dict[str, str] = {}
 def code_digest(module: str) -> str:
     """sha256 over every project file ``module`` loads (its import closure, as the stage's DVC deps)."""
     if module not in _CODE:
-        from tasks.closure import ROOT, module_closure
+        from tasks.closure import ROOT, data_folders, module_closure
 
         h = hashlib.sha256()
-        for f in module_closure(module):
+        files = module_closure(module)
+        for f in files + [str(p.relative_to(ROOT)) for d in data_folders(files) for p in sorted((ROOT / d).rglob("*"))
+                          if p.is_file()]:
             h.update(f.encode())
             h.update((ROOT / f).read_bytes())
         _CODE[module] = h.hexdigest()
