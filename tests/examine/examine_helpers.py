@@ -17,7 +17,7 @@ def tiny_params(**kw):
         window=3, examiners=["random", "bo", "rl"], rl=dict(lr=0.05, batch_size=8), random_batch=2, n_random=20,
         tail=20, n_worst=2,
         study=dict(
-            arch="small_cnn", epochs=15, lr=0.003,
+            arch="small_cnn", epochs=15, lr=0.003, T=40,
             m_study=dict(values=[1, 10], T=4, examiners=["rl", "bo"]),
             artificial_weakness=dict(T=12, tail=24, examiners=["rl", "bo", "random"])),
     )

@@ -34,7 +34,7 @@ def test_study_can_run_one_experiment(world):
     space, r, images, meta, _, clf = world
     full = (clf, CLASSES, "fake")  # the audited model stands in for the full one: nothing to train
     p = tiny_params(study=dict(epochs=1, m_study=dict(enabled=False), artificial_weakness=dict(enabled=False),
-                               order_check=False, strength=True, strength_examiner="bo"), T=3,
+                               order_check=False, strength=True, strength_examiner="bo", T=5), T=3,
                     checkpoints=[0, 3], classes=["disc", "cross"])
     res = run_study(r, space, images, meta, p, device="cpu", full_model=full)
     assert {s.group for s in res.sessions} == {"main_t0", "strength"}
@@ -42,7 +42,7 @@ def test_study_can_run_one_experiment(world):
     assert set(out.metrics) == {"strength"} and len(out.tables["strength"]) == 2
     # study.classes: the order check and strength mode on a subset of the examined classes
     p = tiny_params(study=dict(epochs=1, m_study=dict(enabled=False), artificial_weakness=dict(enabled=False),
-                               order_check=False, strength=True, strength_examiner="bo", classes=["cross"]), T=3,
+                               order_check=False, strength=True, strength_examiner="bo", classes=["cross"], T=5), T=3,
                     checkpoints=[0, 3], classes=["disc", "cross"])
     res = run_study(r, space, images, meta, p, device="cpu", full_model=full)
     assert [s.cls for s in res.sessions if s.group == "strength"] == ["cross"]

@@ -19,7 +19,7 @@ from weakspot.examine.inputs import as_params
 from weakspot.examine.report import per_class_table, target_metrics
 from weakspot.examine.run import ExamineResult
 from weakspot.examine.sessions import group
-from weakspot.examine.tsne import tsne
+from weakspot.examine.tsne import random_and_examined, tsne
 from weakspot.plotting import pyplot
 
 
@@ -93,10 +93,7 @@ def _fig_tsne(sessions, params):
         if not r or not x:
             ax.set_axis_off()
             continue
-        r, x = r[0], x[0]
-        imgs = np.stack(list(r.tail_images)[: params.tail] + list(x.tail_images))
-        wrong = np.array([p != r.label for p in list(r.tail_pred)[: params.tail]] + [p != x.label for p in x.tail_pred])
-        is_ex = np.r_[np.zeros(min(params.tail, len(r.tail_images)), bool), np.ones(len(x.tail_images), bool)]
+        imgs, is_ex, wrong = random_and_examined(r[0], x[0], params.tail)
         _scatter(ax, tsne(imgs, params.seed), is_ex, wrong)
         ax.set(title=f"{cls}: {e}", xticks=[], yticks=[])
         ax.legend(fontsize=6)

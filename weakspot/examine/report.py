@@ -113,7 +113,8 @@ def settings_table(params: ExamineParams):
         for part in key.split("."):
             obj = getattr(obj, part)
         rows.append({"setting": key, "ran": str(obj), "paper": f"{paper} ({where})", "differs": obj != paper})
-    rows.append({"setting": "checkpoints", "ran": str(list(params.checkpoints)), "paper": "[0, 100, 300, 500] (Table 2)",
+    rows.append({"setting": "checkpoints", "ran": str(list(params.checkpoints)),
+                 "paper": "[0, 100, 300, 500] (Table 2)",
                  "differs": list(params.checkpoints) != [0, 100, 300, 500]})
     return pd.DataFrame(rows, columns=["setting", "ran", "paper", "differs"])
 

@@ -19,7 +19,7 @@ from weakspot.examine.inputs import as_params
 from weakspot.examine.sessions import group
 from weakspot.examine.study import StudyResult
 from weakspot.examine.study_report import artificial_tsne_class
-from weakspot.examine.tsne import tsne
+from weakspot.examine.tsne import random_and_examined, tsne
 from weakspot.plotting import pyplot
 
 
@@ -73,11 +73,9 @@ def _fig_artificial_tsne(sessions, aw, cls: str, seed: int):
             ax.set_axis_off()
             continue
         r0, x0 = r[0], x[0]
-        imgs = np.stack(list(r0.tail_images) + list(x0.tail_images))
+        imgs, is_ex, wrong = random_and_examined(r0, x0)
         factor = np.array([p[aw.factor] for p in list(r0.tail_params) + list(x0.tail_params)])
         outside = (factor < lo) | (factor > hi)
-        wrong = np.array([p != r0.label for p in list(r0.tail_pred)] + [p != x0.label for p in x0.tail_pred])
-        is_ex = np.r_[np.zeros(len(r0.tail_images), bool), np.ones(len(x0.tail_images), bool)]
         Y = tsne(imgs, seed)
         for ex, marker, lab in ((False, "o", "uniform"), (True, "^", e)):
             for out, color in ((False, "C0"), (True, "C1")):

@@ -174,7 +174,8 @@ class BlenderRenderer:
         def bad(name, value, allowed):
             raise ConfigError(f"BlenderRenderer: {name}={value!r} is not valid; allowed: {allowed}")
 
-        if isinstance(self.resolution, bool) or not isinstance(self.resolution, int) or not 8 <= self.resolution <= 4096:
+        res = self.resolution
+        if isinstance(res, bool) or not isinstance(res, int) or not 8 <= res <= 4096:
             bad("resolution", self.resolution, "an int in [8, 4096]")
         if isinstance(self.samples, bool) or not isinstance(self.samples, int) or not 1 <= self.samples <= 65536:
             bad("samples", self.samples, "an int in [1, 65536]")
