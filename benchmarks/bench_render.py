@@ -45,14 +45,14 @@ def _rate(renderer: BlenderRenderer, scenes) -> float:
 def _bare_rate(resolution: int, samples: int, n: int) -> float:
     import bpy
 
-    from weakspot.scene.renderer import _BlenderScene, _quiet_stdout
+    from weakspot.scene.blender import BlenderScene, quiet_stdout
 
-    scene = _BlenderScene(resolution=resolution, samples=samples, device="cpu", seed=0, threads=0,
+    scene = BlenderScene(resolution=resolution, samples=samples, device="cpu", seed=0, threads=0,
                           background=(0.5, 0.5, 0.5))
     try:
         scene._apply(_scenes(1)[0])
         name = scene.scene.name
-        with _quiet_stdout():
+        with quiet_stdout():
             bpy.ops.render.render(write_still=True, scene=name)
             t = time.perf_counter()
             for _ in range(n):

@@ -16,7 +16,9 @@ from tasks.common import PARAMS_FILE, lineage, stage_main, write_stage_result
 from tasks.scene import read_render
 from tasks.target import load_target_model
 from weakspot.config import target_of, validate_section, validate_top_level
-from weakspot.examine.experiment import run_study
+from weakspot.examine.study import run_study
+from weakspot.examine.study_figures import study_figures
+from weakspot.examine.study_report import study_report
 from weakspot.progress import printer
 from weakspot.scene.config import SceneParams
 from weakspot.scene.renderer import renderer_for
@@ -33,8 +35,10 @@ def examine_study_flow(top: Dict[str, Any], p: Any, full_target: Any) -> dict:
         full = (clf, [(full_target.class_map or {}).get(c, c) for c in spec["classes"]], name)
         inputs.append(paths.model_dir(name))
     with renderer_for(sp, device=top["device"]) as renderer:
-        result = run_study(renderer, sp.space(), images, table, p, device=top["device"],
-                           progress=printer("examine_study"), full_model=full)
+        found = run_study(renderer, sp.space(), images, table, p, device=top["device"],
+                          progress=printer("examine_study"), full_model=full)
+    result = study_report(found, p)
+    result.figures.update(study_figures(found, p))
     write_stage_result("examine_study", result, lineage("examine_study", top, p, inputs, section="examine"))
     print(f"examine_study: done -> {paths.metrics('examine_study')}")
     return result.metrics

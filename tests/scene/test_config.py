@@ -1,4 +1,4 @@
-"""SceneParams: paper defaults, forbidden extras, named errors."""
+"""SceneParams: paper defaults, forbidden extras, named errors; the scene's params and data load no renderer."""
 
 import pytest
 from pydantic import ValidationError
@@ -12,8 +12,7 @@ def test_defaults_follow_the_paper():
     assert p.views_per_instance == 10  # paper Sec. 4.1: m = 10
     assert p.classes == list(CLASSES) and {"bowl", "barrel"} <= set(p.classes)
     assert p.space().bounds == SceneParams(bounds={}).space().bounds
-    r = p.renderer("cpu")
-    assert (r.resolution, r.samples, r.workers, r.device, r.seed) == (32, 8, 2, "cpu", 0)
+    assert (p.resolution, p.samples, p.workers, p.seed) == (32, 8, 2, 0)
 
 
 def test_overrides_and_errors():
@@ -27,3 +26,15 @@ def test_overrides_and_errors():
         SceneParams(bounds={"elevation": (0, 1)})
     with pytest.raises(ValidationError, match="samples"):
         SceneParams(samples=0)
+
+
+@pytest.mark.parametrize("module", ["weakspot.scene.config", "weakspot.scene.space", "weakspot.scene.objects",
+                                    "weakspot.scene.dataset"])
+def test_the_scene_params_and_data_load_no_renderer(module):
+    """Only the stages that render load the renderer: a change to it reruns render, examine and the study alone."""
+    from tasks.closure import module_closure
+
+    loaded = module_closure(module)
+    assert f"{module.replace('.', '/')}.py" in loaded
+    render = {f"weakspot/scene/{m}.py" for m in ("renderer", "pool", "blender", "camera")}
+    assert not render & set(loaded), f"{module} loads {sorted(render & set(loaded))}"

@@ -1,14 +1,13 @@
-"""A real Blender render: determinism (also across workers), object in frame, lights and camera matter."""
-
-import logging
-import os
+"""A real Blender render: determinism (also across workers), object in frame, lights and camera matter; the
+renderer registry and a batch's checks (no Blender needed)."""
 
 import numpy as np
 import pytest
 
 from weakspot.errors import ConfigError, RenderError
+from weakspot.scene.config import SceneParams
 from weakspot.scene.objects import CLASSES
-from weakspot.scene.renderer import _FAULT_ENV, BlenderRenderer, Renderer, camera_matrix
+from weakspot.scene.renderer import RENDERERS, BlenderRenderer, Renderer, check_scene_params, renderer_for
 from weakspot.scene.space import SceneSpace
 
 from .scene_helpers import needs_bpy, scene
@@ -21,18 +20,6 @@ def _stats(images, alpha):
     fg_lum = np.array([lum[i][fg[i]].mean() if fg[i].any() else 0.0 for i in range(len(images))])
     sat = np.array([(images[i][fg[i]] >= 254).any(-1).mean() if fg[i].any() else 0.0 for i in range(len(images))])
     return cover, fg_lum, sat
-
-
-def test_camera_matrix_is_a_rotation_looking_at_the_origin():
-    for el in (-90.0, -30.0, 0.0, 45.0, 90.0):
-        for roll in (0.0, 77.0):
-            m = camera_matrix(2.0, 33.0, el, roll)
-            r = m[:3, :3]
-            assert np.allclose(r.T @ r, np.eye(3), atol=1e-12) and np.linalg.det(r) == pytest.approx(1.0)
-            assert np.linalg.norm(m[:3, 3]) == pytest.approx(2.0)
-            assert np.allclose(-r[:, 2], -m[:3, 3] / 2.0)  # the view axis (-z) points at the origin
-    # continuous through the pole: no flip of the up vector between 89.9 and 90 degrees
-    assert np.allclose(camera_matrix(2, 33, 89.99, 0)[:3, :3], camera_matrix(2, 33, 90.0, 0)[:3, :3], atol=1e-3)
 
 
 @needs_bpy
@@ -117,18 +104,21 @@ def test_corners_of_the_space_keep_the_object_visible(renderer):
     assert sat.max() < 0.05  # (almost) no clipped object pixels
 
 
-@needs_bpy
-def test_bad_input_is_named(renderer):
+def test_bad_input_is_named():
+    """Checked before Blender starts: a bad batch or setting costs no Blender start-up."""
     with pytest.raises(ConfigError, match="item 0.*'class'"):
-        renderer.render([{k: v for k, v in scene().items() if k != "class"}])
+        check_scene_params([{k: v for k, v in scene().items() if k != "class"}])
     with pytest.raises(ConfigError, match="unknown class 'sofa'"):
-        renderer.render([scene("sofa")])
+        check_scene_params([scene("sofa")])
     with pytest.raises(ConfigError, match="item 1.*view_elevation.*95"):
-        renderer.render([scene(), scene(view_elevation=95.0)])
+        check_scene_params([scene(), scene(view_elevation=95.0)])
     with pytest.raises(ConfigError, match="instance"):
-        renderer.render([scene(instance=-2)])
+        check_scene_params([scene(instance=-2)])
     with pytest.raises(ConfigError, match="list of scene-param dicts"):
-        renderer.render(scene())
+        BlenderRenderer(workers=0).render(scene())
+    check_scene_params([scene(view_distance=25.0)])  # wider than the default space: a narrower space's set passes
+    with pytest.raises(ConfigError, match="view_distance"):
+        check_scene_params([scene(view_distance=25.0)], SceneParams().space())
     with pytest.raises(ConfigError, match="resolution=4"):
         BlenderRenderer(resolution=4, workers=0).start()
     with pytest.raises(ConfigError, match="device='tpu'"):
@@ -137,84 +127,13 @@ def test_bad_input_is_named(renderer):
         BlenderRenderer(max_retries=-1, workers=0).start()
 
 
-@needs_bpy
-def test_dead_worker_is_a_render_error_and_nothing_is_left_behind():
-    r = BlenderRenderer(resolution=16, samples=1, workers=1, max_retries=0)
-    r.render([scene()])
-    worker_tmp = list(r.tmp_dirs_)
-    assert len(worker_tmp) == 1
-    r._procs[0].kill()  # killed while idle: with max_retries=0 not restarted
-    r._procs[0].join()
-    with pytest.raises(RenderError, match=r"worker 0 .*died before it got its chunk.*SIGKILL.*max_retries=0"):
-        r.render([scene()])
-    assert r.restarts_ == 0
-    with pytest.raises(RenderError, match="closed"):
-        r.render([scene()])
-    r.close()
-    assert not os.path.exists(worker_tmp[0])  # the parent removes the folder of the killed worker
-    with BlenderRenderer(resolution=16, samples=1, workers=0) as local:
-        local.render([scene()])
-        (tmp,) = local.tmp_dirs_
-        assert os.path.isdir(tmp) and os.listdir(tmp) == []  # the frame file is read and removed at once
-    assert not os.path.exists(tmp)
-    with BlenderRenderer(resolution=16, samples=1, workers=1) as pool:
-        pool.render([scene()])
-        (ptmp,) = pool.tmp_dirs_
-    assert not os.path.exists(ptmp)  # a worker that is closed cleans up its folder
-
-
-@needs_bpy
-def test_a_worker_killed_mid_batch_is_restarted_and_its_chunk_rendered_again(tmp_path, monkeypatch, caplog):
-    ps = [scene(c, i % 2, view_azimuth=25.0 * i) for i, c in enumerate(CLASSES)]
-    with BlenderRenderer(resolution=16, samples=2, workers=0) as local:  # the uncrashed run (same pixels as a pool)
-        ref = local.render(ps)
-    marker = tmp_path / "crashed"
-    monkeypatch.setenv(_FAULT_ENV, f"kill-once:{marker}")  # the first worker to get a chunk SIGKILLs itself mid-chunk
-    with caplog.at_level(logging.WARNING, logger="weakspot.scene.renderer"):
-        with BlenderRenderer(resolution=16, samples=2, workers=2) as pool:
-            got = pool.render(ps)
-            assert marker.exists() and pool.restarts_ == 1
-            again = pool.render(ps[::-1])[::-1]  # the fresh worker goes on working, and renders the other chunk
-            assert pool.restarts_ == 1
-            pool._procs[1].kill()  # killed from outside while idle: restarted when the next batch comes
-            pool._procs[1].join()
-            third = pool.render(ps)
-            assert pool.restarts_ == 2
-            tmp_dirs = list(pool.tmp_dirs_)
-    assert np.array_equal(ref, got) and np.array_equal(ref, again) and np.array_equal(ref, third)
-    first, second = [r for r in caplog.records if r.name == "weakspot.scene.renderer"]
-    assert "worker 1 " in second.getMessage() and "before it got its chunk" in second.getMessage()
-    record = first
-    assert record.levelno == logging.WARNING
-    assert "died while rendering its chunk (chunk " in record.getMessage()
-    assert "SIGKILL" in record.getMessage() and "retry 1 of 2" in record.getMessage()
-    assert not any(os.path.exists(d) for d in tmp_dirs)
-
-
-@needs_bpy
-def test_a_worker_that_always_dies_exhausts_the_retries(monkeypatch, caplog):
-    monkeypatch.setenv(_FAULT_ENV, "kill")
-    r = BlenderRenderer(resolution=16, samples=1, workers=1, max_retries=1)
-    with caplog.at_level(logging.WARNING, logger="weakspot.scene.renderer"):
-        with pytest.raises(RenderError, match=r"worker 0 \(pid \d+\) died while rendering its chunk \(chunk 0: scenes "
-                           r"0-2 of 3: mug#0, bowl#1, cap#2\); it was killed by SIGKILL.*exit code -9; gave up after "
-                           r"1 restart\(s\) for this chunk \(max_retries=1\)"):
-            r.render([scene(), scene("bowl", 1), scene("cap", 2)])
-    assert r.restarts_ == 1 and len(caplog.records) == 1
-    with pytest.raises(RenderError, match="closed"):
-        r.render([scene()])
-    assert not any(os.path.exists(d) for d in r.tmp_dirs_)
-
-
-@needs_bpy
-def test_a_python_error_in_a_worker_is_not_retried(monkeypatch):
-    monkeypatch.setenv(_FAULT_ENV, "raise")
-    r = BlenderRenderer(resolution=16, samples=1, workers=1)
-    with pytest.raises(RenderError, match="worker 0 failed during render: RuntimeError: fault injected"):
-        r.render([scene()])
-    assert r.restarts_ == 0
-    with pytest.raises(RenderError, match="closed"):
-        r.render([scene()])
+def test_renderer_for_a_scene_section_and_the_registry():
+    r = renderer_for(SceneParams(resolution=48, samples=3, workers=0, seed=7), "cpu")
+    assert isinstance(r, Renderer) and RENDERERS.get("blender") is BlenderRenderer
+    assert (r.resolution, r.samples, r.workers, r.device, r.seed) == (48, 3, 0, "cpu", 7)
+    assert r.tmp_dirs_ == [] and r.restarts_ == 0 and r.device_used_ is None  # not started
+    with pytest.raises(ConfigError, match="unknown renderer 'povray'; valid names: blender"):
+        RENDERERS.get("povray")
 
 
 def test_missing_bpy_is_a_render_error(monkeypatch):

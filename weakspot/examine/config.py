@@ -134,7 +134,7 @@ class StudyParams(_Section):
 class ExamineParams(_Section):
     """The examine stage family: examiners, their budget and checkpoints (Sec. 4.1-4.2), and the study (Sec. 4.3-4.6).
 
-    The audited model is not configured here: :func:`weakspot.examine.examine_target` is given it.
+    The audited model is not configured here: :func:`weakspot.examine.run.examine_target` is given it.
     """
 
     examiners: ExaminerNames = ["random", "bo", "rl"]  # Sec. 2.2 (random = T = 0 protocol); names of EXAMINERS

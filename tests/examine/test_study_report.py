@@ -1,0 +1,50 @@
+"""The study's report: each experiment's metrics and tables, strength mode above T0, the factor order table's
+arithmetic, and prose that says what ran."""
+
+import json
+
+import numpy as np
+import pytest
+
+from weakspot.examine.study_report import factor_order_table, study_report
+
+
+def test_the_study_reports_every_experiment(world, study):
+    _, _, _, meta, params, _ = world
+    res, out, _ = study
+    models = out.tables["models"].set_index("model")
+    assert sorted(models.index) == ["small_cnn", "small_cnn_limited", "small_cnn_m1", "small_cnn_m10"]
+    train = meta[meta.split == "train"]
+    assert models.loc["small_cnn_m1", "n_train"] == train.groupby(["class", "instance"]).ngroups
+    assert models.loc["small_cnn_m10", "n_train"] == len(train)  # m = 10 is the full model
+    assert models.loc["small_cnn_limited", "n_train"] == len(train)  # rendered afresh, same size (Sec. 4.4)
+    assert models.loc["small_cnn", "unseen_accuracy"] > 0.6
+    m = out.metrics
+    assert list(m) == ["m_study", "artificial_weakness", "order_check", "strength"]
+    assert set(m["m_study"]) == {"rl", "bo", "T0"} and set(m["m_study"]["rl"]) == {"m=1", "m=10"}
+    aw = m["artificial_weakness"]
+    assert set(aw) == {"rl", "bo", "random", "chance"} and aw["chance"] == pytest.approx(2 / 3)
+    for e in ("rl", "bo", "random"):
+        assert list(aw[e]) == ["frac_outside_train_range"] and 0.0 <= aw[e]["frac_outside_train_range"] <= 1.0
+    json.dumps(m)
+    assert ["models", "table3", "artificial_weakness", "factor_order", "strength"] == list(out.tables)
+    assert out.tables["artificial_weakness"].examiner.iloc[-1].startswith("chance")
+    # strength mode goes the other way: the best scenes beat the random protocol
+    st = out.tables["strength"]
+    assert (st.best_found >= st.T0).all()
+    assert out.title == ("Adversarial examiner study: training-set size, planted weakness, factor order, "
+                         "strength mode")
+    assert any(line.startswith("Planted weakness (Sec. 4.4") for line in out.summary)
+    again = study_report(res, params)
+    assert again.metrics == out.metrics and again.summary == out.summary and again.items == out.items
+
+
+def test_the_factor_order_table(world, study):
+    params = world[4]
+    res, out, _ = study
+    fo = factor_order_table(res, params)
+    assert fo.factor.tolist() == list(res.space.searched) + ["p_true_last"]
+    factors = fo[fo.factor != "p_true_last"]
+    assert factors.default_order.between(0, 1).all() and factors.view_first_order.between(0, 1).all()
+    assert np.allclose(fo.abs_diff, (fo.default_order - fo.view_first_order).abs())
+    assert out.metrics["order_check"]["max_abs_diff"] == pytest.approx(factors.abs_diff.max())

@@ -1,0 +1,188 @@
+"""The examiner study's report (stage ``examine_study``): metrics, tables and prose of each enabled experiment, in
+the paper's order: Table 3 (training-set size m), the planted weakness (Sec. 4.4), the factor order (Sec. 4.5) and
+strength mode (Sec. 4.6).
+
+Caveats first: the planted weakness is judged against chance, the share of a uniform draw over the factor's full
+range that lands outside the training range; the factor order check compares the mean of each factor (scaled to
+[0, 1]) over the last queries of the two RL orders, so a small ``max_abs_diff`` means the order does not matter.
+The prose says where the run differs from the paper (epochs, learning-rate schedule, classes, T).
+
+Reference: M. Shu, C. Liu, W. Qiu, A. Yuille, "Identifying Model Weakness with Adversarial Examiner", AAAI 2020
+(``seeds/000``): Sec. 4.3-4.6, Table 3.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from weakspot.examine.config import ExamineParams
+from weakspot.examine.inputs import as_params
+from weakspot.examine.sessions import group
+from weakspot.examine.study import StudyResult
+from weakspot.result import StageResult
+
+
+def study_report(result: StudyResult, params: ExamineParams) -> StageResult:
+    """The study's section without its figures (:func:`weakspot.examine.study_figures.study_figures` draws them;
+    check the section once they are in)."""
+    params = as_params(params)
+    st = params.study
+    aw, ms = st.artificial_weakness, st.m_study
+    out = StageResult(metrics={}, tables={"models": result.models},
+                      title="Adversarial examiner study: " + ", ".join(
+                          n for n, on in (("training-set size", ms.enabled), ("planted weakness", aw.enabled),
+                                          ("factor order", st.order_check), ("strength mode", st.strength)) if on),
+                      items=[{"table": "models", "caption": f"The study's {st.arch} models: training images "
+                              "and accuracy on random views of the unseen instances."}])
+    _intro(out, result, params)
+    if ms.enabled:
+        _m_study(out, result, params)
+    if aw.enabled:
+        _artificial(out, result, params)
+    if st.order_check:
+        _factor_order(out, result, params)
+    if st.strength:
+        _strength(out, result, params)
+    return out
+
+
+def _intro(out: StageResult, result: StudyResult, params: ExamineParams) -> None:
+    st = params.study
+    sched = "" if st.lr_schedule == "constant" else f", {st.lr_schedule}-annealed (the paper's is constant)"
+    out.summary.append(f"The study trains its own {st.arch} models ({st.epochs} epochs (paper: 40), Adam, lr "
+                       f"{st.learning_rate():g}{sched}) and examines them"
+                       + (f"; its full model is the audited model of target {st.full_model!r}, not retrained"
+                          if st.full_model else "") + ".")
+    if not st.m_study.enabled:
+        out.summary.append("Table 3 (training-set size m) is not run in this profile: it trains three more models "
+                           "(profiles/paper.yaml runs it).")
+    own = sorted({s.cls for s in result.sessions if s.group in ("order", "strength")})
+    if own:
+        out.summary.append(f"The factor order check and strength mode examine {', '.join(own)} for T = {st.T} "
+                           f"iterations (paper: every class, T = 500).")
+
+
+def _m_study(out: StageResult, result: StudyResult, params: ExamineParams) -> None:
+    """Table 3: the last checkpoint of each examiner, and T0, per training-set size m."""
+    import pandas as pd
+
+    st, ms = params.study, params.study.m_study
+    sessions = result.sessions
+    mrows = []
+    out.metrics["m_study"] = {}
+    for e in ms.examiners:
+        row = {"examiner": e}
+        for m in ms.values:
+            ss = group(sessions, "m_study", f"{st.arch}_m{m}", e)
+            row[f"m={m}"] = float(np.mean([s.at(s.T, params.window) for s in ss]))
+        out.metrics["m_study"][e] = {k: v for k, v in row.items() if k != "examiner"}
+        mrows.append(row)
+    row = {"examiner": "T0 (random)"}
+    for m in ms.values:
+        row[f"m={m}"] = float(np.mean([s.probs[0].mean() for s in group(sessions, "m_study_t0", f"{st.arch}_m{m}")]))
+    out.metrics["m_study"]["T0"] = {k: v for k, v in row.items() if k != "examiner"}
+    mrows.append(row)
+    out.tables["table3"] = pd.DataFrame(mrows)
+    out.items.append({"table": "table3", "caption": f"{st.arch} trained with m images per instance, examined for "
+                                                    f"T = {ms.T} (paper Table 3)."})
+
+
+def artificial_tsne_class(result: StudyResult, params: ExamineParams) -> Optional[str]:
+    """The class of the planted weakness's t-SNE (paper Fig. 4): ``tsne_class`` if examined, else the first; None
+    when no class was."""
+    aw = params.study.artificial_weakness
+    have = [s.cls for s in group(result.sessions, "artificial")]
+    if not have:
+        return None
+    return aw.tsne_class if aw.tsne_class in have else have[0]
+
+
+def _artificial(out: StageResult, result: StudyResult, params: ExamineParams) -> None:
+    """Sec. 4.4: the share of each examiner's last queries outside the training range, next to chance."""
+    import pandas as pd
+
+    aw = params.study.artificial_weakness
+    sessions = result.sessions
+    lo, hi = aw.train_range
+    full_lo, full_hi = result.space.bounds[aw.factor]
+    chance = 1.0 - (hi - lo) / (full_hi - full_lo)  # a uniform draw over the full range lands outside
+    out.metrics["artificial_weakness"] = {"chance": chance}
+    arows = []
+    for e in aw.examiners:
+        ss = group(sessions, "artificial", examiner=e)
+        vals = np.concatenate([[p[aw.factor] for p in s.tail_params] for s in ss])
+        frac = float(np.mean((vals < lo) | (vals > hi)))
+        out.metrics["artificial_weakness"][e] = {"frac_outside_train_range": frac}
+        arows.append({"examiner": e, "last_queries": f"{aw.tail} per class x {len(ss)} classes",
+                      "renders_per_class": aw.T * params.queries_per_iteration(e),
+                      "frac_outside_train_range": frac,
+                      "p_true_last": float(np.mean([s.at(s.T, params.window) for s in ss]))})
+    t0s = group(sessions, "artificial_t0")
+    arows.append({"examiner": "chance (uniform scenes)", "last_queries": "a uniform draw", "renders_per_class": 0,
+                  "frac_outside_train_range": chance,
+                  "p_true_last": float(np.mean([s.probs[0].mean() for s in t0s])) if t0s else float("nan")})
+    out.tables["artificial_weakness"] = pd.DataFrame(arows)
+    out.items += [{"table": "artificial_weakness", "caption": f"Model trained on a set rendered with {aw.factor} "
+                   f"limited to [{lo:g}, {hi:g}] (paper Sec. 4.4; same size, instances and views as the full set), "
+                   f"examined for T = {aw.T} iterations: share of each examiner's last {aw.tail} queries outside "
+                   f"that range, next to chance ({chance:.2f}: a uniform scene; p_true_last there is T0)."},
+                  {"figure": "artificial_weakness", "caption": f"{aw.factor} of the last {aw.tail} queries."}]
+    cls = artificial_tsne_class(result, params)
+    if cls is not None:
+        out.items.append({"figure": "artificial_tsne", "caption": f"t-SNE of {cls} images (paper Fig. 4): "
+                          f"{params.n_random} uniform scenes (circles) and each examiner's last {aw.tail} (triangles); "
+                          f"orange: {aw.factor} outside the training range; opaque: misclassified."})
+    shares = ", ".join(f"{r['examiner']} {r['frac_outside_train_range']:.2f}" for r in arows[:-1])
+    out.summary.append(f"Planted weakness (Sec. 4.4, training views rendered with {aw.factor} in [{lo:g}, {hi:g}]): "
+                       f"share of the last {aw.tail} queries outside that range: {shares}; chance {chance:.2f}.")
+
+
+def factor_order_table(result: StudyResult, params: ExamineParams) -> Any:
+    """Sec. 4.5: the mean of each searched factor (scaled to [0, 1]) over the last queries of the default-order and
+    the viewpoint-first RL examiners, their final probability, and the absolute difference."""
+    import pandas as pd
+
+    space = result.space
+    a = group(result.sessions, "main", examiner="rl")
+    b = group(result.sessions, "order")
+    searched = list(space.searched)
+    lo = np.array([space.bounds[k][0] for k in searched])
+    hi = np.array([space.bounds[k][1] for k in searched])
+
+    def tail_mean(ss):
+        if not ss:
+            return np.full(len(searched), np.nan)
+        X = np.array([[p[k] for k in searched] for s in ss for p in s.tail_params])
+        return ((X - lo) / (hi - lo)).mean(0)
+
+    ma, mb = tail_mean(a), tail_mean(b)
+    df = pd.DataFrame({"factor": searched + ["p_true_last"],
+                       "default_order": list(ma) + [float(np.mean([s.at(s.T, params.window) for s in a])) if a
+                                                    else np.nan],
+                       "view_first_order": list(mb) + [float(np.mean([s.at(s.T, params.window) for s in b]))]})
+    df["abs_diff"] = (df["default_order"] - df["view_first_order"]).abs()
+    return df
+
+
+def _factor_order(out: StageResult, result: StudyResult, params: ExamineParams) -> None:
+    fo = out.tables["factor_order"] = factor_order_table(result, params)
+    out.metrics["order_check"] = {"max_abs_diff": float(fo.loc[fo["factor"] != "p_true_last", "abs_diff"].max())}
+    out.items += [{"table": "factor_order", "caption": "RL examiners with two factor orders (paper Sec. 4.5): "
+                   "mean of each factor (scaled to [0, 1]) over the last queries, and the final probability."},
+                  {"figure": "factor_order", "caption": "t-SNE of the last queries of both orders (paper Fig. 6)."}]
+
+
+def _strength(out: StageResult, result: StudyResult, params: ExamineParams) -> None:
+    """Sec. 4.6: the examiner maximises the true-class probability; the best found against T0."""
+    import pandas as pd
+
+    ss = group(result.sessions, "strength")
+    t0 = {s.cls: float(s.probs[0].mean()) for s in group(result.sessions, "main_t0")}
+    table = out.tables["strength"] = pd.DataFrame([{"class": s.cls, "T0": t0[s.cls], "last": s.at(s.T, params.window),
+                                                    "best_found": s.worst[0]} for s in ss])
+    out.metrics["strength"] = {"T0": float(table["T0"].mean()), "best_found": float(table["best_found"].mean())}
+    out.items += [{"table": "strength", "caption": "Strength mode (paper Sec. 4.6): the examiner maximises the "
+                                                   "true-class probability."},
+                  {"figure": "strength", "caption": "Strength mode curves and the best scenes (paper Fig. 5)."}]
