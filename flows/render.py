@@ -40,7 +40,7 @@ def render_flow(top: dict, p) -> dict:
     images, table = render_views(scene, source_digest("weakspot.scene"), top["device"])
     lin = lineage("render", top, p, section="scene")
     write_render(images, table, scene, lin)
-    result = render_section(images, table, p)
+    result = render_section(images, table, p, views_file=str(paths.RENDER / "views.parquet"))
     write_stage_result("render", result, lin)
     print(f"render: {len(images)} images in {time.time() - t0:.0f} s -> {paths.RENDER}/")
     return result.metrics

@@ -14,7 +14,7 @@ import torch
 from weakspot.findings import REQUIRED
 from weakspot.hda.report import claims, findings, metrics, repaired_model, report
 from weakspot.methods import AuditTarget
-from weakspot.numbers import rounded
+from weakspot.fmt import rounded
 
 TARGET = AuditTarget(name="toy", model=None, classes=["a", "b", "c"], test=None)
 

@@ -20,7 +20,7 @@ from weakspot.corner.config import PAPER_SETTINGS, CornerParams
 from weakspot.corner.run import CornerResult
 from weakspot.corner.search import CornerSearch
 from weakspot.methods import AuditTarget, MethodReport
-from weakspot.numbers import rounded
+from weakspot.fmt import rounded
 from weakspot.result import StageResult
 
 SEVERITY_PAIR = ("number of realistic corner cases (optimised seeds with top-two probabilities within {bm} and a "

@@ -28,7 +28,7 @@ from weakspot.examine.run import ExamineResult
 from weakspot.examine.sessions import Session, group
 from weakspot.findings import to_png
 from weakspot.methods import MethodReport
-from weakspot.numbers import fmt
+from weakspot.fmt import fmt
 from weakspot.result import StageResult
 
 FINDING_COLUMNS = ("weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence",

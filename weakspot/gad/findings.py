@@ -15,7 +15,7 @@ import numpy as np
 
 from weakspot.errors import ConfigError
 from weakspot.gad.protocol import DatasetOutcome
-from weakspot.numbers import fmt
+from weakspot.fmt import fmt
 
 RESERVED_COLUMNS = ("rank", "prediction", "confidence", "adversarial_distance", "gad_score", "row")
 FINDING_COLUMNS = ("weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence", "example")

@@ -21,7 +21,7 @@ from weakspot.gad.search import search_label
 from weakspot.gad.stats import (across_seeds, common_budget, curve_band, error_aucs, group_runs,
                                 lowest_gad_error_rate, nanmean, seed_stats)
 from weakspot.methods import AuditTarget, MethodReport
-from weakspot.numbers import rounded
+from weakspot.fmt import rounded
 from weakspot.result import StageResult
 
 #: Table I of seeds/001, keyed by the bias preset a target's split comes from (weakspot.data.BIAS_PRESETS)

@@ -3,7 +3,7 @@ checked, prose, findings, the repaired model and the lineage.
 
 Caveats first:
 
-* Metrics are rounded by :func:`weakspot.numbers.rounded` (a NaN becomes null) and hold no timings, so a rerun of
+* Metrics are rounded by :func:`weakspot.fmt.rounded` (a NaN becomes null) and hold no timings, so a rerun of
   the same code and params gives byte-identical metrics; timings are in the ``seconds`` table and the lineage.
 * FID is on the features of a network this pipeline trains (:mod:`weakspot.hda.fid`), comparable across methods of
   one target only, and it falls with the number of AEs compared (the AE counts sit next to it).
@@ -25,7 +25,7 @@ from weakspot.hda.config import PAPER_SETTINGS, HdaParams
 from weakspot.hda.generate import CaseEval
 from weakspot.hda.result import HdaResult
 from weakspot.methods import AuditTarget, MethodReport
-from weakspot.numbers import rounded
+from weakspot.fmt import rounded
 from weakspot.result import StageResult
 
 METHOD_TITLES = {"hda": "HDA (two-step GA)", "pgd": "PGD", "coverage": "coverage-guided fuzzing",

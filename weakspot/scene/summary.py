@@ -28,8 +28,9 @@ def contact_figure(images: np.ndarray, table: Any, classes: Sequence[str]):
     return fig
 
 
-def render_section(images: np.ndarray, table: Any, p: Any) -> StageResult:
-    """Metrics, contact sheet and prose of the ``render`` stage (``p``: the scene params)."""
+def render_section(images: np.ndarray, table: Any, p: Any, views_file: str = "") -> StageResult:
+    """Metrics, contact sheet and prose of the ``render`` stage (``p``: the scene params; ``views_file``: where the
+    caller wrote the per-image factor table, named in the prose)."""
     counts = table.groupby(["split"]).size().to_dict()
     metrics = {"n_images": int(len(images)), "n_train": int(counts.get("train", 0)), "n_val": int(counts.get("val", 0)),
                "resolution": p.resolution, "classes": len(p.classes)}
@@ -42,8 +43,8 @@ def render_section(images: np.ndarray, table: Any, p: Any) -> StageResult:
             f"{len(images)} images of {len(p.classes)} procedural object classes rendered with Blender Cycles at "
             f"{p.resolution}x{p.resolution} px, {p.samples} samples: {p.views_per_instance} random views (m) of each of "
             f"{p.train_instances} training and {p.val_instances} held-out instances per class, the 12 rendering "
-            "factors of the Adversarial Examiner paper's Table 1 drawn uniformly. Every image's factor values are in "
-            "data/render/views.parquet.",
+            "factors of the Adversarial Examiner paper's Table 1 drawn uniformly."
+            + (f" Every image's factor values are in {views_file}." if views_file else ""),
         ],
         items=[{"figure": "contact_sheet", "caption": "Training views, one row per class."},
                {"table": "views", "caption": "The first rendered views with their factor values (Blender units)."}],
