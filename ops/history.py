@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import datetime
 import fnmatch
-import hashlib
 import json
 import math
 import subprocess
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from weakspot.errors import DataError
+from weakspot.hashing import sha256_file
 
 from ops.lineage import flatten
 from ops.params import RuleParams  # and the history section, registered
@@ -54,7 +54,7 @@ def snapshot(root: "str | Path" = ".") -> Dict[str, Any]:
 def audit_identity(root: "str | Path" = ".") -> Dict[str, Any]:
     root = Path(root)
     lock = root / "dvc.lock"
-    lock_sha = hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else ""
+    lock_sha = sha256_file(lock) if lock.is_file() else ""
 
     def git(*a: str) -> str:
         try:

@@ -13,7 +13,6 @@ says so, and this command marks such a file "changed since the run". Paths are r
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -21,6 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import yaml
 
 from weakspot.errors import DataError
+from weakspot.hashing import file_digest
 
 
 def _norm(p: str) -> str:
@@ -78,13 +78,7 @@ def flatten(d: Any, prefix: str = "") -> Dict[str, Any]:
 
 
 def _md5(path: Path) -> Optional[str]:
-    if not path.is_file():
-        return None
-    h = hashlib.md5()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return file_digest(path, "md5") if path.is_file() else None
 
 
 def lookup(path: Path, key: str) -> Any:

@@ -15,7 +15,6 @@ git at that revision (the lock's md5s check that: a changed input shows as a cha
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -27,17 +26,14 @@ from typing import Any, Dict, List, Optional
 import yaml
 
 from weakspot.errors import ConfigError, DataError
+from weakspot.hashing import file_digest
 
 from ops.dvc import configure_remote
 from ops.history import find_audit
 
 
 def _md5(path: Path) -> str:
-    h = hashlib.md5()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return file_digest(path, "md5")
 
 
 def lock_outputs(lock_file: "str | Path") -> Dict[str, Dict[str, Any]]:

@@ -127,6 +127,8 @@ def _touch_status(repo, rel: str) -> set:
 def test_a_change_to_one_methods_code_reruns_only_that_methods_stages(repo):
     import yaml
 
+    from weakspot import methods as methods_registry
+
     stages = yaml.safe_load((repo.path / "dvc.yaml").read_text())["stages"]
     assert _stages(repo.dvc("status").stdout) == set()
     methods = sorted({s.split()[3] for s in (st["cmd"] for st in stages.values()) if "flows.method" in s})
@@ -137,8 +139,11 @@ def test_a_change_to_one_methods_code_reruns_only_that_methods_stages(repo):
         on_targets = {name for name, st in stages.items() if st["cmd"].startswith(f"python -m flows.method {m} ")}
         # its entry point: only its own stages (the report follows them when they rerun)
         assert _touch_status(repo, f"weakspot/{m}/run.py") == on_targets, m
-        # its params model: the report also names every method and checks where each runs, so it reruns too
-        assert _touch_status(repo, f"weakspot/{m}/config.py") == own | {"report"}, m
+        # its params model: the report also names every method and checks where each runs, so it reruns too; so do
+        # the stages of a method that declares it reads this method's section (HDA builds intrinsic's min-max model)
+        readers = {name for r in methods if m in methods_registry.get(r).reads
+                   for name, st in stages.items() if st["cmd"].startswith(f"python -m flows.method {r} ")}
+        assert _touch_status(repo, f"weakspot/{m}/config.py") == own | readers | {"report"}, m
 
 
 def test_a_change_to_the_scene_renderer_reruns_only_what_renders(repo):

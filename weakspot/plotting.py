@@ -6,7 +6,7 @@ returned to the caller, who saves it (the pipeline writes PNGs atomically) and c
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Sequence, Tuple
 
 import numpy as np
 
@@ -31,22 +31,41 @@ def display_array(image: Any) -> np.ndarray:
     return np.clip(a, 0, 1)
 
 
-def show_image(ax: Any, image: Any, title: str = "", **title_kw: Any) -> None:
-    """Draw one input image on ``ax`` (grey-scale when it has one channel), without axes."""
+def show_image(ax: Any, image: Any, title: str = "", *, frame: bool = False, **title_kw: Any) -> None:
+    """Draw one input image on ``ax`` as the model sees it (pixels as squares, grey-scale for one channel), without
+    ticks; ``frame`` keeps the axes' frame (and so room for a row label: ``ax.set_ylabel``)."""
     a = display_array(image)
-    ax.imshow(a, cmap="gray" if a.ndim == 2 else None, vmin=0, vmax=1)
-    ax.set_axis_off()
+    ax.imshow(a, cmap="gray" if a.ndim == 2 else None, vmin=0, vmax=1, interpolation="nearest")
+    if frame:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    else:
+        ax.set_axis_off()
     if title:
         ax.set_title(title, **title_kw)
 
 
-def pairs_figure(rows: Sequence[Any], *, titles: Sequence[str] = ("input", "test case"), size: float = 1.6) -> Any:
-    """A grid of (input, generated) image pairs, one pair per row item ``(x, x_new, caption)``: what an input became."""
+Panel = Tuple[Any, str, bool]
+"""One image of :func:`pairs_across`: ``(image, caption, flagged)``; a flagged caption is drawn in red."""
+
+
+def pairs_across(columns: Sequence[Tuple[Panel, Panel]], *, row_labels: Tuple[str, str] = ("input", "test case"),
+                 width: float = 1.25, fontsize: int = 8, empty: str = "nothing found") -> Any:
+    """Inputs (top row) over what a method made of them (bottom row), one pair per column, each image captioned:
+    the worst neighbour of an input, the natural AE of a seed. ``empty``: the text of a figure with no pair."""
     plt = pyplot()
-    n = max(1, len(rows))
-    fig, axes = plt.subplots(n, 2, figsize=(2 * size, n * size), squeeze=False)
-    for i, (x, x_new, caption) in enumerate(rows):
-        show_image(axes[i, 0], x, titles[0] if i == 0 else "", fontsize=8)
-        show_image(axes[i, 1], x_new, caption, fontsize=7)
+    n = max(1, len(columns))
+    fig, axes = plt.subplots(2, n, figsize=(width * n + 0.6, 3.6), squeeze=False)
+    if not columns:
+        for ax in axes.ravel():
+            ax.axis("off")
+        axes[0, 0].text(0, 0.5, empty, fontsize=9)
+        return fig
+    for c, pair in enumerate(columns):
+        for r, (image, caption, flagged) in enumerate(pair):
+            show_image(axes[r, c], image, caption, frame=True, fontsize=fontsize,
+                       color="crimson" if flagged else "black")
+    axes[0, 0].set_ylabel(row_labels[0], fontsize=8)
+    axes[1, 0].set_ylabel(row_labels[1], fontsize=8)
     fig.tight_layout()
     return fig

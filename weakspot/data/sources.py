@@ -23,7 +23,6 @@ Add a source with the registry's decorator; the function receives the text after
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -32,6 +31,7 @@ import numpy as np
 
 from weakspot.data.dataset import Dataset
 from weakspot.errors import ConfigError, DataError
+from weakspot.hashing import sha256_file  # noqa: F401  (weakspot.data.sha256_file)
 from weakspot.registry import Registry
 
 PathLike = os.PathLike | str
@@ -53,15 +53,6 @@ SPEC_FORMS = (
 def register_source(name: str) -> Callable:
     """Decorator that adds a data-source kind, usable as ``load_source("name:arg")``."""
     return SOURCES.register(name)
-
-
-def sha256_file(path: PathLike, chunk: int = 1 << 20) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(chunk), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def default_keel_root() -> Path:

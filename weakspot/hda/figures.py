@@ -14,7 +14,7 @@ import numpy as np
 
 from weakspot.hda.config import HdaParams
 from weakspot.hda.result import HdaResult, Landscape
-from weakspot.plotting import display_array, pyplot
+from weakspot.plotting import pairs_across, pyplot, show_image
 
 
 def figures(result: HdaResult, params: HdaParams, target: Any = None) -> Dict[str, Any]:
@@ -26,14 +26,6 @@ def figures(result: HdaResult, params: HdaParams, target: Any = None) -> Dict[st
             "indicators": indicators_figure(s.log10_p[s.balls], s.gradient[s.balls] if s.gradient is not None else None,
                                             s.separation[s.balls]),
             "samples": samples_figure(result.distribution.samples_kde[:8], result.distribution.samples_uniform[:8])}
-
-
-def _image(ax: Any, image: np.ndarray) -> None:
-    """An input image on ``ax``, pixels as squares, no ticks (the axis stays on for a row label)."""
-    im = display_array(image)
-    ax.imshow(im, cmap="gray" if im.ndim == 2 else None, vmin=0, vmax=1, interpolation="nearest")
-    ax.set_xticks([])
-    ax.set_yticks([])
 
 
 def landscape_figure(land: Landscape, sel: np.ndarray, rnd: np.ndarray) -> Any:
@@ -74,30 +66,17 @@ def natural_aes(result: HdaResult, most: int = 12) -> List[int]:
 def aes_figure(result: HdaResult) -> Any:
     """The most natural AEs (:func:`natural_aes`): each seed (top: true class, the model's prediction, its relative
     log density) over its AE (bottom: the prediction and its confidence, SSIM to the seed)."""
-    plt = pyplot()
     s, classes = result.seeds, result.classes
     e, res = result.generators.evals[("hda", "selected")], result.generators.results[("hda", "selected")]
     X, y = s.X[s.selected], s.y[s.selected]
-    picks = natural_aes(result)
-    n = max(1, len(picks))
-    fig, axes = plt.subplots(2, n, figsize=(1.25 * n + 0.6, 3.6), squeeze=False)
-    if not picks:
-        for ax in axes.ravel():
-            ax.axis("off")
-        axes[0, 0].text(0, 0.5, "no AEs found", fontsize=9)
-        return fig
-    for c, j in enumerate(picks):
+    columns = []
+    for j in natural_aes(result):
         i = res.seed_index[j]
         seed_cap = f"{classes[y[i]]}: {classes[int(s.selected_proba[i].argmax())]}\n" \
                    f"density {s.log_density[s.selected[i]]:+.2f}"
         ae_cap = f"-> {classes[int(e.pred[j])]} ({e.conf[j]:.0%})\nSSIM {e.ssim_cases[j]:.3f}"
-        for r, (img, cap) in enumerate(((X[i], seed_cap), (res.X_cases[j], ae_cap))):
-            _image(axes[r, c], img)
-            axes[r, c].set_title(cap, fontsize=8, color="crimson" if r == 1 else "black")
-    axes[0, 0].set_ylabel("seed", fontsize=8)
-    axes[1, 0].set_ylabel("HDA AE", fontsize=8)
-    fig.tight_layout()
-    return fig
+        columns.append(((X[i], seed_cap, False), (res.X_cases[j], ae_cap, True)))
+    return pairs_across(columns, row_labels=("seed", "HDA AE"), empty="no AEs found")
 
 
 def curve_figure(curve: List[Dict[str, float]]) -> Any:
@@ -150,7 +129,7 @@ def samples_figure(kde: np.ndarray, uni: np.ndarray) -> Any:
             ax.set_xticks([])
             ax.set_yticks([])
             if c < len(imgs):
-                _image(ax, imgs[c])
+                show_image(ax, imgs[c], frame=True)
     axes[0, 0].set_ylabel("KDE", fontsize=8)
     axes[1, 0].set_ylabel("uniform", fontsize=8)
     fig.tight_layout()

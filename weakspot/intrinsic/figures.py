@@ -17,7 +17,7 @@ from weakspot.intrinsic.evaluate import ModelEval
 from weakspot.intrinsic.findings import worst_inputs
 from weakspot.intrinsic.run import IntrinsicResult
 from weakspot.intrinsic.surface import DIRECTION_LABELS, Surface
-from weakspot.plotting import display_array, pyplot
+from weakspot.plotting import pairs_across, pyplot
 
 
 def figures(result: IntrinsicResult, params: IntrinsicParams, target: Any) -> Dict[str, Any]:
@@ -96,25 +96,11 @@ def worst_inputs_figure(e: ModelEval, X: np.ndarray, y: np.ndarray, classes: Lis
                         params: IntrinsicParams) -> Any:
     """The inputs with the largest KL divergence (top row) and their worst neighbours (bottom row), captioned with
     the predictions (red: wrong)."""
-    plt = pyplot()
-    idx = worst_inputs(e, max(1, min(8, int(params.max_findings) or 8)))
-    fig, axes = plt.subplots(2, len(idx), figsize=(1.5 * len(idx) + 0.6, 3.6), squeeze=False)
-    for c, i in enumerate(idx):
-        for r, (img, pred, cap) in enumerate(((X[i], e.pred[i], f"true {classes[y[i]]}\npred {classes[e.pred[i]]}"),
-                                              (e.x_worst[i], e.pred_worst[i],
-                                               f"KL {e.kl[i]:.3f}\npred {classes[e.pred_worst[i]]} "
-                                               f"({e.conf_worst[i]:.0%})"))):
-            ax = axes[r, c]
-            im = display_array(img)
-            # not show_image: the axes stay on, for the row labels below
-            ax.imshow(im, cmap="gray" if im.ndim == 2 else None, vmin=0, vmax=1, interpolation="nearest")
-            ax.set_xticks([])
-            ax.set_yticks([])
-            ax.set_title(cap, fontsize=7, color="crimson" if pred != y[i] else "black")
-    axes[0, 0].set_ylabel("input", fontsize=8)
-    axes[1, 0].set_ylabel("worst neighbour", fontsize=8)
-    fig.tight_layout()
-    return fig
+    columns = [((X[i], f"true {classes[y[i]]}\npred {classes[e.pred[i]]}", e.pred[i] != y[i]),
+                (e.x_worst[i], f"KL {e.kl[i]:.3f}\npred {classes[e.pred_worst[i]]} ({e.conf_worst[i]:.0%})",
+                 e.pred_worst[i] != y[i]))
+               for i in worst_inputs(e, max(1, min(8, int(params.max_findings) or 8)))]
+    return pairs_across(columns, row_labels=("input", "worst neighbour"), width=1.5, fontsize=7)
 
 
 def surface_figure(rows: Dict[str, List[Surface]], *, eps: float, title: str = "") -> Any:
