@@ -62,7 +62,8 @@ def module_closure(module: str, skip: Iterable[str] = ()) -> List[str]:
     skip = set(skip)
     seen: Set[str] = set()
     files: Set[Path] = set()
-    todo = [module]
+    parts = module.split(".")
+    todo = [".".join(parts[: i + 1]) for i in range(len(parts))]  # importing a.b.c runs a/ and a/b/__init__ first
     while todo:
         m = todo.pop()
         if m in seen:

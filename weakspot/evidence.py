@@ -69,6 +69,9 @@ class Evidence:
 
     def sentence(self, unit: str = "inputs") -> str:
         """``"38 of 50 held-out inputs fail inside, 6 of 50 random ones: lift 6.3 (95% 3.1-13.8)"``."""
+        if not (math.isfinite(self.lift_lo) and math.isfinite(self.lift)):
+            return (f"{self.failures} of {self.n_confirm} held-out {unit} fail inside, {self.control_failures} of "
+                    f"{self.n_control} random ones: too few to compare")
         hi = "inf" if not math.isfinite(self.lift_hi) else f"{self.lift_hi:.2g}"
         zero = " (no control failure: counted as half a failure)" if self.control_failures == 0 and self.failures else ""
         return (f"{self.failures} of {self.n_confirm} held-out {unit} fail inside, {self.control_failures} of "

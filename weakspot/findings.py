@@ -1,8 +1,11 @@
 """Findings: one table shape for the weak spots every method reports, per (target, method).
 
-Caveats first: ``severity`` is each method's own number, so it ranks findings *within* a method; across methods
-only the rank means something, and ``severity_meaning`` says what the number is. Examples travel with the finding:
-an image as PNG bytes (``image``), a table row as JSON (``example``), a rendering condition as JSON (``factors``).
+Caveats first: a finding is a weak spot only when it is ``confirmed``: measured on inputs its search never saw
+against a random control (:mod:`weakspot.evidence`), its lift's 95% interval above 1. A method that confirms its
+findings makes ``severity`` the lift, so confirmed weak spots rank across methods; a method that does not yet leaves
+its own number in ``severity`` (``severity_meaning`` says what it is) and its findings unchecked (the evidence columns
+at their defaults, :data:`UNCHECKED`). Examples travel with the finding: an image as PNG bytes (``image``), a table
+row as JSON (``example``), a rendering condition as JSON (``factors``).
 
 Columns (:data:`COLUMNS`):
 
@@ -17,6 +20,15 @@ confidence         the model's probability of that prediction
 example            JSON of the example row (tabular), or ``""``
 factors            JSON of the rendering factors (scenes), or ``""``
 image              PNG bytes of the example input, or ``None``
+n_confirm          held-out inputs inside the region the finding was measured on (0: not checked)
+failures           how many of them the model fails
+n_control          inputs drawn at random from the same eligible set, measured the same way
+control_failures   how many of them the model fails
+lift               failure rate inside / the control's (NaN: not checked)
+lift_lo, lift_hi   its 95% interval (score interval for a ratio of two proportions)
+p_value            one-sided: the region fails no more often than the control
+confirmed          ``lift_lo > 1`` on at least :data:`weakspot.evidence.MIN_CONFIRM` inputs
+confirmation       one sentence: what the held-out inputs and the control were, or that it was not checked
 =================  ==========================================================================================
 """
 
@@ -30,7 +42,12 @@ import numpy as np
 from weakspot.errors import DataError
 
 REQUIRED = ("weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence")
-OPTIONAL = {"example": "", "factors": "", "image": None}
+#: the evidence columns (:mod:`weakspot.evidence`) as a finding no one has checked on held-out inputs carries them
+UNCHECKED = {"n_confirm": 0, "failures": 0, "n_control": 0, "control_failures": 0, "lift": float("nan"),
+             "lift_lo": float("nan"), "lift_hi": float("nan"), "p_value": float("nan"), "confirmed": False,
+             "confirmation": "not checked: the search's own output, never measured on held-out inputs against a "
+                             "random control"}
+OPTIONAL = {"example": "", "factors": "", "image": None, **UNCHECKED}
 COLUMNS = ("rank",) + REQUIRED + tuple(OPTIONAL)
 
 
@@ -57,7 +74,12 @@ def normalise(df: Any, *, where: str = "findings") -> "Any":
     if out["severity"].isna().any():
         raise DataError(f"{where}: a finding has a NaN severity")
     out["confidence"] = out["confidence"].astype(float)
-    for col in ("weak_spot", "kind", "severity_meaning", "label", "prediction", "example", "factors"):
+    for col in ("n_confirm", "failures", "n_control", "control_failures"):
+        out[col] = out[col].fillna(0).astype(np.int64)
+    for col in ("lift", "lift_lo", "lift_hi", "p_value"):
+        out[col] = out[col].astype(float)
+    out["confirmed"] = out["confirmed"].fillna(False).astype(bool)
+    for col in ("weak_spot", "kind", "severity_meaning", "label", "prediction", "example", "factors", "confirmation"):
         out[col] = out[col].fillna("").astype(str)
     out = out.reset_index(drop=True)
     out.insert(0, "rank", np.arange(1, len(out) + 1, dtype=np.int64))

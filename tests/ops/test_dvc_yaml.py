@@ -131,3 +131,14 @@ def test_no_stage_but_the_report_depends_on_operations_code():
             assert {"ops/history.py", "ops/verdict.py"} <= set(ops_deps) or "ops" in ops_deps, ops_deps
         else:
             assert not ops_deps, f"stage {name} depends on {ops_deps}"
+
+
+def test_a_modules_closure_holds_the_packages_python_runs_before_it():
+    """Importing ``weakspot.gad.ranking`` runs ``weakspot/__init__`` and ``weakspot/gad/__init__`` first (the method's
+    registration), though the module imports neither: a plug-in whose entry point never imports its own package still
+    has its registration and params model among its stage's deps."""
+    from tasks.closure import module_closure
+
+    files = module_closure("weakspot.gad.ranking")
+    assert {"weakspot/__init__.py", "weakspot/gad/__init__.py", "weakspot/gad/config.py",
+            "weakspot/gad/ranking.py"} <= set(files)

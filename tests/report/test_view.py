@@ -6,6 +6,7 @@ import json
 import pandas as pd
 
 from weakspot.report import view
+from weakspot.report.html import weak_spots_html
 
 
 def test_numbers_print_to_four_significant_digits_and_small_ones_in_e_notation():
@@ -70,9 +71,11 @@ def test_a_finding_says_what_the_model_predicted_and_the_true_class_and_keeps_it
 
 def test_a_method_card_says_why_it_did_not_run_or_that_its_findings_are_missing_or_shows_the_top_ones():
     df = pd.DataFrame({"rank": [1, 2, 3], "weak_spot": ["a", "b", "c"], "severity": [3.0, 2.0, 1.0],
-                       "severity_meaning": ["how bad"] * 3, "prediction": [""] * 3, "label": [""] * 3})
+                       "severity_meaning": ["how bad"] * 3, "prediction": [""] * 3, "label": [""] * 3,
+                       "n_confirm": [40, 40, 40], "confirmed": [True, True, False], "confirmation": ["held out"] * 3})
     card = view.method_card({"name": "m", "title": "M", "findings": df, "anchor": "m-t"}, max_findings=2)
     assert [f["weak_spot"] for f in card["findings"]] == ["a", "b"] and card["count"] == 3
+    assert [f["weak_spot"] for f in card["unconfirmed"]] == ["c"] and card["control"]["kind"] == "won"
     assert card["meaning"] == "how bad" and card["anchor"] == "m-t" and not card["missing"]
     assert view.method_card({"name": "m", "title": "M", "reason": "needs images", "findings": df}, 2)["findings"] == []
     assert view.method_card({"name": "m", "title": "M"}, 2)["missing"]
@@ -119,3 +122,18 @@ def test_the_page_opens_each_group_once_and_navigates_to_targets_since_and_group
     assert [a for a, _ in p["nav"]] == ["glance", "target-a", "since", "group-train-a", "group-gad-a"]
     assert p["glance"] == [("Model", "h1"), ("gad", "h2")] and p["meta"][0] == ("when", "1")
     assert p["meta"][1][0] == "since the last audit" and p["since"]["verdict"].startswith("no audit")
+
+
+def test_only_confirmed_findings_are_weak_spots_and_a_method_that_loses_to_its_control_says_so():
+    base = {"rank": [1, 2], "weak_spot": ["a", "b"], "severity": [3.0, 2.0], "severity_meaning": ["lift"] * 2,
+            "prediction": [""] * 2, "label": [""] * 2}
+    lost = view.method_card({"name": "m", "title": "M", "findings": pd.DataFrame(
+        {**base, "n_confirm": [30, 30], "confirmed": [False, False], "confirmation": ["x", "y"]})}, 4)
+    assert lost["findings"] == [] and lost["n_unconfirmed"] == 2 and lost["control"]["kind"] == "lost"
+    assert lost["control"]["text"].startswith("Did not beat its random control")
+    unchecked = view.method_card({"name": "m", "title": "M", "findings": pd.DataFrame(
+        {**base, "n_confirm": [0, 0], "confirmed": [False, False], "confirmation": ["not checked"] * 2})}, 4)
+    assert unchecked["findings"] == [] and unchecked["control"]["kind"] == "unchecked"
+    html = weak_spots_html({"name": "t", "methods": [{"name": "m", "title": "M", "findings": pd.DataFrame(
+        {**base, "n_confirm": [30, 30], "confirmed": [False, False], "confirmation": ["x", "y"]})}]})
+    assert "No confirmed weak spot." in html and "2 not confirmed" in html and "<details" in html

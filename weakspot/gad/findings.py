@@ -9,15 +9,16 @@ lowest confidence first and the one weak spot says why.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from weakspot.errors import ConfigError
 from weakspot.gad.protocol import DatasetOutcome
+from weakspot.gad.ranking import Ranking, order_by
 from weakspot.fmt import fmt
 
-RESERVED_COLUMNS = ("rank", "prediction", "confidence", "adversarial_distance", "gad_score", "row")
+RESERVED_COLUMNS = ("rank", "prediction", "confidence", "adversarial_distance", "gad_score", "row", "ranked_by")
 FINDING_COLUMNS = ("weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence", "example")
 
 
@@ -38,7 +39,7 @@ def unreliable_reason(o: DatasetOutcome) -> str:
             "learn the black box and the adversarial distances GAD ranks by mean nothing")
 
 
-def findings_of(outcome: DatasetOutcome, *, top: int = 20) -> Tuple["Any", "Any"]:
+def findings_of(outcome: DatasetOutcome, *, top: int = 20, ranking: Optional[Ranking] = None) -> Tuple["Any", "Any"]:
     """GAD's findings on one target: the rows to label, ranked, and a summary of where they concentrate.
 
     Parameters
@@ -47,6 +48,9 @@ def findings_of(outcome: DatasetOutcome, *, top: int = 20) -> Tuple["Any", "Any"
         From :func:`weakspot.gad.protocol.run_target`.
     top : int, default 20
         How many of the top-ranked rows the summary describes.
+    ranking : Ranking, optional
+        The search that orders ``to_label`` (:func:`weakspot.gad.ranking.choose`: the label-free one that found the
+        most errors per label on the labelled pools); default GAD where reliable, else the lowest confidence.
 
     Returns
     -------
@@ -70,7 +74,8 @@ def findings_of(outcome: DatasetOutcome, *, top: int = 20) -> Tuple["Any", "Any"
         split). No ground truth. ``gad_score = F(p) - (log-)MAE``, i.e. minus the GAD of Eq. 2 with the LOESS ``F``
         fitted on all eligible rows: how much less perturbation than the confidence leads one to expect flipped the
         prediction. It is sorted descending (the paper queries the lowest GAD first); rows the attack never flipped
-        get ``-inf`` and come last.
+        get ``-inf`` and come last. The rows come in the order of ``ranking`` (named in the column ``ranked_by``):
+        GAD's score highest first only where GAD found the most errors per label.
 
     Where GAD is unreliable (:attr:`DatasetOutcome.gad_reliable` is False: the pseudo-model failed the R^2 gate),
     ``weak_spots`` is one ``kind = "method_caveat"`` row saying so and why (severity 0), and ``to_label`` lists the
@@ -88,11 +93,16 @@ def findings_of(outcome: DatasetOutcome, *, top: int = 20) -> Tuple["Any", "Any"
     else:  # no GAD ranking: lowest confidence first (Sec. I), ties by row
         order = np.lexsort((rows, o.test_confidence[rows]))
         score = np.full(len(rows), np.nan)
-    to_label = _to_label(o, order, score[order])
+    chosen = ranking.chosen if ranking is not None else ("gad" if o.gad_reliable else "low_confidence")
+    if chosen == "gad" and not o.gad_reliable:
+        chosen = "low_confidence"
+    listed = order_by(chosen, o.test_confidence[rows], score, rows, seed=o.split_seed)
+    to_label = _to_label(o, listed, score[listed])
+    to_label["ranked_by"] = chosen
     if not o.gad_reliable:
         spots = [_caveat_spot(o, rows)]
     elif len(order):
-        spots = [_feature_range_spot(o, rows[order], int(top)), *_input_spots(o, to_label)]
+        spots = [_feature_range_spot(o, rows[order], int(top)), *_input_spots(o, _to_label(o, order, score[order]))]
     else:
         spots = []
     return pd.DataFrame(spots, columns=list(FINDING_COLUMNS)), to_label

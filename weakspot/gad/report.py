@@ -17,6 +17,7 @@ import numpy as np
 from weakspot.gad.config import GadParams
 from weakspot.gad.findings import findings_of, unreliable_reason
 from weakspot.gad.protocol import DatasetOutcome
+from weakspot.gad.ranking import LABEL_FREE, Ranking, choose
 from weakspot.gad.search import search_label
 from weakspot.gad.stats import (across_seeds, common_budget, curve_band, error_aucs, group_runs,
                                 lowest_gad_error_rate, nanmean, seed_stats)
@@ -334,6 +335,25 @@ def _headline(name: str, m: Dict[str, Any]) -> str:
                "a lot; read the error counts." if few else ""))
 
 
+def _add_ranking(sec: StageResult, ranking: Ranking, name: str, n_rows: int) -> None:
+    """The to-label list's ranking in the section: a table of every search's errors per label, a paragraph and a
+    headline naming the search that orders the list."""
+    import pandas as pd
+
+    sec.tables["to_label_ranking"] = pd.DataFrame(
+        [{"search": search_label(s), "errors_per_budget": rounded(v), "budget": ranking.budget,
+          "label_free": s in LABEL_FREE, "ranks_to_label": s == ranking.chosen} for s, v in ranking.errors.items()])
+    sec.items.append({"table": "to_label_ranking", "caption": (
+        "Which search orders the to-label list: errors found in the first queries of each search (mean over pools "
+        "and split seeds); only a label-free search can rank rows no one has labelled, and the one with the most "
+        "errors per label does.")})
+    text = (f"The to-label list of {name} ({n_rows} rows: the to_label.csv next to GAD's findings, column "
+            f"ranked_by) is {ranking.sentence()}.")
+    sec.summary.append(text + " The ranking is chosen on the protocol's labelled pools; GAD orders the list only "
+                              "where it found the most errors per label.")
+    sec.headline.append(text)
+
+
 def _parquet(df: Any) -> bytes:
     buf = io.BytesIO()
     df.to_parquet(buf, engine="pyarrow", index=False)
@@ -345,7 +365,12 @@ def report(outcomes: List[DatasetOutcome], params: GadParams, target: AuditTarge
     :func:`weakspot.gad.findings.findings_of`) and its to-label list as the extra products ``to_label.parquet`` and
     ``to_label.csv``."""
     audited = next(iter(group_runs(outcomes).values()))[0]
-    weak_spots, to_label = findings_of(audited)
-    return MethodReport(section=section(outcomes, params), findings=weak_spots,
+    sec = section(outcomes, params)
+    m = sec.metrics[audited.name]
+    errors = {s: v for s, v in m["errors"].items() if v is not None}
+    ranking = choose(errors, m["budget"], m["gad_reliable"])
+    weak_spots, to_label = findings_of(audited, ranking=ranking)
+    _add_ranking(sec, ranking, audited.name, len(to_label))
+    return MethodReport(section=sec, findings=weak_spots,
                         extras={"to_label.parquet": _parquet(to_label),
                                 "to_label.csv": to_label.to_csv(index=False).encode()})

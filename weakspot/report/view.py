@@ -14,6 +14,8 @@ import base64
 import json
 from typing import Any, Dict, List, Mapping, Optional
 
+import numpy as np
+
 #: a table with more columns than this and at most TRANSPOSE_ROWS rows is shown transposed (one line per column)
 TRANSPOSE_COLUMNS, TRANSPOSE_ROWS = 14, 8
 
@@ -96,7 +98,26 @@ def finding(row: Mapping[str, Any]) -> Dict[str, Any]:
         "confidence": number(float(row.get("confidence", float("nan")))) if row.get("prediction") else "",
         "label": str(row.get("label") or ""),
         "tables": _row_tables(row),
+        "confirmed": bool(row.get("confirmed", False)),
+        "evidence": str(row.get("confirmation") or ""),
     }
+
+
+def control_verdict(df: Any) -> Dict[str, str]:
+    """Whether a method's findings beat their random control on this target: ``{"kind": "won" | "lost" |
+    "unchecked" | "none", "text"}`` (the first line of its card)."""
+    if df is None or not len(df):
+        return {"kind": "none", "text": ""}
+    checked = df[df["n_confirm"] > 0] if "n_confirm" in df.columns else df.iloc[:0]
+    n_ok = int(df["confirmed"].sum()) if "confirmed" in df.columns else 0
+    if not len(checked):
+        return {"kind": "unchecked", "text": f"Not checked against a control: its {len(df)} finding(s) are the "
+                                             "search's own output, shown below as not confirmed."}
+    if n_ok:
+        return {"kind": "won", "text": f"Beat its random control: {n_ok} of {len(checked)} finding(s) checked on "
+                                       "held-out inputs confirmed."}
+    return {"kind": "lost", "text": f"Did not beat its random control: none of the {len(checked)} finding(s) checked "
+                                    "on held-out inputs failed more often than random ones."}
 
 
 def method_card(m: Mapping[str, Any], max_findings: int) -> Dict[str, Any]:
@@ -104,14 +125,18 @@ def method_card(m: Mapping[str, Any], max_findings: int) -> Dict[str, Any]:
     ``max_findings`` findings."""
     card = {"name": m.get("name", ""), "title": m["title"], "paper": m.get("paper", ""),
             "reason": m.get("reason") or "", "anchor": m.get("anchor") or "",
-            "missing": False, "findings": [], "meaning": "", "count": 0}
+            "missing": False, "findings": [], "unconfirmed": [], "meaning": "", "count": 0,
+            "control": {"kind": "none", "text": ""}}
     df = m.get("findings")
     if card["reason"]:
         return card
     if df is None:
         return {**card, "missing": True}
-    return {**card, "findings": [finding(r) for r in df.head(max_findings).to_dict("records")],
-            "meaning": df["severity_meaning"].iloc[0] if len(df) else "", "count": len(df)}
+    ok = df["confirmed"].astype(bool) if "confirmed" in df.columns else np.zeros(len(df), bool)
+    return {**card, "findings": [finding(r) for r in df[ok].head(max_findings).to_dict("records")],
+            "unconfirmed": [finding(r) for r in df[~ok].head(max_findings).to_dict("records")],
+            "meaning": df["severity_meaning"].iloc[0] if len(df) else "", "count": len(df),
+            "n_unconfirmed": int((~ok).sum()), "control": control_verdict(df)}
 
 
 def target(t: Mapping[str, Any], max_findings: int = 4) -> Dict[str, Any]:

@@ -1,0 +1,123 @@
+"""Weak segments' report on a target: a :class:`~weakspot.segments.run.SegmentsResult` as metrics, a table, prose
+and findings.
+
+Caveats first: ``severity`` is the held-out lift (the segment's failure rate on the confirmation half over that of
+as many random rows of the half); with no failure among the random rows the lift counts half a failure there (the
+evidence sentence says so). Every candidate is a finding; only confirmed ones (the lift's 95% interval above 1) are
+weak spots. The method beats its control on a target when at least one segment is confirmed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List
+
+import numpy as np
+
+from weakspot.evidence import COLUMNS as EVIDENCE_COLUMNS
+from weakspot.findings import to_png
+from weakspot.fmt import fmt, rounded
+from weakspot.methods import AuditTarget, MethodReport
+from weakspot.result import StageResult
+from weakspot.segments.config import SegmentsParams
+from weakspot.segments.run import Segment, SegmentsResult
+
+SEVERITY = ("lift: the segment's failure rate on held-out evaluation rows over that of as many random rows of the "
+            "same held-out half")
+CONFIRMATION = ("{n} held-out rows (the half of the evaluation rows the error tree never saw) against {m} rows "
+                "drawn at random from that half")
+KEY_METRICS = ["error_rate", "n_candidates", "n_confirmed", "top_lift", "top_lift_lo"]
+
+
+def metrics_of(result: SegmentsResult) -> Dict[str, Any]:
+    top = result.confirmed[0].evidence if result.confirmed else None
+    return {"n_eval": int(len(result.failed)), "n_search": int(len(result.search)),
+            "n_confirm": int(len(result.confirm)), "error_rate": rounded(result.failed.mean()),
+            "min_rows": int(result.min_rows), "n_candidates": len(result.segments),
+            "n_confirmed": len(result.confirmed), "top_lift": rounded(top.lift) if top else None,
+            "top_lift_lo": rounded(top.lift_lo) if top else None, "beat_control": bool(result.confirmed)}
+
+
+def table_of(result: SegmentsResult) -> Any:
+    import pandas as pd
+
+    rows = []
+    for s in result.segments:
+        e = s.evidence
+        rows.append({"segment": s.text, "search_rows": s.search_rows, "search_failures": s.search_failures,
+                     "held_out_rows": e.n_confirm, "failures": e.failures, "control_rows": e.n_control,
+                     "control_failures": e.control_failures, "lift": rounded(e.lift, 3),
+                     "lift_lo": rounded(e.lift_lo, 3), "lift_hi": rounded(e.lift_hi, 3),
+                     "p_value": rounded(e.p_value, 5), "confirmed": e.confirmed})
+    cols = ["segment", "search_rows", "search_failures", "held_out_rows", "failures", "control_rows",
+            "control_failures", "lift", "lift_lo", "lift_hi", "p_value", "confirmed"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _example(result: SegmentsResult, target: AuditTarget, i: int) -> Dict[str, Any]:
+    ds = target.test
+    out: Dict[str, Any] = {"example": "", "image": None}
+    if result.image:
+        out["image"] = to_png(np.asarray(ds.X[i]), scale=4)
+    else:
+        out["example"] = json.dumps({n: rounded(v) for n, v in zip(result.features.names, result.features.values[i])})
+    return out
+
+
+def findings_of(result: SegmentsResult, target: AuditTarget) -> Any:
+    import pandas as pd
+
+    classes = [str(c) for c in target.classes]
+    rows: List[Dict[str, Any]] = []
+    for s in result.segments:
+        e = s.evidence
+        label = classes[next(iter(s.rule.allowed))] if s.rule.allowed is not None and len(s.rule.allowed) == 1 else ""
+        i = int(s.examples[0]) if len(s.examples) else None
+        rows.append({"weak_spot": s.text, "kind": "segment", "severity": float(np.nan_to_num(e.lift, nan=0.0)),
+                     "severity_meaning": SEVERITY, "label": classes[int(result.features.y[i])] if i is not None else label,
+                     "prediction": classes[int(result.predicted[i])] if i is not None else "",
+                     "confidence": float(result.confidence[i]) if i is not None else float("nan"),
+                     **(_example(result, target, i) if i is not None else {}), **e.columns(),
+                     "confirmation": CONFIRMATION.format(n=e.n_confirm, m=e.n_control) + ": " + e.sentence("rows")})
+    cols = ["weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence", "example",
+            "image", *EVIDENCE_COLUMNS, "confirmation"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def summary_of(m: Dict[str, Any], result: SegmentsResult, params: SegmentsParams) -> List[str]:
+    feats = ", ".join(result.features.names)
+    first = (f"An error tree (depth at most {params.max_depth}, segments of at least {m['min_rows']} rows) was fit on "
+             f"{m['n_search']} of the {m['n_eval']} evaluation rows, in the target's true class and {feats}; the "
+             f"model fails {fmt(100 * m['error_rate'])}% of the evaluation rows. It proposed {m['n_candidates']} "
+             f"segment(s) that fail more often than the rows overall; each was measured on the other "
+             f"{m['n_confirm']} rows against as many rows drawn at random from them, at the 95% level each (no "
+             f"correction for the {m['n_candidates']} tested).")
+    if result.confirmed:
+        s = result.confirmed[0]
+        second = (f"{m['n_confirmed']} confirmed (the lift's interval above 1). The strongest: {s.text}: "
+                  f"{s.evidence.sentence('rows')}.")
+    else:
+        second = ("No segment is confirmed: on held-out rows none failed more often than random rows (the method "
+                  "did not beat its control on this target).")
+    return [first, second]
+
+
+def report(result: SegmentsResult, params: SegmentsParams, target: AuditTarget) -> MethodReport:
+    """The section (metrics, the segments table, prose; the figure is :func:`weakspot.segments.figures.figures`')
+    and the findings (every candidate, with its evidence)."""
+    m = metrics_of(result)
+    headline = []
+    if result.confirmed:
+        s = result.confirmed[0]
+        headline.append(f"Weak segment of {target.name}: {s.text} ({s.evidence.failures} of {s.evidence.n_confirm} "
+                        f"held-out rows fail, {s.evidence.control_failures} of {s.evidence.n_control} random ones; "
+                        f"lift {fmt(s.evidence.lift, 2)}, 95% {fmt(s.evidence.lift_lo, 2)}-{fmt(s.evidence.lift_hi, 2)}).")
+    items = [{"table": "segments", "caption": "Every candidate segment: what the error tree saw of it (search half) "
+                                              "and its held-out evidence against random rows."}]
+    figures = {"lift"} if result.segments else set()
+    items += [{"figure": f, "caption": "Held-out lift of each candidate with its 95% interval; right of the line "
+                                      "(1 = no more failures than random rows) the confirmed ones."} for f in figures]
+    section = StageResult(metrics=m, tables={"segments": table_of(result)}, title=f"Weak segments ({target.name})",
+                          summary=summary_of(m, result, params), items=items, headline=headline,
+                          key_metrics=KEY_METRICS)
+    return MethodReport(section=section, findings=findings_of(result, target))

@@ -1,0 +1,116 @@
+"""Weak segments: an error tree on half of the evaluation rows proposes regions, the other half confirms them.
+
+Caveats first: a row fails when the model's top class is not its label. The halves are drawn from ``params.seed``
+(stratified on failure when both halves can hold failures); each candidate is measured on the held-out half against
+as many rows drawn at random from that half (:func:`weakspot.evidence.on_masks`), so a segment is confirmed only when
+its failures hold on rows the tree never saw. Up to ``max_segments`` candidates are tested, each at the 95% level
+(no correction for the number tested: the report says how many were).
+
+Example
+-------
+>>> import numpy as np
+>>> from types import SimpleNamespace
+>>> from weakspot.data.dataset import Dataset
+>>> from weakspot.segments.config import SegmentsParams
+>>> rng = np.random.default_rng(0)
+>>> X = rng.uniform(-1, 1, (2000, 2)).astype(np.float32)
+>>> y = (X[:, 0] > 0).astype(np.int64)
+>>> class Model:  # right everywhere except where x1 > 0.5 (it predicts class 0 there)
+...     def predict_proba(self, X):
+...         p = ((X[:, 0] > 0) & (X[:, 1] <= 0.5)).astype(float)
+...         return np.column_stack([1 - p, p])
+>>> t = SimpleNamespace(test=Dataset(X=X, y=y, classes=["a", "b"], feature_names=["x0", "x1"]), model=Model())
+>>> res = run(t, SegmentsParams(), None)
+>>> res.segments[0].text, res.segments[0].evidence.confirmed
+('class = b and x1 > 0.5', True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, List
+
+import numpy as np
+
+from weakspot.errors import DataError
+from weakspot.evidence import Evidence, on_masks
+from weakspot.segments.config import SegmentsParams
+from weakspot.segments.features import Features, features_of
+from weakspot.segments.rules import Rule, weak_rules
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One candidate region: its rule, what the tree saw of it (search half) and its held-out evidence."""
+
+    rule: Rule
+    text: str
+    search_rows: int
+    search_failures: int
+    evidence: Evidence
+    examples: np.ndarray  # indices into the evaluation rows: failing held-out rows inside, at most 3
+
+
+@dataclass
+class SegmentsResult:
+    """Every candidate segment (confirmed first, then by lift) and the rows they were found and judged on."""
+
+    segments: List[Segment]
+    features: Features
+    failed: np.ndarray  # per evaluation row
+    predicted: np.ndarray
+    confidence: np.ndarray
+    search: np.ndarray  # indices of the search half
+    confirm: np.ndarray  # indices of the held-out half
+    min_rows: int
+    image: bool
+
+    @property
+    def confirmed(self) -> List[Segment]:
+        return [s for s in self.segments if s.evidence.confirmed]
+
+
+def split_halves(failed: np.ndarray, fraction: float, seed: int) -> "tuple[np.ndarray, np.ndarray]":
+    """Search and confirmation indices (``fraction`` held out), stratified on failure where both halves can hold
+    at least one failure and one success."""
+    from sklearn.model_selection import train_test_split
+
+    idx = np.arange(len(failed))
+    strat = failed if min(failed.sum(), (~failed).sum()) >= 2 else None
+    search, confirm = train_test_split(idx, test_size=fraction, random_state=seed, stratify=strat)
+    return np.sort(search), np.sort(confirm)
+
+
+def run(target: Any, params: SegmentsParams, runtime: Any) -> SegmentsResult:
+    """The weak segments of ``target``'s evaluation rows (``target.test``) under ``target.model``."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    ds = target.test
+    if len(ds) < 4 * params.min_rows:
+        raise DataError(f"segments: {len(ds)} evaluation rows; at least {4 * params.min_rows} (4 x segments.min_rows) "
+                        "are needed to search one half and confirm on the other")
+    p = np.asarray(target.model.predict_proba(ds.X), np.float64)
+    if p.ndim != 2 or p.shape[0] != len(ds) or not np.isfinite(p).all():
+        raise DataError(f"segments: the model's probabilities have shape {p.shape} (or are not finite) for "
+                        f"{len(ds)} rows")
+    predicted, confidence = p.argmax(axis=1), p.max(axis=1)
+    failed = predicted != np.asarray(ds.y)
+    feats = features_of(ds)
+    search, confirm = split_halves(failed, params.confirm_fraction, params.seed)
+    min_rows = max(params.min_rows, int(np.ceil(params.min_fraction * len(search))))
+    segments: List[Segment] = []
+    if failed[search].any():
+        tree = DecisionTreeClassifier(max_depth=params.max_depth, min_samples_leaf=min_rows,
+                                      random_state=params.seed).fit(feats.matrix()[search], failed[search])
+        found = weak_rules(tree, feats.names, len(feats.classes), float(failed[search].mean()), min_rows)
+        found = sorted(found, key=lambda r: (-r[2] / r[1], -r[1]))[: params.max_segments]
+        values, y = feats.values[confirm], feats.y[confirm]
+        for i, (rule, rows, fails) in enumerate(found):
+            inside = rule.mask(values, feats.names, y)
+            ev = on_masks(failed[confirm], inside, seed=[params.seed, i])
+            examples = confirm[inside & failed[confirm]][:3]
+            segments.append(Segment(rule, rule.text(feats.classes), rows, fails, ev, examples))
+    segments.sort(key=lambda s: (not s.evidence.confirmed, -np.nan_to_num(s.evidence.lift, nan=-1.0)))
+    return SegmentsResult(segments=segments, features=feats, failed=failed, predicted=predicted,
+                          confidence=confidence, search=search, confirm=confirm, min_rows=min_rows,
+                          image=np.asarray(ds.X).ndim == 4)
