@@ -55,5 +55,6 @@ def test_gad_beats_random_search_where_confident_errors_sit_in_steep_pockets():
     assert o.gad_reliable, (o.pseudo_r2, o.pseudo_r2_eval)
     err = across_seeds([o], o.budget)
     gad, rnd, low = err["gad"]["errors"], err["random"]["errors"], err["low_confidence"]["errors"]
-    assert gad >= 2.0 * rnd and gad > low, (gad, rnd, low)  # per 10 labels, mean over 20 pools (measured: 3.05, 1.1, 0.4)
+    # per 10 labels, mean over 20 pools (measured: 3.05, 1.1, 0.4; without the steep ring 1.5, 0.9, 0.25)
+    assert gad >= 2.0 * rnd and gad > low, (gad, rnd, low)
     assert choose({s: v["errors"] for s, v in err.items()}, o.budget, o.gad_reliable).chosen == "gad"
