@@ -69,7 +69,9 @@ def weak_spots(targets: dict, metrics: dict) -> list:
             elif paths.findings(name, method).is_file():
                 entry["findings"] = pd.read_parquet(paths.findings(name, method))
             cards.append(entry)
-        out.append({"name": name, "intro": intro + ".", "methods": cards})
+        model = f"{t.model.kind} {t.model.arch or Path(str(t.model.weights or t.model.factory)).name}"
+        out.append({"name": name, "intro": intro + ".", "methods": cards, "model": model,
+                    "accuracy": m.get("test_accuracy")})
     return out
 
 

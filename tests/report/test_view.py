@@ -119,7 +119,7 @@ def test_the_page_opens_each_group_once_and_navigates_to_targets_since_and_group
                   targets=[{"name": "a", "methods": []}], groups={"gad": "GAD"}, since={"n_audits": 0}, trend_png=None)
     assert [s["id"] for s in p["sections"]] == ["train-a", "gad-a", "gad-b"]
     assert [s["group"] for s in p["sections"]] == ["Model", "GAD", None]
-    assert [a for a, _ in p["nav"]] == ["glance", "target-a", "since", "group-train-a", "group-gad-a"]
+    assert [a for a, _ in p["nav"]] == ["overview", "glance", "target-a", "since", "group-train-a", "group-gad-a"]
     assert p["glance"] == [("Model", "h1"), ("gad", "h2")] and p["meta"][0] == ("when", "1")
     assert p["meta"][1][0] == "since the last audit" and p["since"]["verdict"].startswith("no audit")
 
@@ -137,3 +137,31 @@ def test_only_confirmed_findings_are_weak_spots_and_a_method_that_loses_to_its_c
     html = weak_spots_html({"name": "t", "methods": [{"name": "m", "title": "M", "findings": pd.DataFrame(
         {**base, "n_confirm": [30, 30], "confirmed": [False, False], "confirmation": ["x", "y"]})}]})
     assert "No confirmed weak spot." in html and "2 not confirmed" in html and "<details" in html
+
+
+def test_the_report_opens_with_a_row_per_target_and_ranks_confirmed_weak_spots_across_methods_by_lift():
+    def df(spots, confirmed, lifts):
+        n = len(spots)
+        return pd.DataFrame({"rank": range(1, n + 1), "weak_spot": spots, "severity": lifts,
+                             "severity_meaning": ["lift"] * n, "prediction": [""] * n, "label": [""] * n,
+                             "n_confirm": [40] * n, "confirmed": confirmed, "lift": lifts, "lift_lo": [1.5] * n,
+                             "lift_hi": [9.0] * n, "confirmation": ["held out"] * n})
+
+    targets = [
+        {"name": "a", "model": "sklearn svm", "accuracy": 0.8123, "methods": [
+            {"name": "segments", "title": "Weak segments", "findings": df(["x <= 0", "y > 1"], [True, True], [2.0, 5.0])},
+            {"name": "gad", "title": "GAD", "findings": df(["row 3"], [False], [7.0])},
+            {"name": "hda", "title": "HDA", "reason": "needs images"}]},
+        {"name": "b", "methods": [{"name": "segments", "title": "Weak segments",
+                                   "findings": df(["class = c"], [False], [1.1])}]},
+    ]
+    spots = view.confirmed_spots(targets[0])
+    assert [s["weak_spot"] for s in spots] == ["y > 1", "x <= 0"]  # by lift; GAD's unconfirmed row is not there
+    o = view.overview(targets)
+    assert o["methods"] == ["Weak segments", "GAD", "HDA"]
+    a, b = o["rows"]
+    assert a["accuracy"] == "81.2%" and a["n_confirmed"] == 2 and a["worst"].startswith("y > 1 (Weak segments): lift 5")
+    assert a["verdicts"] == ["won", "lost", "not run"] and b["verdicts"] == ["lost", "", ""]
+    assert b["worst"] == "none confirmed"
+    html = weak_spots_html({**targets[0]})
+    assert html.index("Confirmed weak spots") < html.index("<h3>Weak segments")
