@@ -79,6 +79,7 @@ def normalise(df: Any, *, where: str = "findings") -> "Any":
     for col in ("lift", "lift_lo", "lift_hi", "p_value"):
         out[col] = out[col].astype(float)
     out["confirmed"] = out["confirmed"].fillna(False).astype(bool)
+    out["confirmation"] = out["confirmation"].fillna(UNCHECKED["confirmation"])  # rows a method left unchecked
     for col in ("weak_spot", "kind", "severity_meaning", "label", "prediction", "example", "factors", "confirmation"):
         out[col] = out[col].fillna("").astype(str)
     out = out.reset_index(drop=True)

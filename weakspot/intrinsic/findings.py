@@ -3,15 +3,17 @@ the strongest attack's error rate, the least stable classes, and the inputs whos
 prediction.
 
 Caveats first: only the audited model's weak spots are findings (the defended models are references). A class is a
-weak spot only when its psi is below the model's overall psi (at most three); an input's severity is its largest KL
-divergence in the ball, not a failure rate, so it ranks inputs, not methods. Input numbers count in the shuffled pool
+candidate when its psi on half the attacked inputs is below that half's overall psi (at most three), and is
+confirmed on the other half (:func:`class_evidence`): its severity is that lift. An input's severity is its largest
+KL divergence in the ball, not a failure rate, so it ranks inputs, not methods (inputs and the threat model are not
+checked against a control). Input numbers count in the shuffled pool
 order of :func:`weakspot.intrinsic.run.measure`.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, List
+from typing import Any, List, Tuple
 
 import numpy as np
 
@@ -20,8 +22,34 @@ from weakspot.intrinsic.evaluate import ModelEval
 from weakspot.intrinsic.tables import attack_names
 
 SEVERITY_THREAT = "share of the attacked inputs misclassified under the strongest attack that ran (1 = every one)"
-SEVERITY_CLASS = ("mean over the class's inputs of the largest KL divergence in the eps-ball (normalised logits); "
-                  "1/psi of the class")
+SEVERITY_CLASS = ("lift: the share of the class's held-out inputs with a misclassified neighbour in the eps-ball over "
+                  "that of as many random held-out inputs (the class chosen by its psi on the other half)")
+CONFIRM_CLASS = ("chosen as less stable than the model overall (psi) on half the attacked inputs; on the other half, "
+                 "inputs of class {c} against as many random ones, failing when a neighbour in the eps-ball is "
+                 "misclassified: ")
+
+
+def class_evidence(e: ModelEval, y: np.ndarray, n_classes: int, seed: int, top: int = 3) -> List[Tuple[int, Any]]:
+    """The least stable classes, chosen on half the attacked inputs and confirmed on the other half.
+
+    The inputs are split in two halves drawn from ``seed``; a class is a candidate when its psi on the first half
+    (``1 / mean KL`` of its inputs) is below the first half's overall psi (at most ``top``, least stable first); its
+    evidence (:func:`weakspot.evidence.on_masks`) counts, on the second half, its inputs whose worst neighbour in the
+    eps-ball is misclassified against as many random inputs of that half: ``[(class, Evidence)]``."""
+    from weakspot.evidence import on_masks
+
+    y = np.asarray(y)
+    n = len(y)
+    order = np.random.default_rng(seed).permutation(n)
+    a, b = np.zeros(n, bool), np.zeros(n, bool)
+    a[order[: n // 2]], b[order[n // 2:]] = True, True
+    kl = np.asarray(e.kl, np.float64)
+    overall = 1.0 / kl[a].mean() if a.any() and kl[a].mean() > 0 else float("inf")
+    psi_a = np.array([1.0 / kl[a & (y == c)].mean() if (a & (y == c)).any() and kl[a & (y == c)].mean() > 0
+                      else float("nan") for c in range(n_classes)])
+    chosen = [int(c) for c in np.argsort(psi_a, kind="stable") if np.isfinite(psi_a[c]) and psi_a[c] < overall][:top]
+    fails = np.asarray(e.pred_worst) != y
+    return [(c, on_masks(fails[b], y[b] == c, seed=[seed, c])) for c in chosen]
 SEVERITY_INPUT = ("largest KL divergence between the prediction at the input and at a neighbour in the eps-ball "
                   "(normalised logits)")
 
@@ -50,10 +78,15 @@ def findings(e: ModelEval, X: np.ndarray, y: np.ndarray, classes: List[str], par
              "label": "", "prediction": "", "confidence": float("nan"),
              "example": json.dumps({k: round(v, 4) for k, v in e.acc.items()})}]
     overall = e.psi
-    order = [c for c in np.argsort(e.psi_class) if np.isfinite(e.psi_class[c]) and e.psi_class[c] < overall][:3]
-    class_rows = [{"weak_spot": f"class {classes[c]}: psi {e.psi_class[c]:.1f} (all inputs: {overall:.1f})",
-                   "kind": "class", "severity": 1.0 / e.psi_class[c], "severity_meaning": SEVERITY_CLASS,
-                   "label": classes[c], "prediction": "", "confidence": float("nan")} for c in order]
+    class_rows = []
+    for c, ev in class_evidence(e, y, len(classes), int(p.seed)):
+        class_rows.append({"weak_spot": f"class {classes[c]}: psi {e.psi_class[c]:.1f} (all inputs: {overall:.1f})",
+                           "kind": "class", "severity": float(np.nan_to_num(ev.lift, nan=0.0)),
+                           "severity_meaning": SEVERITY_CLASS, "label": classes[c], "prediction": "",
+                           "confidence": float("nan"),
+                           "example": json.dumps({"psi_class": round(float(e.psi_class[c]), 4),
+                                                  "psi_all": round(float(overall), 4)}),
+                           **ev.columns(), "confirmation": CONFIRM_CLASS.format(c=classes[c]) + ev.sentence()})
     input_rows = []
     for i in worst_inputs(e, int(p.max_findings)):
         moved = (f"moves the prediction from {classes[e.pred[i]]} to {classes[e.pred_worst[i]]}"

@@ -1,0 +1,26 @@
+"""weakspot.findings: every finding carries the evidence columns, unchecked ones say so and are never confirmed."""
+
+import pandas as pd
+import pytest
+
+from weakspot.errors import DataError
+from weakspot.evidence import COLUMNS, compare
+from weakspot.findings import UNCHECKED, normalise
+
+ROW = {"weak_spot": "a", "kind": "x", "severity": 1.0, "severity_meaning": "m", "label": "", "prediction": "",
+       "confidence": 0.5}
+
+
+def test_a_method_that_checks_some_rows_and_not_others_gets_the_evidence_columns_on_every_row():
+    ev = compare(failures=20, n_confirm=30, control_failures=4, n_control=30)
+    out = normalise(pd.DataFrame([ROW, {**ROW, "weak_spot": "b", **ev.columns(), "confirmation": "held out"}]))
+    assert set(COLUMNS) | {"confirmation"} <= set(out.columns)
+    unchecked, checked = out.iloc[0], out.iloc[1]
+    assert unchecked["n_confirm"] == 0 and not unchecked["confirmed"] and unchecked["confirmation"] == UNCHECKED["confirmation"]
+    assert checked["confirmed"] and checked["lift"] == pytest.approx(5.0) and checked["confirmation"] == "held out"
+    assert out["n_confirm"].dtype == "int64" and out["confirmed"].dtype == bool
+
+
+def test_a_nan_severity_is_refused():
+    with pytest.raises(DataError, match="NaN severity"):
+        normalise(pd.DataFrame([{**ROW, "severity": float("nan")}]))
