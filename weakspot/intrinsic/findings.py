@@ -24,9 +24,8 @@ from weakspot.intrinsic.tables import attack_names
 SEVERITY_THREAT = "share of the attacked inputs misclassified under the strongest attack that ran (1 = every one)"
 SEVERITY_CLASS = ("lift: the share of the class's held-out inputs with a misclassified neighbour in the eps-ball over "
                   "that of as many random held-out inputs (the class chosen by its psi on the other half)")
-CONFIRM_CLASS = ("chosen as less stable than the model overall (psi) on half the attacked inputs; on the other half, "
-                 "inputs of class {c} against as many random ones, failing when a neighbour in the eps-ball is "
-                 "misclassified: ")
+CONFIRM_CLASS = (" (inputs of class {c} in the half of the attacked inputs that did not choose the class, against "
+                 "as many random ones of that half; an input fails when a neighbour in its eps-ball is misclassified)")
 
 
 def class_evidence(e: ModelEval, y: np.ndarray, n_classes: int, seed: int, top: int = 3) -> List[Tuple[int, Any]]:
@@ -86,7 +85,7 @@ def findings(e: ModelEval, X: np.ndarray, y: np.ndarray, classes: List[str], par
                            "confidence": float("nan"),
                            "example": json.dumps({"psi_class": round(float(e.psi_class[c]), 4),
                                                   "psi_all": round(float(overall), 4)}),
-                           **ev.columns(), "confirmation": CONFIRM_CLASS.format(c=classes[c]) + ev.sentence()})
+                           **ev.columns(), "confirmation": ev.sentence() + CONFIRM_CLASS.format(c=classes[c])})
     input_rows = []
     for i in worst_inputs(e, int(p.max_findings)):
         moved = (f"moves the prediction from {classes[e.pred[i]]} to {classes[e.pred_worst[i]]}"

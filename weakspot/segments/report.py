@@ -24,8 +24,7 @@ from weakspot.segments.run import Segment, SegmentsResult
 
 SEVERITY = ("lift: the segment's failure rate on held-out evaluation rows over that of as many random rows of the "
             "same held-out half")
-CONFIRMATION = ("{n} held-out rows (the half of the evaluation rows the error tree never saw) against {m} rows "
-                "drawn at random from that half")
+CONFIRMATION = " (held-out rows the error tree never saw; the random ones drawn from the same half)"
 KEY_METRICS = ["error_rate", "n_candidates", "n_confirmed", "top_lift", "top_lift_lo"]
 
 
@@ -78,7 +77,7 @@ def findings_of(result: SegmentsResult, target: AuditTarget) -> Any:
                      "prediction": classes[int(result.predicted[i])] if i is not None else "",
                      "confidence": float(result.confidence[i]) if i is not None else float("nan"),
                      **(_example(result, target, i) if i is not None else {}), **e.columns(),
-                     "confirmation": CONFIRMATION.format(n=e.n_confirm, m=e.n_control) + ": " + e.sentence("rows")})
+                     "confirmation": e.sentence("rows") + CONFIRMATION})
     cols = ["weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence", "example",
             "image", *EVIDENCE_COLUMNS, "confirmation"]
     return pd.DataFrame(rows, columns=cols)
