@@ -16,6 +16,8 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
+from weakspot.fmt import fmt
+
 #: a table with more columns than this and at most TRANSPOSE_ROWS rows is shown transposed (one line per column)
 TRANSPOSE_COLUMNS, TRANSPOSE_ROWS = 14, 8
 
@@ -149,7 +151,7 @@ def confirmed_spots(t: Mapping[str, Any]) -> List[Dict[str, Any]]:
             continue
         for r in df[df["confirmed"].astype(bool)].to_dict("records"):
             out.append({**finding(r), "method": str(m["title"]), "lift": float(r["lift"]),
-                        "interval": f"{number(float(r['lift_lo']))}-{number(float(r['lift_hi']))}"})
+                        "interval": f"{fmt(r['lift_lo'], 2)}-{fmt(r['lift_hi'], 2)}"})
     return sorted(out, key=lambda f: -f["lift"])
 
 
@@ -184,7 +186,7 @@ def overview(targets: List[Mapping[str, Any]]) -> Dict[str, Any]:
         worst = spots[0] if spots else None
         rows.append({"name": t["name"], "model": str(t.get("model", "")),
                      "accuracy": "" if acc is None else f"{100 * float(acc):.1f}%", "n_confirmed": len(spots),
-                     "worst": f"{worst['weak_spot']} ({worst['method']}): lift {number(worst['lift'])}, 95% "
+                     "worst": f"{worst['weak_spot']} ({worst['method']}): lift {fmt(worst['lift'], 2)}, 95% "
                               f"{worst['interval']}" if worst else "none confirmed",
                      "verdicts": [verdicts.get(m, "") for m in methods]})
     return {"methods": methods, "rows": rows}
