@@ -107,7 +107,8 @@ def compare(failures: int, n_confirm: int, control_failures: int, n_control: int
         warnings.simplefilter("ignore", RuntimeWarning)
         lo, hi = confint_proportions_2indep(f, n, c, m, method="score", compare="ratio", alpha=0.05)
         p = test_proportions_2indep(f, n, c, m, compare="ratio", alternative="larger", method="score").pvalue
-    lo = 0.0 if f == 0 else float(lo)
+    lo, hi = float(np.real(lo)), float(np.real(hi))  # statsmodels' root search can hand back a complex 0j part
+    lo = 0.0 if f == 0 else lo
     return Evidence(n, f, m, c, float(lift), lo, float(hi) if np.isfinite(hi) else float("inf"),
                     float(p) if np.isfinite(p) else float("nan"))
 

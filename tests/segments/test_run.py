@@ -91,9 +91,22 @@ def test_the_phoneme_svm_fails_where_its_training_split_left_out_the_oral_sounds
     assert best.evidence.lift_lo > 2, best.evidence.sentence("rows")
 
 
-def test_too_few_evaluation_rows_is_a_clear_error():
-    with pytest.raises(DataError, match="at least 40"):
-        run(SimpleNamespace(test=table(30, 0), model=Planted(lambda X: X[:, 0] > 2)), SegmentsParams(), None)
+def test_too_few_evaluation_rows_search_nothing_and_say_why_and_a_wrong_model_output_is_a_clear_error():
+    from weakspot.segments.report import report
+
+    t = SimpleNamespace(name="t", test=table(30, 0), model=Planted(lambda X: X[:, 0] > 2), classes=["neg", "pos"])
+    res = run(t, SegmentsParams(), None)
+    assert res.segments == [] and "30 evaluation rows: at least 40" in res.note
+    out = report(res, SegmentsParams(), t)
+    assert out.section.summary[0].startswith("No segment was searched on this target: 30 evaluation rows")
+    assert out.section.metrics["n_candidates"] == 0 and not out.section.metrics["beat_control"]
+
+    class Wrong:
+        def predict_proba(self, X):
+            return np.full((len(X), 2), np.nan)
+
+    with pytest.raises(DataError, match="probabilities have shape"):
+        run(SimpleNamespace(test=table(100, 0), model=Wrong()), SegmentsParams(), None)
 
 
 def test_a_rule_reads_as_a_person_would_write_it():

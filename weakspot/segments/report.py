@@ -91,6 +91,8 @@ def summary_of(m: Dict[str, Any], result: SegmentsResult, params: SegmentsParams
              f"segment(s) that fail more often than the rows overall; each was measured on the other "
              f"{m['n_confirm']} rows against as many rows drawn at random from them, at the 95% level each (no "
              f"correction for the {m['n_candidates']} tested).")
+    if result.note:
+        return [f"No segment was searched on this target: {result.note}."]
     if result.confirmed:
         s = result.confirmed[0]
         second = (f"{m['n_confirmed']} confirmed (the lift's interval above 1). The strongest: {s.text}: "

@@ -64,6 +64,7 @@ class SegmentsResult:
     confirm: np.ndarray  # indices of the held-out half
     min_rows: int
     image: bool
+    note: str = ""  # why nothing was searched (too few evaluation rows), else empty
 
     @property
     def confirmed(self) -> List[Segment]:
@@ -86,9 +87,6 @@ def run(target: Any, params: SegmentsParams, runtime: Any) -> SegmentsResult:
     from sklearn.tree import DecisionTreeClassifier
 
     ds = target.test
-    if len(ds) < 4 * params.min_rows:
-        raise DataError(f"segments: {len(ds)} evaluation rows; at least {4 * params.min_rows} (4 x segments.min_rows) "
-                        "are needed to search one half and confirm on the other")
     p = np.asarray(target.model.predict_proba(ds.X), np.float64)
     if p.ndim != 2 or p.shape[0] != len(ds) or not np.isfinite(p).all():
         raise DataError(f"segments: the model's probabilities have shape {p.shape} (or are not finite) for "
@@ -96,6 +94,12 @@ def run(target: Any, params: SegmentsParams, runtime: Any) -> SegmentsResult:
     predicted, confidence = p.argmax(axis=1), p.max(axis=1)
     failed = predicted != np.asarray(ds.y)
     feats = features_of(ds)
+    if len(ds) < 4 * params.min_rows:  # nothing to search: the result says why (the audit goes on)
+        empty = np.zeros(0, np.int64)
+        return SegmentsResult(segments=[], features=feats, failed=failed, predicted=predicted, confidence=confidence,
+                              search=empty, confirm=empty, min_rows=params.min_rows, image=np.asarray(ds.X).ndim == 4,
+                              note=f"{len(ds)} evaluation rows: at least {4 * params.min_rows} (4 x "
+                                   "segments.min_rows) are needed to search one half and confirm on the other")
     search, confirm = split_halves(failed, params.confirm_fraction, params.seed)
     min_rows = max(params.min_rows, int(np.ceil(params.min_fraction * len(search))))
     segments: List[Segment] = []
