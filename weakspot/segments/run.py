@@ -22,7 +22,7 @@ Example
 >>> t = SimpleNamespace(test=Dataset(X=X, y=y, classes=["a", "b"], feature_names=["x0", "x1"]), model=Model())
 >>> res = run(t, SegmentsParams(), None)
 >>> res.segments[0].text, res.segments[0].evidence.confirmed
-('class = b and x1 > 0.5', True)
+('class = b and x1 > 0.513', True)
 """
 
 from __future__ import annotations
