@@ -238,6 +238,7 @@ def test_changing_examine_T_does_not_retrain_a_model(repo):
         repo.set_params(examine={"T": 6, "checkpoints": [0, 3, 6]})
 
 
+@pytest.mark.ops  # a repository of its own: it runs beside the operations tests, balancing make test's groups
 def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(repo_factory):
     import numpy as np
     import pandas as pd
