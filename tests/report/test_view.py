@@ -157,7 +157,7 @@ def test_the_report_opens_with_a_row_per_target_and_ranks_confirmed_weak_spots_a
     ]
     spots = view.confirmed_spots(targets[0])
     assert [s["weak_spot"] for s in spots] == ["y > 1", "x <= 0"]  # by lift; GAD's unconfirmed row is not there
-    o = view.overview(targets)
+    o = view.overview([view.target(t) for t in targets])
     assert o["methods"] == ["Weak segments", "GAD", "HDA"]
     a, b = o["rows"]
     assert a["accuracy"] == "81.2%" and a["n_confirmed"] == 2 and a["worst"].startswith("y > 1 (Weak segments): lift 5")

@@ -88,21 +88,22 @@ def findings_of(outcome: DatasetOutcome, *, top: int = 20, ranking: Optional[Ran
         raise ConfigError(f"findings_of: top = {top!r}; must be a positive integer")
     rows = np.asarray(o.eligible, dtype=np.int64)
     score = -np.asarray(o.gad, dtype=np.float64)  # higher = more likely a confident error; -inf: never flipped
-    if o.gad_reliable:
-        order = np.lexsort((rows, -score))  # descending score, ties by row
-    else:  # no GAD ranking: lowest confidence first (Sec. I), ties by row
-        order = np.lexsort((rows, o.test_confidence[rows]))
+    # GAD's own order (descending score, ties by row); where it is unreliable, lowest confidence first (Sec. I)
+    own = "gad" if o.gad_reliable else "low_confidence"
+    order = order_by(own, o.test_confidence[rows], score, rows, seed=o.split_seed)
+    if not o.gad_reliable:
         score = np.full(len(rows), np.nan)
-    chosen = ranking.chosen if ranking is not None else ("gad" if o.gad_reliable else "low_confidence")
+    chosen = ranking.chosen if ranking is not None else own
     if chosen == "gad" and not o.gad_reliable:
         chosen = "low_confidence"
-    listed = order_by(chosen, o.test_confidence[rows], score, rows, seed=o.split_seed)
+    listed = order if chosen == own else order_by(chosen, o.test_confidence[rows], score, rows, seed=o.split_seed)
     to_label = _to_label(o, listed, score[listed])
     to_label["ranked_by"] = chosen
     if not o.gad_reliable:
         spots = [_caveat_spot(o, rows)]
     elif len(order):
-        spots = [_feature_range_spot(o, rows[order], int(top)), *_input_spots(o, _to_label(o, order, score[order]))]
+        in_gad_order = to_label if chosen == "gad" else _to_label(o, order, score[order])
+        spots = [_feature_range_spot(o, rows[order], int(top)), *_input_spots(o, in_gad_order)]
     else:
         spots = []
     return pd.DataFrame(spots, columns=list(FINDING_COLUMNS)), to_label

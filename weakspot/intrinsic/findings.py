@@ -43,9 +43,13 @@ def class_evidence(e: ModelEval, y: np.ndarray, n_classes: int, seed: int, top: 
     a, b = np.zeros(n, bool), np.zeros(n, bool)
     a[order[: n // 2]], b[order[n // 2:]] = True, True
     kl = np.asarray(e.kl, np.float64)
-    overall = 1.0 / kl[a].mean() if a.any() and kl[a].mean() > 0 else float("inf")
-    psi_a = np.array([1.0 / kl[a & (y == c)].mean() if (a & (y == c)).any() and kl[a & (y == c)].mean() > 0
-                      else float("nan") for c in range(n_classes)])
+
+    def psi_of(inputs: np.ndarray) -> float:  # 1 / mean KL of the inputs; NaN for none (or a mean of 0)
+        m = kl[inputs].mean() if inputs.any() else 0.0
+        return 1.0 / m if m > 0 else float("nan")
+
+    overall = psi_of(a)
+    psi_a = np.array([psi_of(a & (y == c)) for c in range(n_classes)])
     chosen = [int(c) for c in np.argsort(psi_a, kind="stable") if np.isfinite(psi_a[c]) and psi_a[c] < overall][:top]
     fails = np.asarray(e.pred_worst) != y
     return [(c, on_masks(fails[b], y[b] == c, seed=[seed, c])) for c in chosen]

@@ -156,36 +156,27 @@ def confirmed_spots(t: Mapping[str, Any]) -> List[Dict[str, Any]]:
 
 
 def target(t: Mapping[str, Any], max_findings: int = 4) -> Dict[str, Any]:
-    """``{"name", "intro", "confirmed": [...], "methods": [...]}`` (see
+    """``{"name", "intro", "confirmed": [...], "model", "accuracy", "methods": [...]}`` (see
     :func:`weakspot.report.html.weak_spots_html`) for ``weak_spots.html``."""
     return {"name": t["name"], "intro": t.get("intro", ""), "confirmed": confirmed_spots(t),
+            "model": t.get("model"), "accuracy": t.get("accuracy"),
             "methods": [method_card(m, max_findings) for m in t.get("methods", [])]}
 
 
-def overview(targets: List[Mapping[str, Any]]) -> Dict[str, Any]:
-    """The table the report opens with, a row per target: its model, accuracy, how many confirmed weak spots, the
-    worst in words with its lift, and per method whether it beat its random control (``won``, ``lost``,
-    ``unchecked``, ``not run``)."""
+def overview(shown: List[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The table the report opens with, from the targets as :func:`target` shows them, a row per target: its model,
+    accuracy, how many confirmed weak spots, the worst in words with its lift, and per method whether it beat its
+    random control (``won``, ``lost``, ``unchecked``, ``none``, ``not run``, ``missing``)."""
     methods: List[str] = []
-    for t in targets:
-        for m in t.get("methods", []):
-            if m["title"] not in methods:
-                methods.append(m["title"])
+    for t in shown:
+        methods += [m["title"] for m in t["methods"] if m["title"] not in methods]
     rows = []
-    for t in targets:
-        spots = confirmed_spots(t)
-        verdicts = {}
-        for m in t.get("methods", []):
-            if m.get("reason"):
-                verdicts[m["title"]] = "not run"
-            elif m.get("findings") is None:
-                verdicts[m["title"]] = "missing"
-            else:
-                verdicts[m["title"]] = control_verdict(m["findings"])["kind"]
-        acc = t.get("accuracy")
-        worst = spots[0] if spots else None
-        rows.append({"name": t["name"], "model": str(t.get("model", "")),
-                     "accuracy": "" if acc is None else f"{100 * float(acc):.1f}%", "n_confirmed": len(spots),
+    for t in shown:
+        verdicts = {m["title"]: "not run" if m["reason"] else "missing" if m["missing"] else m["control"]["kind"]
+                    for m in t["methods"]}
+        acc, worst = t.get("accuracy"), (t["confirmed"] or [None])[0]
+        rows.append({"name": t["name"], "model": str(t.get("model") or ""),
+                     "accuracy": "" if acc is None else f"{100 * float(acc):.1f}%", "n_confirmed": len(t["confirmed"]),
                      "worst": f"{worst['weak_spot']} ({worst['method']}): lift {fmt(worst['lift'], 2)}, 95% "
                               f"{worst['interval']}" if worst else "none confirmed",
                      "verdicts": [verdicts.get(m, "") for m in methods]})
@@ -298,10 +289,11 @@ def page(sections: List[Mapping[str, Any]], *, figures: Mapping[str, bytes], tab
     info = dict(run_info or {})
     if since is not None:
         info["since the last audit"] = verdict_line(since)
-    nav = ([("overview", "Targets")] if targets else []) + ([("glance", "At a glance")] + [(f"target-{t['name']}", f"Weak spots: {t['name']}") for t in shown]
+    nav = ([("overview", "Targets")] if shown else []) + ([("glance", "At a glance")]
+           + [(f"target-{t['name']}", f"Weak spots: {t['name']}") for t in shown]
            + ([("since", "Since the last audit")] if since is not None else [])
            + [(s["group_id"], s["group"]) for s in secs if s["group"] is not None])
     return {"title": title, "meta": [(str(k), str(v)) for k, v in info.items()], "nav": nav,
             "glance": [(s.get("title", s["stage"]), h) for s in sections for h in s.get("headline", [])],
-            "targets": shown, "sections": secs, "overview": overview(list(targets or [])) if targets else None,
+            "targets": shown, "sections": secs, "overview": overview(shown) if shown else None,
             "since": None if since is None else since_section(since, trend_png, max(40, max_table_rows))}

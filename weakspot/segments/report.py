@@ -70,13 +70,16 @@ def findings_of(result: SegmentsResult, target: AuditTarget) -> Any:
     rows: List[Dict[str, Any]] = []
     for s in result.segments:
         e = s.evidence
-        label = classes[next(iter(s.rule.allowed))] if s.rule.allowed is not None and len(s.rule.allowed) == 1 else ""
-        i = int(s.examples[0]) if len(s.examples) else None
+        if len(s.examples):  # a failing held-out row inside: its class, the model's answer and the row itself
+            i = int(s.examples[0])
+            shown = {"label": classes[int(result.features.y[i])], "prediction": classes[int(result.predicted[i])],
+                     "confidence": float(result.confidence[i]), **_example(result, target, i)}
+        else:
+            one = s.rule.allowed is not None and len(s.rule.allowed) == 1
+            shown = {"label": classes[next(iter(s.rule.allowed))] if one else "", "prediction": "",
+                     "confidence": float("nan")}
         rows.append({"weak_spot": s.text, "kind": "segment", "severity": float(np.nan_to_num(e.lift, nan=0.0)),
-                     "severity_meaning": SEVERITY, "label": classes[int(result.features.y[i])] if i is not None else label,
-                     "prediction": classes[int(result.predicted[i])] if i is not None else "",
-                     "confidence": float(result.confidence[i]) if i is not None else float("nan"),
-                     **(_example(result, target, i) if i is not None else {}), **e.columns(),
+                     "severity_meaning": SEVERITY, **shown, **e.columns(),
                      "confirmation": e.sentence("rows") + CONFIRMATION})
     cols = ["weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence", "example",
             "image", *EVIDENCE_COLUMNS, "confirmation"]
@@ -84,6 +87,8 @@ def findings_of(result: SegmentsResult, target: AuditTarget) -> Any:
 
 
 def summary_of(m: Dict[str, Any], result: SegmentsResult, params: SegmentsParams) -> List[str]:
+    if result.note:
+        return [f"No segment was searched on this target: {result.note}."]
     feats = ", ".join(result.features.names)
     first = (f"An error tree (depth at most {params.max_depth}, segments of at least {m['min_rows']} rows) was fit on "
              f"{m['n_search']} of the {m['n_eval']} evaluation rows, in the target's true class and {feats}; the "
@@ -91,8 +96,6 @@ def summary_of(m: Dict[str, Any], result: SegmentsResult, params: SegmentsParams
              f"segment(s) that fail more often than the rows overall; each was measured on the other "
              f"{m['n_confirm']} rows against as many rows drawn at random from them, at the 95% level each (no "
              f"correction for the {m['n_candidates']} tested).")
-    if result.note:
-        return [f"No segment was searched on this target: {result.note}."]
     if result.confirmed:
         s = result.confirmed[0]
         second = (f"{m['n_confirmed']} confirmed (the lift's interval above 1). The strongest: {s.text}: "
@@ -110,9 +113,10 @@ def report(result: SegmentsResult, params: SegmentsParams, target: AuditTarget) 
     headline = []
     if result.confirmed:
         s = result.confirmed[0]
-        headline.append(f"Weak segment of {target.name}: {s.text} ({s.evidence.failures} of {s.evidence.n_confirm} "
-                        f"held-out rows fail, {s.evidence.control_failures} of {s.evidence.n_control} random ones; "
-                        f"lift {fmt(s.evidence.lift, 2)}, 95% {fmt(s.evidence.lift_lo, 2)}-{fmt(s.evidence.lift_hi, 2)}).")
+        e = s.evidence
+        headline.append(f"Weak segment of {target.name}: {s.text} ({e.failures} of {e.n_confirm} held-out rows fail, "
+                        f"{e.control_failures} of {e.n_control} random ones; lift {fmt(e.lift, 2)}, 95% "
+                        f"{fmt(e.lift_lo, 2)}-{fmt(e.lift_hi, 2)}).")
     items = [{"table": "segments", "caption": "Every candidate segment: what the error tree saw of it (search half) "
                                               "and its held-out evidence against random rows."}]
     figures = {"lift"} if result.segments else set()

@@ -94,10 +94,11 @@ def run(target: Any, params: SegmentsParams, runtime: Any) -> SegmentsResult:
     predicted, confidence = p.argmax(axis=1), p.max(axis=1)
     failed = predicted != np.asarray(ds.y)
     feats = features_of(ds)
+    image = np.asarray(ds.X).ndim == 4
     if len(ds) < 4 * params.min_rows:  # nothing to search: the result says why (the audit goes on)
         empty = np.zeros(0, np.int64)
         return SegmentsResult(segments=[], features=feats, failed=failed, predicted=predicted, confidence=confidence,
-                              search=empty, confirm=empty, min_rows=params.min_rows, image=np.asarray(ds.X).ndim == 4,
+                              search=empty, confirm=empty, min_rows=params.min_rows, image=image,
                               note=f"{len(ds)} evaluation rows: at least {4 * params.min_rows} (4 x "
                                    "segments.min_rows) are needed to search one half and confirm on the other")
     search, confirm = split_halves(failed, params.confirm_fraction, params.seed)
@@ -116,5 +117,4 @@ def run(target: Any, params: SegmentsParams, runtime: Any) -> SegmentsResult:
             segments.append(Segment(rule, rule.text(feats.classes), rows, fails, ev, examples))
     segments.sort(key=lambda s: (not s.evidence.confirmed, -np.nan_to_num(s.evidence.lift, nan=-1.0)))
     return SegmentsResult(segments=segments, features=feats, failed=failed, predicted=predicted,
-                          confidence=confidence, search=search, confirm=confirm, min_rows=min_rows,
-                          image=np.asarray(ds.X).ndim == 4)
+                          confidence=confidence, search=search, confirm=confirm, min_rows=min_rows, image=image)
