@@ -15,6 +15,7 @@ def tiny_params(**kw):
     base = dict(
         T=30, checkpoints=[0, 10, 20, 30],
         window=3, examiners=["random", "bo", "rl"], rl=dict(lr=0.05, batch_size=8), random_batch=2, n_random=20,
+        repeats=2,
         tail=20, n_worst=2,
         study=dict(
             arch="small_cnn", epochs=15, lr=0.003, T=40,

@@ -9,7 +9,8 @@ def test_the_figures_the_report_names(world, examined):
     res, out, _ = examined
     params = world[4]
     figs = figures(res, params)
-    assert set(figs) == {"curves", "curves_renders", "per_class", "tsne", "worst"}
+    assert set(figs) == {"regions", "curves", "curves_renders", "per_class", "tsne", "worst"}
+    assert len(figs["regions"].axes[0].get_yticklabels()) == len([r for r in res.regions if r.evidence])
     assert all(isinstance(f, Figure) for f in figs.values())
     named = {item["figure"] for item in out.section.items if "figure" in item}
     assert named == set(figs)

@@ -20,8 +20,8 @@ def test_the_result_holds_every_class_and_examiner(examined):
     res, _, calls = examined
     assert isinstance(res, ExamineResult) and res.classes == CLASSES
     main = [(s.cls, s.examiner_name) for s in res.sessions if s.group == "main"]
-    assert main == [(c, e) for c in CLASSES for e in ("random", "bo", "rl")]
-    assert sorted(s.cls for s in res.sessions if s.group == "main_t0") == sorted(CLASSES)
+    assert main == [(c, e) for _ in range(2) for c in CLASSES for e in ("random", "bo", "rl")]  # 2 repeats
+    assert sorted(s.cls for s in res.sessions if s.group == "main_t0") == sorted(CLASSES * 2)
     assert {s.model for s in res.sessions} == {TARGET}
     assert calls and calls[-1][0] == "examine" and calls[-1][1] == calls[-1][2]  # progress reached its total
 
@@ -64,9 +64,12 @@ def test_renders_are_batched(world):
     r = FakeRenderer(classes=CLASSES, resolution=24)
     p = tiny_params(examiners=["rl", "bo"], T=5, checkpoints=[0, 5])
     examine_target(r, space, clf, CLASSES, images, meta, p)
-    # one call per round (T rounds), not one per scene
-    assert r.calls == p.T
-    assert r.n_rendered == len(CLASSES) * (p.T * (p.rl.batch_size + 1) + p.n_random)
+    # one call per round (T rounds), not one per scene, and one for every region's fresh renders
+    assert r.calls == p.T + 1
+    regions = sum(r.rule is not None for r in examine_target(FakeRenderer(classes=CLASSES, resolution=24), space, clf,
+                                                             CLASSES, images, meta, p).regions)
+    assert r.n_rendered == p.repeats * len(CLASSES) * (p.T * (p.rl.batch_size + 1) + p.n_random) \
+        + regions * 2 * p.regions.n_confirm
 
 
 def test_bad_input_is_named(world):
@@ -99,9 +102,9 @@ def test_the_method_runs_on_a_target_through_its_entry_points(world, monkeypatch
                          scene=SceneData(images=images, table=meta, settings={"resolution": 24}))
     out = run_method("examine", target, params, Runtime(device="cpu"))
     assert made == [(24, "cpu")]
-    assert set(out.section.figures) == {"curves", "curves_renders", "per_class", "tsne", "worst"}
+    assert set(out.section.figures) == {"regions", "curves", "curves_renders", "per_class", "tsne", "worst"}
     assert set(out.section.metrics["per_class"]) == {"disc", "cross"}
-    assert sorted(out.findings[out.findings.kind == "class_condition"].label) == ["cross", "disc"]
+    assert set(out.findings[out.findings.kind == "factor_region"].label) <= {"cross", "disc"}
     with pytest.raises(DataError, match="needs the rendered scene data set"):
         run_method("examine", AuditTarget(name="fake", model=clf, classes=CLASSES, test=None), params,
                    Runtime(device="cpu"))

@@ -23,18 +23,27 @@ def test_the_study_reports_every_experiment(world, study):
     assert list(m) == ["m_study", "artificial_weakness", "order_check", "strength"]
     assert set(m["m_study"]) == {"rl", "bo", "T0"} and set(m["m_study"]["rl"]) == {"m=1", "m=10"}
     aw = m["artificial_weakness"]
-    assert set(aw) == {"rl", "bo", "random", "chance"} and aw["chance"] == pytest.approx(2 / 3)
+    assert set(aw) == {"rl", "bo", "random", "chance", "regions"} and aw["chance"] == pytest.approx(2 / 3)
+    reg = out.tables["planted_regions"]
+    print(reg.to_string())
+    # a region per class of the planted experiment, for the limited model and for the full one (the contrast)
+    assert sorted(reg["model"].unique()) == ["full", "limited"] and aw["regions"]["classes"] == (reg.model == "limited").sum()
+    assert aw["regions"]["confirmed_outside_lift_above_2"] <= aw["regions"]["confirmed_outside"]
     for e in ("rl", "bo", "random"):
         assert list(aw[e]) == ["frac_outside_train_range"] and 0.0 <= aw[e]["frac_outside_train_range"] <= 1.0
     json.dumps(m)
-    assert ["models", "table3", "artificial_weakness", "factor_order", "strength"] == list(out.tables)
+    assert ["models", "table3", "artificial_weakness", "planted_regions", "factor_order", "strength"] == \
+        list(out.tables)
     assert out.tables["artificial_weakness"].examiner.iloc[-1].startswith("chance")
     # strength mode goes the other way: the best scenes beat the random protocol
     st = out.tables["strength"]
-    assert (st.best_found >= st.T0).all()
+    assert (st.best_found >= st.T0).all() and (st.best_found >= st["last"]).all()
+    assert set(m["strength"]) == {"T0", "last", "best_found", "best_of_random"}
     assert out.title == ("Adversarial examiner study: training-set size, planted weakness, factor order, "
                          "strength mode")
     assert any(line.startswith("Planted weakness (Sec. 4.4") for line in out.summary)
+    assert any(line.startswith("Planted weakness as a region (criterion: a confirmed box outside [-30, 30] with lift "
+                               "above 2)") for line in out.summary)
     again = study_report(res, params)
     assert again.metrics == out.metrics and again.summary == out.summary and again.items == out.items
 
@@ -48,3 +57,16 @@ def test_the_factor_order_table(world, study):
     assert factors.default_order.between(0, 1).all() and factors.view_first_order.between(0, 1).all()
     assert np.allclose(fo.abs_diff, (fo.default_order - fo.view_first_order).abs())
     assert out.metrics["order_check"]["max_abs_diff"] == pytest.approx(factors.abs_diff.max())
+
+
+def test_a_box_lies_outside_the_training_range_only_when_bounded_to_one_side():
+    from weakspot.examine.study_report import outside
+    from weakspot.segments.rules import Rule
+
+    r = (-30.0, 30.0)
+    assert outside(Rule({"view_elevation": (30.0, None)}), "view_elevation", r)
+    assert outside(Rule({"view_elevation": (None, -41.5)}), "view_elevation", r)
+    assert not outside(Rule({"view_elevation": (25.0, None)}), "view_elevation", r)  # reaches inside
+    assert not outside(Rule({"view_elevation": (-50.0, 50.0)}), "view_elevation", r)
+    assert not outside(Rule({"light_energy": (None, 1000.0)}), "view_elevation", r)
+    assert not outside(None, "view_elevation", r)

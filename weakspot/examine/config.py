@@ -131,6 +131,17 @@ class StudyParams(_Section):
         return float(self.lr) if self.lr is not None else float(PAPER_LR.get(self.arch, 0.001))
 
 
+class RegionsParams(_Section):
+    """The examiner's weak regions (ours, :mod:`weakspot.examine.regions`): a shallow tree on a class's examined
+    scenes proposes a box of factor ranges where the model fails; fresh renders inside it, on the class's other unseen
+    instances, confirm it against as many random scenes of that class."""
+
+    enabled: bool = True
+    max_depth: int = Field(2, ge=1, le=6)  # factor conditions per region, at most
+    min_fraction: float = Field(0.1, gt=0, lt=0.5)  # of a class's examined scenes a region must hold
+    n_confirm: int = Field(40, ge=5)  # fresh renders inside the region, and as many random ones (the control)
+
+
 class ExamineParams(_Section):
     """The examine stage family: examiners, their budget and checkpoints (Sec. 4.1-4.2), and the study (Sec. 4.3-4.6).
 
@@ -149,8 +160,10 @@ class ExamineParams(_Section):
     n_worst: int = Field(3, ge=1)  # worst images shown per examiner
     render_chunk: int = Field(512, ge=1)  # scenes per renderer call
     seed: int = 0
+    repeats: int = Field(1, ge=1)  # examinations per class, each with its own seeds and sun (paper: one; params.yaml: 3)
     rl: RLParams = RLParams()
     bo: BOParams = BOParams()
+    regions: RegionsParams = RegionsParams()
     study: StudyParams = StudyParams()
 
 
@@ -190,4 +203,5 @@ PAPER_SETTINGS = {
     "bo.ard": (False, "the package's GP: one length scale for all factors"),
     "bo.min_length_scale": (None, "the package's GP: bounded below by 1e-5"),
     "random_batch": (1, "T = 0 protocol: one random scene per query"),
+    "repeats": (1, "one examination per class (Table 2 gives no interval)"),
 }

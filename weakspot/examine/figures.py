@@ -28,7 +28,8 @@ def figures(result: ExamineResult, params: ExamineParams, target: Any = None) ->
     params = as_params(params)
     sessions = result.sessions
     per_class = per_class_table(result, params, target_metrics(result, params))
-    return {"curves": _fig_curves(sessions, params), "curves_renders": _fig_curves(sessions, params, by_renders=True),
+    return {"regions": regions_figure(result.regions),
+            "curves": _fig_curves(sessions, params), "curves_renders": _fig_curves(sessions, params, by_renders=True),
             "per_class": _fig_per_class(per_class, params.names()[-1]),
             "tsne": _fig_tsne(sessions, params), "worst": _fig_worst(sessions, params)}
 
@@ -39,9 +40,18 @@ def _fig_curves(sessions, params, by_renders: bool = False):
     fig, ax = plt.subplots(figsize=(5, 3.5))
     t0 = np.mean([s.probs[0].mean() for s in group(sessions, "main_t0")])
     for e in params.examiners:
-        c = np.mean([s.curve() for s in group(sessions, "main", examiner=e)], axis=0)
+        ss = group(sessions, "main", examiner=e)
+        reps = sorted({s.rep for s in ss})
+        per_rep = np.array([np.mean([s.curve() for s in ss if s.rep == r], axis=0) for r in reps])
+        c = per_rep.mean(axis=0)
         q = params.queries_per_iteration(e) if by_renders else 1
-        ax.plot(q * np.arange(1, len(c) + 1), c, label=f"{e} ({q} per iteration)" if by_renders else e)
+        x = q * np.arange(1, len(c) + 1)
+        line, = ax.plot(x, c, label=f"{e} ({q} per iteration)" if by_renders else e)
+        if len(reps) > 1:  # the repeats' spread: the 95% t-interval of their mean
+            from scipy.stats import t
+
+            h = t.ppf(0.975, len(reps) - 1) * per_rep.std(axis=0, ddof=1) / np.sqrt(len(reps))
+            ax.fill_between(x, c - h, c + h, color=line.get_color(), alpha=0.2, lw=0)
     ax.axhline(t0, color="grey", ls="--", label="T0 (random)")
     if by_renders:
         ax.set_xscale("log")
@@ -61,13 +71,39 @@ def _fig_per_class(df, last):
     for ax, (e, d) in zip(axes[0], groups):
         x = np.arange(len(d))
         ax.bar(x - 0.2, d["T0"], 0.4, label="T0")
-        ax.bar(x + 0.2, d[last], 0.4, label=last)
+        lo, hi = d.get(f"{last}_lo"), d.get(f"{last}_hi")
+        err = (np.vstack([d[last] - lo, hi - d[last]]) if lo is not None and np.isfinite(lo).all() else None)
+        ax.bar(x + 0.2, d[last], 0.4, label=last, yerr=err, capsize=2)
         ax.set_xticks(x, d["class"], rotation=60, fontsize=7)
         ax.set(title=e, ylim=(0, 1))
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 
+
+
+def regions_figure(regions):
+    """Each proposed region's lift with its 95% interval (log scale; the line at 1 = no more failures than random)."""
+    plt = pyplot()
+    tried = [r for r in regions if r.evidence is not None]
+    fig, ax = plt.subplots(figsize=(6, 0.5 + 0.45 * max(1, len(tried))))
+    if not tried:
+        ax.text(0.5, 0.5, "no region proposed", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
+    for i, r in enumerate(tried):
+        ev = r.evidence
+        hi = ev.lift_hi if np.isfinite(ev.lift_hi) else ev.lift * 4
+        lo = max(ev.lift_lo, 1e-2) if np.isfinite(ev.lift_lo) else ev.lift
+        ax.plot([lo, hi], [i, i], color="C3" if r.confirmed else "grey")
+        ax.plot([max(ev.lift, 1e-2)], [i], "o", color="C3" if r.confirmed else "grey")
+    ax.axvline(1.0, color="black", lw=0.8, ls="--")
+    ax.set_yticks(range(len(tried)), [r.text()[:70] for r in tried], fontsize=7)
+    ax.set_xscale("log")
+    ax.set(xlabel="lift (fresh renders inside / random scenes), 95% interval")
+    ax.invert_yaxis()
+    fig.tight_layout()
+    return fig
 
 
 def _scatter(ax, Y, is_ex, wrong):

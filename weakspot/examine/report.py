@@ -24,6 +24,7 @@ import numpy as np
 
 from weakspot.examine.config import PAPER_SETTINGS, ExamineParams
 from weakspot.examine.inputs import as_params
+from weakspot.examine.regions import Region, describe
 from weakspot.examine.run import ExamineResult
 from weakspot.examine.sessions import Session, group
 from weakspot.findings import to_png
@@ -45,8 +46,23 @@ def report(result: ExamineResult, params: ExamineParams, target: Any = None) -> 
 
 
 def t0_by_class(sessions: Sequence[Session], t0_group: str = "main_t0") -> Dict[str, float]:
-    """T0 per class: the mean true-class probability of the T = 0 protocol's random scenes."""
-    return {s.cls: float(s.probs[0].mean()) for s in group(sessions, t0_group)}
+    """T0 per class: the mean true-class probability of the T = 0 protocol's random scenes (over the repeats)."""
+    by: Dict[str, List[float]] = {}
+    for s in group(sessions, t0_group):
+        by.setdefault(s.cls, []).append(float(s.probs[0].mean()))
+    return {c: float(np.mean(v)) for c, v in by.items()}
+
+
+def mean_ci(values: Sequence[float]) -> Tuple[float, float, float]:
+    """The mean of ``values`` (one per repeat) and its 95% t-interval (NaN ends for fewer than two)."""
+    v = np.asarray(values, np.float64)
+    m = float(v.mean()) if len(v) else float("nan")
+    if len(v) < 2:
+        return m, float("nan"), float("nan")
+    from scipy.stats import t
+
+    h = float(t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v)))
+    return m, m - h, m + h
 
 
 def at_renders(sessions: Sequence[Session], r: int, w: int) -> float:
@@ -69,17 +85,29 @@ def equal_cost(params: ExamineParams) -> Tuple[Dict[str, int], List[int], int]:
 
 
 def _per_class(sessions: Sequence[Session], params: ExamineParams, t0: Mapping[str, float]) -> Dict[str, Any]:
-    """``{class: {examiner: {"T0", "<last T>", "min_found"[, "gp_length_scale_min"]}}}``."""
+    """``{class: {examiner: {"T0", "<last T>", "<last T>_lo", "<last T>_hi", "min_found"[, "gp_length_scale_min"]}}}``:
+    means over the repeats, the interval a 95% t-interval over them."""
     last = params.names()[-1]
     per_class: Dict[str, Dict[str, Any]] = {c: {} for c in t0}
     for e in params.examiners:
-        for s in group(sessions, "main", examiner=e):
-            row = {"T0": t0[s.cls], last: s.at(params.T, params.window),
-                   "min_found": float(np.concatenate(s.probs).min())}
-            if s.length_scales is not None:  # BO's GP (metrics only): a collapsed length scale means random search
-                row = {**row, "gp_length_scale_min": float(s.length_scales.min())}
-            per_class[s.cls][e] = row
+        ss = group(sessions, "main", examiner=e)
+        for c in dict.fromkeys(s.cls for s in ss):
+            mine = [s for s in ss if s.cls == c]
+            m, lo, hi = mean_ci([s.at(params.T, params.window) for s in mine])
+            row = {"T0": t0[c], last: m, f"{last}_lo": lo, f"{last}_hi": hi,
+                   "min_found": float(min(np.concatenate(s.probs).min() for s in mine))}
+            scales = [float(s.length_scales.min()) for s in mine if s.length_scales is not None]
+            if scales:  # BO's GP (metrics only): a collapsed length scale means random search
+                row = {**row, "gp_length_scale_min": min(scales)}
+            per_class[c][e] = row
     return per_class
+
+
+def repeat_means(sessions: Sequence[Session], params: ExamineParams, e: str) -> List[float]:
+    """Per repeat, the class-averaged true-class probability at the last checkpoint of examiner ``e``."""
+    reps = sorted({s.rep for s in group(sessions, "main", examiner=e)})
+    return [float(np.mean([s.at(params.T, params.window) for s in group(sessions, "main", examiner=e, rep=r)]))
+            for r in reps]
 
 
 def target_metrics(result: ExamineResult, params: ExamineParams) -> Dict[str, Any]:
@@ -93,6 +121,12 @@ def target_metrics(result: ExamineResult, params: ExamineParams) -> Dict[str, An
         metrics[e] = {nm: float(np.mean([t0[s.cls] if cp == 0 else s.at(cp, params.window) for s in ss]))
                       for cp, nm in zip(params.checkpoints, params.names())}
     metrics["per_class"] = _per_class(sessions, params, t0)
+    last = params.names()[-1]
+    metrics["repeats"] = {e: dict(zip(("mean", "lo", "hi"), mean_ci(repeat_means(sessions, params, e))),
+                                  per_repeat=repeat_means(sessions, params, e), checkpoint=last)
+                          for e in params.examiners}
+    metrics["regions"] = {"proposed": sum(r.rule is not None for r in result.regions),
+                          "confirmed": sum(r.confirmed for r in result.regions)}
     # equal cost: an RL iteration renders a batch, a BO iteration one scene; compare at equal numbers of renders
     q, grid, w = equal_cost(params)
     metrics["renders"] = {e: {nm: int(cp * q[e]) for cp, nm in zip(params.checkpoints, params.names())}
@@ -120,15 +154,37 @@ def settings_table(params: ExamineParams):
 
 
 def per_class_table(result: ExamineResult, params: ExamineParams, metrics: Mapping[str, Any]):
-    """One row per examiner and class: the examined instance, T0, the last checkpoint and the lowest found."""
+    """One row per examiner and class: the examined instance, T0, the last checkpoint (mean over the repeats, with
+    its 95% interval) and the lowest found."""
     import pandas as pd
 
     rows = []
     for e in params.examiners:
-        for s in group(result.sessions, "main", examiner=e):
-            row = {k: v for k, v in metrics["per_class"][s.cls][e].items() if k != "gp_length_scale_min"}
-            rows.append({"examiner": e, "class": s.cls, "instance": s.instance, **row})
+        ss = group(result.sessions, "main", examiner=e)
+        for c in dict.fromkeys(s.cls for s in ss):
+            row = {k: v for k, v in metrics["per_class"][c][e].items() if k != "gp_length_scale_min"}
+            inst = next(s.instance for s in ss if s.cls == c)
+            rows.append({"examiner": e, "class": c, "instance": inst, **row})
     return pd.DataFrame(rows)
+
+
+def regions_table(result: ExamineResult):
+    """One row per (class) region: the box in words, the examined scenes inside it, the fresh renders inside it
+    against random ones, the lift with its interval, and whether it is confirmed."""
+    import pandas as pd
+
+    rows = []
+    for r in result.regions:
+        ev = r.evidence
+        rows.append({"class": r.cls, "region": describe(r.rule) if r.rule is not None else r.note,
+                     "examined scenes inside (failed)": f"{r.searched_rows} ({r.searched_failures})",
+                     "fresh inside failed": f"{ev.failures} of {ev.n_confirm}" if ev else "",
+                     "random failed": f"{ev.control_failures} of {ev.n_control}" if ev else "",
+                     "lift": ev.lift if ev else float("nan"),
+                     "95% interval": f"{ev.lift_lo:.2f}-{ev.lift_hi:.2f}" if ev else "",
+                     "confirmed": r.confirmed})
+    return pd.DataFrame(rows, columns=["class", "region", "examined scenes inside (failed)", "fresh inside failed",
+                                       "random failed", "lift", "95% interval", "confirmed"])
 
 
 def _worst_table(result: ExamineResult, params: ExamineParams):
@@ -137,7 +193,7 @@ def _worst_table(result: ExamineResult, params: ExamineParams):
     rows = []
     for e in params.examiners:
         for s in group(result.sessions, "main", examiner=e):
-            rows.append({"examiner": e, "class": s.cls, "instance": s.instance, "p_true": s.worst[0],
+            rows.append({"examiner": e, "class": s.cls, "repeat": s.rep, "instance": s.instance, "p_true": s.worst[0],
                          "prediction": result.classes[s.worst_pred[0]],
                          **{k: round(v, 3) for k, v in s.worst[1].items()},
                          **{k: round(v, 3) for k, v in s.sun.items()}})
@@ -150,7 +206,12 @@ def target_tables(result: ExamineResult, params: ExamineParams, metrics: Mapping
 
     q, grid, _ = equal_cost(params)
     t0 = t0_by_class(result.sessions)
-    return {"table2": pd.DataFrame([{"examiner": e, **metrics[e]} for e in params.examiners]),
+    last = params.names()[-1]
+    return {"table2": pd.DataFrame([{"examiner": e, **metrics[e],
+                                     f"{last} 95% interval ({params.repeats} repeats)":
+                                         f"{metrics['repeats'][e]['lo']:.2f}-{metrics['repeats'][e]['hi']:.2f}"}
+                                    for e in params.examiners]),
+            "regions": regions_table(result),
             "per_class": per_class_table(result, params, metrics),
             "worst": _worst_table(result, params),
             "equal_renders": pd.DataFrame([{"examiner": e, "renders per iteration": q[e],
@@ -167,25 +228,41 @@ def target_tables(result: ExamineResult, params: ExamineParams, metrics: Mapping
 def _items(params: ExamineParams) -> List[Dict[str, str]]:
     q, _, w = equal_cost(params)
     its = ", ".join(f"{e} {params.T * q[e]}" for e in params.examiners)
+    win = (f"each checkpoint value is the mean over the queries of the last {params.window} iterations up to it "
+           f"(the paper's Algorithm 1 returns the T-th alone)" if params.window > 1 else
+           "each checkpoint value is the T-th iteration's (Algorithm 1)")
+    reps = (f"mean over {params.repeats} repeats (each its own seeds and sun), with the 95% t-interval over the "
+            "repeats" if params.repeats > 1 else "one examination per class")
     return [
+        {"table": "regions", "caption": "Weak regions: per class, the box of factor ranges where the examined scenes "
+                                        "failed most often (a shallow tree on every examined scene of the class), "
+                                        f"confirmed by {params.regions.n_confirm} fresh renders inside it on the "
+                                        "class's other unseen instances against as many random scenes of the class "
+                                        "(a failure: the top class is not the true one)."},
+        {"figure": "regions", "caption": "Each region's lift (failure rate of fresh renders inside / of random "
+                                         "scenes) with its 95% interval; above 1 = the region holds."},
         {"table": "settings", "caption": "What ran against the paper's settings (Sec. 4.1)."},
         {"table": "t0_per_class", "caption": "T0 per class: the mean true-class probability of random scenes of the "
                                              "examined instance. Below 0.5 the model never learnt the class: a "
                                              "finding in itself, not an examiner result."},
         {"table": "table2", "caption": f"Mean true-class probability under examination after T iterations (the "
                                        f"layout of the paper's Table 2; here T = {params.T} iterations ran, renders "
-                                       f"per examiner: {its}). T0 is the standard protocol (random scenes)."},
+                                       f"per examiner: {its}); {win}; {reps}. T0 is the standard protocol (random "
+                                       "scenes)."},
         {"table": "equal_renders", "caption": f"At equal cost: mean true-class probability of the last {w} renders "
                                               "after the same number of renders for every examiner."},
         {"figure": "curves_renders", "caption": "Mean true-class probability against the number of renders (model "
                                                 "queries), class-averaged: the examiners at equal cost."},
         {"figure": "curves", "caption": "Mean true-class probability per iteration, class-averaged (paper Fig. 1's "
-                                        "layout; an RL iteration renders a batch, a BO iteration one scene)."},
-        {"figure": "per_class", "caption": "Per-class true-class probability at T0 and at the last T (paper Fig. 2)."},
-        {"figure": "tsne", "caption": "t-SNE of random scenes (circles) and the last examined scenes (triangles); "
-                                      "opaque = misclassified (paper Fig. 3)."},
-        {"figure": "worst", "caption": "The worst scenes found, with their true-class probability."},
-        {"table": "worst", "caption": "The worst scene found per examiner and class, with its factor values."},
+                                        f"layout; an RL iteration renders a batch, a BO iteration one scene); {reps} "
+                                        "as the band."},
+        {"figure": "per_class", "caption": f"Per-class true-class probability at T0 and at the last T (paper Fig. 2); "
+                                           f"{reps} as the error bar."},
+        {"figure": "tsne", "caption": "t-SNE of random scenes (circles) and the last examined scenes (triangles) of "
+                                      "the first repeat; opaque = misclassified (paper Fig. 3)."},
+        {"figure": "worst", "caption": "The worst scenes found, with their true-class probability. Random search "
+                                       "reaches scenes as low: the regions above, not these, are the findings."},
+        {"table": "worst", "caption": "The worst scene found per examiner, class and repeat, with its factor values."},
     ]
 
 
@@ -244,21 +321,35 @@ def _examiner_remarks(params: ExamineParams, metrics: Mapping[str, Any], t0: Map
     return out
 
 
-def _headline(params: ExamineParams, metrics: Mapping[str, Any], t0: Mapping[str, float], worst_table: Any
+def regions_sentence(regions: Sequence[Region]) -> str:
+    """The confirmed regions in words with their evidence, or that none held (and how many were tried)."""
+    tried = [r for r in regions if r.evidence is not None]
+    ok = sorted((r for r in tried if r.confirmed), key=lambda r: -r.evidence.lift)
+    if not tried:
+        return "No weak region proposed (no class had both failing and passing examined scenes)."
+    if not ok:
+        return (f"Did not beat its random control: none of the {len(tried)} proposed regions failed more often on fresh "
+                "renders than random scenes of the class (best: " + max(tried, key=lambda r: r.evidence.lift).text()
+                + f", lift {max(r.evidence.lift for r in tried):.2f}).")
+    return (f"Weak regions confirmed on fresh renders, {len(ok)} of {len(tried)} classes: " + "; ".join(
+        f"{r.text()} ({r.evidence.failures} of {r.evidence.n_confirm} fresh scenes vs {r.evidence.control_failures} "
+        f"of {r.evidence.n_control} random, lift {r.evidence.lift:.2f}, 95% {r.evidence.lift_lo:.2f}-"
+        f"{r.evidence.lift_hi:.2f})" for r in ok[:3]) + ".")
+
+
+def _headline(params: ExamineParams, metrics: Mapping[str, Any], t0: Mapping[str, float], regions: Sequence[Region]
               ) -> List[str]:
     last = params.names()[-1]
-    _, grid, _ = equal_cost(params)
-    eq = grid[-1] if grid else 0
     t0_low = metrics["classes_t0_below_half"]
     t0_mean = float(np.mean(list(t0.values())))
-    worst = worst_table.sort_values("p_true").iloc[0]
-    return [f"Mean true-class probability of random scenes (T0) {t0_mean:.2f}; after T = {params.T} iterations "
-            + ", ".join(f"{e} {metrics[e][last]:.2f}" for e in params.examiners)
-            + f" (half of T0: {t0_mean / 2:.2f}). Worst: class {worst['class']} down to {worst['p_true']:.2f} "
-            f"(random scenes: {t0[worst['class']]:.2f})"
-            + (f"; at {eq} renders each: " + ", ".join(f"{e} {metrics['at_equal_renders'][e][f'R{eq}']:.2f}"
-                                                      for e in params.examiners) if eq else "")
-            + (f". Never learnt (T0 < 0.5): {', '.join(t0_low)}." if t0_low else ".")]
+    rep = metrics["repeats"]
+    ci = params.repeats > 1
+    return ([regions_sentence(regions)] if params.regions.enabled else []) + [
+        f"Mean true-class probability of random scenes (T0) {t0_mean:.2f}; after T = {params.T} iterations "
+        + ", ".join(f"{e} {rep[e]['mean']:.2f}" + (f" (95% {rep[e]['lo']:.2f}-{rep[e]['hi']:.2f})" if ci else "")
+                    for e in params.examiners)
+        + (f" over {params.repeats} repeats" if ci else "") + f"; each a mean of the last {params.window} "
+        f"iterations' queries." + (f" Never learnt (T0 < 0.5): {', '.join(t0_low)}." if t0_low else "")]
 
 
 def target_section(result: ExamineResult, params: ExamineParams) -> StageResult:
@@ -269,73 +360,55 @@ def target_section(result: ExamineResult, params: ExamineParams) -> StageResult:
     return StageResult(metrics=metrics, tables=tables,
                        title="Adversarial examiner: worst rendering conditions per class",
                        summary=_summary(params, result.space, metrics, t0, tables["settings"]),
-                       items=_items(params), headline=_headline(params, metrics, t0, tables["worst"]))
+                       items=_items(params), headline=_headline(params, metrics, t0, result.regions))
 
 
 # ------------------------------------------------------------------------------------------ findings
 
 
-def _value(v: float) -> str:
-    """A factor's value in a weak spot's words: 3 significant digits, whole numbers from 1000 on (watts)."""
-    return fmt(v) if abs(v) < 1000 else f"{v:.0f}"
+SEVERITY_REGION = ("lift: the share of fresh renders inside the region (on the class's other unseen instances) the "
+                   "model misclassifies over that of as many random scenes of the class")
 
 
-def condition_summary(query: Mapping[str, float], space: Any, k: int = 3) -> str:
-    """The ``k`` searched factors of ``query`` farthest from the middle of their range, as ``name=value``."""
-    dev = []
-    for name in space.searched:
-        lo, hi = space.bounds[name]
-        dev.append((abs((float(query[name]) - lo) / (hi - lo) - 0.5), name))
-    top = [n for _, n in sorted(dev, key=lambda t: (-t[0], t[1]))[:k]]
-    return ", ".join(f"{n}={_value(float(query[n]))}" for n in top)
-
-
-def _class_condition(s: Session, params: ExamineParams, space: Any, classes: Sequence[str],
-                     searching: Sequence[str]) -> Dict[str, Any]:
-    """The finding of one class: the worst scene its session ``s`` reached."""
-    order = list(space.fixed) + list(space.searched)
-    p_true, query, image = s.worst
-    pred, conf = s.worst_pred
-    factors = {k: round(float(v), 4) for k, v in sorted({**s.sun, **query}.items(),
-                                                          key=lambda kv: order.index(kv[0])
-                                                          if kv[0] in order else len(order))}
+def _region_finding(r: Region, classes: Sequence[str], params: ExamineParams) -> Dict[str, Any]:
+    """The finding of one class's region, with its confirmation on fresh renders."""
+    ev = r.evidence
+    image, factors, pred = r.example if r.example is not None else (None, {}, -1)
+    reps = f"{params.repeats} repeat(s) of " if params.repeats > 1 else ""
     return {
-        "weak_spot": f"class {s.cls} under rendering conditions {condition_summary(query, space)}",
-        "kind": "class_condition",
-        "severity": float(np.clip(1.0 - p_true, 0.0, 1.0)),
-        "severity_meaning": (f"1 - the lowest true-class probability that the {'/'.join(searching)} "
-                             f"examiner(s) reached in T = {params.T} iterations on an unseen {s.cls} instance "
-                             f"({s.instance}) (1: the model rules out the true class)"),
-        "label": s.cls,
-        "prediction": classes[pred],
-        "confidence": float(conf),
-        "factors": json.dumps(factors),
-        "image": to_png(np.asarray(image, dtype=np.uint8)),
+        "weak_spot": r.text(), "kind": "factor_region",
+        "severity": float(np.nan_to_num(ev.lift, nan=0.0)), "severity_meaning": SEVERITY_REGION,
+        "label": r.cls, "prediction": classes[pred] if pred >= 0 else "", "confidence": float("nan"),
+        "factors": json.dumps({k: round(float(v), 4) for k, v in factors.items()}) if factors else "",
+        "image": to_png(np.asarray(image, dtype=np.uint8)) if image is not None else None,
+        **ev.columns(),
+        "confirmation": ev.sentence("renders") + (
+            f" (the box from {r.searched_rows} of the {r.base_rows} scenes {reps}the examiners queried on class "
+            f"{r.cls}, {r.searched_failures} of them misclassified; fresh renders on unseen instances "
+            f"{', '.join(map(str, r.instances))}, every factor outside the box drawn at random)"),
     }
 
 
 def findings(result: ExamineResult, params: ExamineParams):
-    """One finding per examined class (the worst query any searching examiner, BO or RL, reached) and one per class
-    the model never learnt (T0 < 0.5), most severe first, columns :data:`FINDING_COLUMNS`."""
+    """One finding per proposed region (a box of factor ranges where the model fails on a class, confirmed on fresh
+    renders: its severity is the lift) and one per class the model never learnt (T0 < 0.5, not checked against a
+    control), highest lift first, columns :data:`FINDING_COLUMNS` and the evidence columns."""
     import pandas as pd
 
-    sessions = result.sessions
-    searching = [e for e in params.examiners if e != "random"] or list(params.examiners)
-    rows = []
-    for c in dict.fromkeys(s.cls for s in group(sessions, "main")):
-        ss = [s for s in group(sessions, "main") if s.cls == c and s.examiner_name in searching]
-        s = min(ss, key=lambda s: (s.worst[0], searching.index(s.examiner_name)))
-        rows.append(_class_condition(s, params, result.space, result.classes, searching))
-    for s in group(sessions, "main_t0"):  # a class the model never learnt is a weak spot in itself
-        t0 = float(s.probs[0].mean())
-        if t0 < 0.5:
+    from weakspot.findings import UNCHECKED
+
+    rows = [_region_finding(r, result.classes, params) for r in result.regions if r.evidence is not None]
+    t0 = t0_by_class(result.sessions)
+    for c, v in t0.items():  # a class the model never learnt is a weak spot in itself
+        if v < 0.5:
             rows.append({
-                "weak_spot": f"class {s.cls} not learnt: random scenes of an unseen instance get a true-class "
-                             f"probability of {t0:.2f} on average",
-                "kind": "unlearnt_class", "severity": float(1.0 - t0),
+                "weak_spot": f"class {c} not learnt: random scenes of an unseen instance get a true-class "
+                             f"probability of {v:.2f} on average",
+                "kind": "unlearnt_class", "severity": float(1.0 - v),
                 "severity_meaning": ("1 - T0, the mean true-class probability of random scenes of the examined "
                                      "unseen instance (above 0.5: the model has not learnt the class)"),
-                "label": s.cls, "prediction": "", "confidence": float("nan"),
+                "label": c, "prediction": "", "confidence": float("nan"), **UNCHECKED,
             })
-    df = pd.DataFrame(rows, columns=list(FINDING_COLUMNS))
-    return df.sort_values("severity", ascending=False, kind="stable").reset_index(drop=True)
+    df = pd.DataFrame(rows, columns=list(FINDING_COLUMNS) + list(UNCHECKED))
+    df["confirmed"] = df["confirmed"].astype(bool)
+    return df.sort_values(["confirmed", "severity"], ascending=False, kind="stable").reset_index(drop=True)

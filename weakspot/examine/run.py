@@ -13,7 +13,7 @@ Reference: M. Shu, C. Liu, W. Qiu, A. Yuille, "Identifying Model Weakness with A
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence
 
 import numpy as np
@@ -22,7 +22,8 @@ from weakspot.errors import DataError
 from weakspot.examine.config import ExamineParams
 from weakspot.examine.inputs import (as_params, check_meta, check_space, examined_classes, examined_model,
                                      select_instances)
-from weakspot.examine.sessions import Session, make_sessions, run_sessions
+from weakspot.examine.regions import Region, find_regions
+from weakspot.examine.sessions import Session, make_sessions, render_scenes, run_sessions
 from weakspot.methods import AuditTarget
 from weakspot.progress import Progress
 from weakspot.scene.config import SceneParams
@@ -44,11 +45,15 @@ class ExamineResult:
         The scene class name of each output of the model.
     space : SceneSpace
         The factor space the examiners searched.
+    regions : list of Region
+        Per examined class, the box of factor ranges where the model failed and its confirmation on fresh renders
+        (:mod:`weakspot.examine.regions`); empty when ``regions.enabled`` is false.
     """
 
     sessions: List[Session]
     classes: List[str]
     space: Any
+    regions: List[Region] = field(default_factory=list)
 
 
 def examine_target(renderer, space, clf: Any, classes: Sequence[str], images: np.ndarray, meta,
@@ -87,9 +92,13 @@ def examine_target(renderer, space, clf: Any, classes: Sequence[str], images: np
     examined = examined_classes(params.classes, model, meta)
     models = {TARGET: model}
     instances = {TARGET: select_instances(model, model.classes, images, meta, examined)}
-    sessions = make_sessions(params, space, models, instances, examined, "main", TARGET, params.examiners, params.T)
+    sessions = make_sessions(params, space, models, instances, examined, "main", TARGET, params.examiners, params.T,
+                             repeats=params.repeats)
     run_sessions(sessions, renderer, models, params.render_chunk, progress)
-    return ExamineResult(sessions=sessions, classes=list(model.classes), space=space)
+    regions = (find_regions(sessions, space, meta, renderer, models, params.regions, params.seed,
+                            lambda r, scenes: render_scenes(r, scenes, params.render_chunk))
+               if params.regions.enabled else [])
+    return ExamineResult(sessions=sessions, classes=list(model.classes), space=space, regions=regions)
 
 
 def run(target: AuditTarget, params: ExamineParams, runtime: Any) -> ExamineResult:

@@ -56,11 +56,14 @@ class Session:
     T, batch, tail : int
         Iterations, queries per iteration, and how many of the last queries it keeps (images, probabilities,
         predictions, params).
+    rep : int
+        Which repeat of the examination (``examine.repeats``): each repeat draws its own sun and examiner seed.
 
     Attributes
     ----------
-    probs, params : list
-        One array of true-class probabilities and one list of scene params per iteration.
+    probs, params, preds : list
+        One array of true-class probabilities, one list of scene params and one array of predicted outputs per
+        iteration.
     worst, worst_pred : tuple
         ``(p_true, params, image)`` of the query nearest the examiner's goal (lowest ``p`` in weakness mode, highest
         in strength mode), and ``(predicted output, its probability)`` there.
@@ -79,8 +82,10 @@ class Session:
     T: int
     batch: int
     tail: int
+    rep: int = 0
     it: int = 0
     probs: List[np.ndarray] = field(default_factory=list)
+    preds: List[np.ndarray] = field(default_factory=list)
     params: List[List[dict]] = field(default_factory=list)
     tail_images: Any = None
     tail_probs: Any = None
@@ -116,6 +121,7 @@ class Session:
         ``images``, predicted ``preds`` with probability ``confs``) and keep what the report needs."""
         self.examiner.observe(queries, p)
         self.probs.append(p)
+        self.preds.append(np.asarray(preds))
         self.params.append(queries)
         self.it += 1
         for k in range(len(queries)):
@@ -147,7 +153,7 @@ def _examiner_options(name: str, params: ExamineParams) -> Tuple[dict, int]:
     return {}, params.random_batch
 
 
-def _render(renderer, scenes: List[dict], chunk: int) -> np.ndarray:
+def render_scenes(renderer, scenes: List[dict], chunk: int) -> np.ndarray:
     """The renderer's images of ``scenes``, asked for ``chunk`` at a time."""
     imgs = np.concatenate([np.asarray(renderer.render(scenes[a:a + chunk])) for a in range(0, len(scenes), chunk)])
     if imgs.shape[0] != len(scenes) or imgs.ndim != 4:
@@ -191,7 +197,7 @@ def run_sessions(sessions: List[Session], renderer, models: Mapping[str, Examine
             pending.append(q)
             scenes.extend({**s.sun, **p, "class": s.cls, "instance": s.instance} for p in q)
             owner.extend([j] * len(q))
-        imgs = _render(renderer, scenes, chunk)
+        imgs = render_scenes(renderer, scenes, chunk)
         owner_a = np.asarray(owner)
         probs, preds, confs = _score(active, owner_a, imgs, models)
         for j, s in enumerate(active):
@@ -205,7 +211,7 @@ def run_sessions(sessions: List[Session], renderer, models: Mapping[str, Examine
 def make_sessions(params: ExamineParams, space, models: Mapping[str, ExaminedModel],
                   instances: Mapping[str, Mapping[str, int]], classes_of: Sequence[str], group: str, model: str,
                   examiners: Sequence[str], T: int, *, mode: str = "weakness", order: Optional[Sequence[str]] = None,
-                  sun_key: int = 0, tail: Optional[int] = None) -> List[Session]:
+                  sun_key: int = 0, tail: Optional[int] = None, repeats: int = 1) -> List[Session]:
     """The sessions of one experiment on one model: every examiner on every class of ``classes_of``, and each
     class's T = 0 protocol (group ``<group>_t0``: ``n_random`` uniform scenes with the same sun).
 
@@ -222,34 +228,40 @@ def make_sessions(params: ExamineParams, space, models: Mapping[str, ExaminedMod
         Drive the true-class probability down (the paper's examination) or up (Sec. 4.6).
     order : list of str, optional
         The RL examiner's factor order (Sec. 4.5); default its own.
+    repeats : int
+        Independent examinations of every class (ours: the paper reports one): repeat ``r`` > 0 draws its own sun
+        and examiner seeds; repeat 0 is the examination a single run gives.
     """
     bounds = searched_bounds(space)
     fixed = list(space.fixed)
     mi = sorted(models).index(model)
     tail = params.tail if tail is None else tail
     out = []
-    for ci, c in enumerate(classes_of):
-        label = models[model].classes.index(c)
-        rng = np.random.default_rng([params.seed, mi, ci, sun_key])
-        sun = {k: float(space.bounds[k][0] + rng.random() * (space.bounds[k][1] - space.bounds[k][0])) for k in fixed}
-        for ei, name in enumerate(examiners):
-            opts, batch = _examiner_options(name, params)
-            if order is not None and name == "rl":
-                opts = {**opts, "order": order}
-            ex = make_examiner(name, bounds=bounds, seed=int(params.seed * 7919 + mi * 1009 + ci * 101 + ei),
-                               mode=mode, **opts)
-            out.append(Session(group=group, model=model, examiner_name=name, cls=c, label=label,
-                               instance=instances[model][c], sun=sun, examiner=ex, T=T, batch=batch, tail=tail))
-        # the T = 0 protocol: n_random uniform scenes, same sun (Table 2's T = 0, Fig. 3's 50 random)
-        ex = make_examiner("random", bounds=bounds, seed=int(params.seed * 7919 + mi * 1009 + ci * 101 + 99))
-        out.append(Session(group=f"{group}_t0", model=model, examiner_name="t0", cls=c, label=label,
-                           instance=instances[model][c], sun=sun, examiner=ex, T=1, batch=params.n_random,
-                           tail=params.n_random))
+    for rep in range(int(repeats)):
+        for ci, c in enumerate(classes_of):
+            label = models[model].classes.index(c)
+            rng = np.random.default_rng([params.seed, mi, ci, sun_key] + ([rep] if rep else []))
+            sun = {k: float(space.bounds[k][0] + rng.random() * (space.bounds[k][1] - space.bounds[k][0]))
+                   for k in fixed}
+            base = int(params.seed * 7919 + mi * 1009 + ci * 101) + rep * 1_000_003
+            for ei, name in enumerate(examiners):
+                opts, batch = _examiner_options(name, params)
+                if order is not None and name == "rl":
+                    opts = {**opts, "order": order}
+                ex = make_examiner(name, bounds=bounds, seed=base + ei, mode=mode, **opts)
+                out.append(Session(group=group, model=model, examiner_name=name, cls=c, label=label,
+                                   instance=instances[model][c], sun=sun, examiner=ex, T=T, batch=batch, tail=tail,
+                                   rep=rep))
+            # the T = 0 protocol: n_random uniform scenes, same sun (Table 2's T = 0, Fig. 3's 50 random)
+            ex = make_examiner("random", bounds=bounds, seed=base + 99)
+            out.append(Session(group=f"{group}_t0", model=model, examiner_name="t0", cls=c, label=label,
+                               instance=instances[model][c], sun=sun, examiner=ex, T=1, batch=params.n_random,
+                               tail=params.n_random, rep=rep))
     return out
 
 
-def group(sessions: Sequence[Session], name: str, model: Optional[str] = None, examiner: Optional[str] = None
-          ) -> List[Session]:
-    """The sessions of group ``name`` (of ``model`` and ``examiner`` when given), in run order."""
+def group(sessions: Sequence[Session], name: str, model: Optional[str] = None, examiner: Optional[str] = None,
+          rep: Optional[int] = None) -> List[Session]:
+    """The sessions of group ``name`` (of ``model``, ``examiner`` and repeat ``rep`` when given), in run order."""
     return [s for s in sessions if s.group == name and (model is None or s.model == model)
-            and (examiner is None or s.examiner_name == examiner)]
+            and (examiner is None or s.examiner_name == examiner) and (rep is None or s.rep == rep)]

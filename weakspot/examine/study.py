@@ -19,7 +19,7 @@ Reference: M. Shu, C. Liu, W. Qiu, A. Yuille, "Identifying Model Weakness with A
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -28,7 +28,8 @@ from weakspot.errors import ConfigError, DataError
 from weakspot.examine.config import ExamineParams
 from weakspot.examine.inputs import (ExaminedModel, as_params, check_meta, check_space, class_order, examined_classes,
                                      select_instances)
-from weakspot.examine.sessions import Session, make_sessions, run_sessions
+from weakspot.examine.regions import find_regions
+from weakspot.examine.sessions import Session, make_sessions, render_scenes, run_sessions
 from weakspot.examine.study_models import train_study_models
 from weakspot.progress import Progress
 
@@ -47,11 +48,16 @@ class StudyResult:
         One row per model: ``model``, ``role``, ``n_train``, ``unseen_accuracy``, ``unseen_true_class_proba``.
     space : SceneSpace
         The factor space the examiners searched.
+    regions : list of Region
+        The planted weakness as the examiners found it: per class of the ``artificial`` sessions, the limited model's
+        box of failing factor ranges, and the full model's on the same classes (the contrast), each confirmed on
+        fresh renders (:mod:`weakspot.examine.regions`).
     """
 
     sessions: List[Session]
     models: Any
     space: Any
+    regions: List[Any] = field(default_factory=list)
 
 
 def _classes(params: ExamineParams, base: ExaminedModel, meta) -> Tuple[List[str], List[str], List[str]]:
@@ -143,4 +149,11 @@ def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, 
     instances = {n: select_instances(trained[n], all_classes, images, meta, wanted) for n in trained}
     sessions = _sessions(params, space, trained, instances, classes, own)
     run_sessions(sessions, renderer, trained, params.render_chunk, progress)
-    return StudyResult(sessions=sessions, models=pd.DataFrame(rows), space=space)
+    regions = []
+    if aw.enabled and params.regions.enabled:  # the limited model's regions, and the full model's on its classes
+        planted = [s for s in sessions if s.group in ("artificial", "artificial_t0")]
+        planted_classes = {s.cls for s in planted}
+        full = [s for s in sessions if s.group in ("main", "main_t0") and s.cls in planted_classes]
+        regions = find_regions(planted + full, space, meta, renderer, trained, params.regions, params.seed,
+                               lambda r, scenes: render_scenes(r, scenes, params.render_chunk))
+    return StudyResult(sessions=sessions, models=pd.DataFrame(rows), space=space, regions=regions)
