@@ -24,3 +24,12 @@ def test_a_method_that_checks_some_rows_and_not_others_gets_the_evidence_columns
 def test_a_nan_severity_is_refused():
     with pytest.raises(DataError, match="NaN severity"):
         normalise(pd.DataFrame([{**ROW, "severity": float("nan")}]))
+
+
+def test_a_lift_interval_never_rounds_onto_1():
+    from weakspot.fmt import interval
+
+    assert interval(1.3, 5.83) == "1.30-5.83"
+    assert interval(1.001, 2.5) == "1.001-2.50"  # two decimals would read 1.00: a confirmed lift would look unconfirmed
+    assert interval(0.999, 1.0) == "0.999-1.00"
+    assert interval(0.45, float("inf")) == "0.45-inf"

@@ -72,10 +72,11 @@ class Evidence:
         if not (math.isfinite(self.lift_lo) and math.isfinite(self.lift)):
             return (f"{self.failures} of {self.n_confirm} held-out {unit} fail inside, {self.control_failures} of "
                     f"{self.n_control} random ones: too few to compare")
-        hi = "inf" if not math.isfinite(self.lift_hi) else f"{self.lift_hi:.2g}"
+        from weakspot.fmt import interval
+
         zero = " (no control failure: counted as half a failure)" if self.control_failures == 0 and self.failures else ""
         return (f"{self.failures} of {self.n_confirm} held-out {unit} fail inside, {self.control_failures} of "
-                f"{self.n_control} random ones: lift {self.lift:.2g}{zero} (95% {self.lift_lo:.2g}-{hi})")
+                f"{self.n_control} random ones: lift {self.lift:.2f}{zero} (95% {interval(self.lift_lo, self.lift_hi)})")
 
 
 def _count(value: Any, name: str) -> int:

@@ -29,3 +29,20 @@ def fmt(value: Any, digits: int = 3) -> str:
         return "n/a"
     v = float(value)
     return f"{v:.{digits}g}" if math.isfinite(v) else "n/a"
+
+
+def interval(lo: Any, hi: Any) -> str:
+    """A lift's 95% interval, ``"1.3-5.8"``: two decimals, more where two would put a lower end above 1 at 1 (or
+    below 1 at 1), so the interval never reads as touching 1 when it does not; ``inf`` for an unbounded end."""
+
+    def end(v: Any) -> str:
+        v = float(v)
+        if not math.isfinite(v):
+            return "inf" if v > 0 else "n/a"
+        for d in range(2, 7):
+            s = f"{v:.{d}f}"
+            if (float(s) > 1) == (v > 1) and (float(s) < 1) == (v < 1):
+                return s
+        return s
+
+    return f"{end(lo)}-{end(hi)}"

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
-from weakspot.fmt import fmt
+from weakspot.fmt import fmt, interval
 
 #: a table with more columns than this and at most TRANSPOSE_ROWS rows is shown transposed (one line per column)
 TRANSPOSE_COLUMNS, TRANSPOSE_ROWS = 14, 8
@@ -151,7 +151,7 @@ def confirmed_spots(t: Mapping[str, Any]) -> List[Dict[str, Any]]:
             continue
         for r in df[df["confirmed"].astype(bool)].to_dict("records"):
             out.append({**finding(r), "method": str(m["title"]), "lift": float(r["lift"]),
-                        "interval": f"{fmt(r['lift_lo'], 2)}-{fmt(r['lift_hi'], 2)}"})
+                        "interval": interval(r["lift_lo"], r["lift_hi"])})
     return sorted(out, key=lambda f: -f["lift"])
 
 
