@@ -9,7 +9,7 @@ from weakspot.examine.inputs import examined_model
 from weakspot.examine.regions import describe, find_regions, propose
 from weakspot.examine.sessions import make_sessions, render_scenes, run_sessions
 from weakspot.scene.space import SceneSpace
-from weakspot.segments.rules import Rule
+from weakspot.rules import Rule
 
 from .examine_helpers import ElevationModel, ElevationRenderer, tiny_params
 

@@ -61,7 +61,7 @@ def test_the_factor_order_table(world, study):
 
 def test_a_box_lies_outside_the_training_range_only_when_bounded_to_one_side():
     from weakspot.examine.study_report import outside
-    from weakspot.segments.rules import Rule
+    from weakspot.rules import Rule
 
     r = (-30.0, 30.0)
     assert outside(Rule({"view_elevation": (30.0, None)}), "view_elevation", r)

@@ -9,7 +9,7 @@ import pytest
 from weakspot.data.dataset import Dataset
 from weakspot.errors import DataError
 from weakspot.segments.config import SegmentsParams
-from weakspot.segments.rules import Rule
+from weakspot.rules import Rule
 from weakspot.segments.run import run
 
 

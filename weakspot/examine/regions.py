@@ -26,7 +26,7 @@ from weakspot.evidence import Evidence, compare
 from weakspot.examine.inputs import ExaminedModel, unseen_rows
 from weakspot.examine.sessions import Session
 from weakspot.scene.space import UNITS
-from weakspot.segments.rules import Rule
+from weakspot.rules import Rule
 
 
 @dataclass
@@ -97,7 +97,7 @@ def propose(sessions: Sequence[Session], names: Sequence[str], max_depth: int, m
     note)``; None (with the note) when every scene or none failed, or no leaf fails more often than the scenes."""
     from sklearn.tree import DecisionTreeClassifier
 
-    from weakspot.segments.rules import weak_rules
+    from weakspot.rules import weak_rules
 
     X, failed = scenes_of(sessions, names)
     n, f = len(failed), int(failed.sum())

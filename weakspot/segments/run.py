@@ -36,7 +36,7 @@ from weakspot.errors import DataError
 from weakspot.evidence import Evidence, on_masks
 from weakspot.segments.config import SegmentsParams
 from weakspot.segments.features import Features, features_of
-from weakspot.segments.rules import Rule, weak_rules
+from weakspot.rules import Rule, weak_rules
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Segments as rules: the paths of a fitted decision tree, written in the features' names and applied to new rows.
+"""Regions as rules: the paths of a fitted decision tree, written in the features' names and applied to new rows (shared by
+the weak segments and the examiner's weak regions).
 
 Caveats first: a numeric condition is ``lo < x <= hi`` (scikit-learn's split convention), a class condition a set of
 allowed classes. Sibling leaves that both fail more often than the rows overall are merged into their parent (a
