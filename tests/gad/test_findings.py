@@ -42,7 +42,8 @@ def test_the_ranking_is_lowest_gad_first_ties_by_row_never_flipped_last(outcome)
 
 def test_weak_spots_have_the_shared_findings_shape(outcome):
     weak, to_label = findings_of(outcome, top=15)
-    assert list(weak.columns) == list(FINDING_COLUMNS)
+    assert list(weak.columns)[:len(FINDING_COLUMNS)] == list(FINDING_COLUMNS)
+    assert not weak["confirmed"].iloc[1:].any() and (weak["n_confirm"].iloc[1:] == 0).all()  # inputs: unchecked
     assert weak["kind"].iloc[0] == "feature_range" and weak["weak_spot"].iloc[0].startswith("feature range: ")
     assert (weak["kind"].iloc[1:] == "input").all() and 1 <= len(weak) - 1 <= 5
     sev = weak["severity"].iloc[1:].to_numpy()
@@ -55,12 +56,21 @@ def test_weak_spots_have_the_shared_findings_shape(outcome):
     assert weak["weak_spot"].iloc[1] == f"test row {to_label['row'].iloc[0]} (GAD rank 1 of {len(to_label)})"
 
 
-def test_the_feature_range_severity_is_the_error_lift_of_the_top_rows(outcome):
-    """Known answer from the outcome: share of errors among the top-15 ranked rows over the eligible rows' share."""
+def test_the_feature_range_is_confirmed_on_the_rows_it_was_not_drawn_from(outcome):
+    """Known answer from the outcome: the box's errors among the eligible rows outside the top 15 (held out) against
+    as many random rows of those; the severity is that lift."""
     weak, to_label = findings_of(outcome, top=15)
+    row = weak.iloc[0]
     wrong = ~outcome.test_correct[to_label["row"].to_numpy()]
-    lift = wrong[:15].mean() / wrong.mean()
-    assert weak["severity"].iloc[0] == pytest.approx(lift)
+    ranges = re.findall(r"(\S+) in \[([^,\]]+), ([^\]]+)\]", row["weak_spot"])
+    inside = np.ones(len(to_label), bool)
+    for name, _, _ in ranges:
+        q = np.quantile(to_label[name].to_numpy()[:15], [0.25, 0.75])
+        inside &= (to_label[name].to_numpy() >= q[0]) & (to_label[name].to_numpy() <= q[1])
+    held = np.arange(len(to_label)) >= 15
+    assert row["n_confirm"] == (inside & held).sum() and row["failures"] == (wrong & inside & held).sum()
+    assert row["n_control"] == row["n_confirm"] and row["severity"] == pytest.approx(np.nan_to_num(row["lift"]))
+    assert row["confirmed"] == (row["lift_lo"] > 1 and row["n_confirm"] >= 5)
     assert weak["confidence"].iloc[0] == pytest.approx(to_label["confidence"].iloc[:15].mean())
     ranges = re.findall(r"(\S+) in \[([^,\]]+), ([^\]]+)\]", weak["weak_spot"].iloc[0])
     assert 1 <= len(ranges) <= 3
@@ -89,4 +99,4 @@ def test_top_must_be_a_positive_integer(outcome):
 def test_no_eligible_row_gives_no_weak_spot(outcome):
     empty = replace(outcome, eligible=outcome.eligible[:0], gad=outcome.gad[:0], distance=outcome.distance[:0])
     weak, to_label = findings_of(empty)
-    assert len(weak) == 0 and len(to_label) == 0 and list(weak.columns) == list(FINDING_COLUMNS)
+    assert len(weak) == 0 and len(to_label) == 0 and list(weak.columns)[:len(FINDING_COLUMNS)] == list(FINDING_COLUMNS)

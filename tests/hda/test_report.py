@@ -90,15 +90,59 @@ def test_a_black_box_report_has_no_white_box_tables_nor_a_repaired_model(toy):
 
 def test_findings_rank_the_seeds_with_aes(toy):
     result, p = toy["white"][:2]
-    df = findings(result, p)
+    out = findings(result, p)
+    df = out[out["kind"] == "input"]
     e, res = result.generators.evals[("hda", "selected")], result.generators.results[("hda", "selected")]
     with_ae = {i for i in range(len(result.seeds.selected)) if e.ae_mask[res.seed_index == i].any()}
     assert len(df) == min(len(with_ae), p.max_findings) and set(REQUIRED) <= set(df.columns)
     assert list(df["severity"]) == sorted(df["severity"], reverse=True)
-    assert ((0 <= df["severity"]) & (df["severity"] <= 1)).all() and (df["kind"] == "input").all()
+    assert ((0 <= df["severity"]) & (df["severity"] <= 1)).all()
     assert all(json.loads(x)["seed"] in result.seeds.names for x in df["example"])
+    assert df["confirmation"].str.startswith("not checked").all() and not df["confirmed"].astype(bool).any()
     if len(with_ae) >= 2:
-        assert len(findings(result, p.model_copy(update={"max_findings": 1}))) == 1
+        again = findings(result, p.model_copy(update={"max_findings": 1}))
+        assert (again["kind"] == "input").sum() == 1
+
+
+def test_the_seed_set_is_checked_against_random_seeds_measured_the_same_way(toy):
+    from weakspot.hda.evidence import seeds_failed
+
+    result, p = toy["white"][:2]
+    out = findings(result, p)
+    row = out[out["kind"] == "seed_set"].iloc[0]
+    (sel, sel_m), (rnd, rnd_m) = seeds_failed(result, "selected"), seeds_failed(result, "random")
+    # a seed fails when HDA's GA found an AE around it; seeds the allocation gave no test case are not measured
+    res = result.generators.results[("hda", "selected")]
+    assert sel_m.sum() == len(np.unique(res.seed_index)) and row["n_confirm"] == sel_m.sum()
+    assert (row["failures"], row["control_failures"]) == (sel[sel_m].sum(), rnd[rnd_m].sum())
+    assert row["severity"] == pytest.approx(np.nan_to_num(row["lift"])) and "random ones" in row["confirmation"]
+    for _, r in out[out["kind"] == "class"].iterrows():  # confirmed on the random seeds, which never chose it
+        assert r["n_confirm"] <= rnd_m.sum() and r["confirmed"] == (r["lift_lo"] > 1 and r["n_confirm"] >= 5)
+
+
+def test_class_evidence_known_answer():
+    """Selected seeds of class 1 always fail, of class 0 never; the random seeds of class 1 fail, the rest not: class 1
+    is proposed and confirmed, class 0 is not proposed."""
+    from types import SimpleNamespace
+
+    from weakspot.hda.evidence import class_evidence
+    from weakspot.hda.generate import CaseEval, LocalResult
+
+    y = np.array([0] * 40 + [1] * 40)
+    sel, rnd = np.arange(0, 80, 4), np.arange(1, 80, 2)  # 10 + 10 selected, 20 + 20 random
+
+    def gen(ids):
+        idx = np.arange(len(ids))
+        ae = y[ids] == 1
+        return (LocalResult("hda", np.zeros((len(ids), 1)), idx, 0, 0.0),
+                CaseEval("hda", "", len(ids), len(ids), 0, 0, 0, 0, 0, 0, 0, 0, ae_mask=ae))
+
+    (rs, es), (rr, er) = gen(sel), gen(rnd)
+    result = SimpleNamespace(seeds=SimpleNamespace(y=y, selected=sel, random=rnd),
+                             generators=SimpleNamespace(results={("hda", "selected"): rs, ("hda", "random"): rr},
+                                                        evals={("hda", "selected"): es, ("hda", "random"): er}))
+    (c, ev), = class_evidence(result, seed=0)
+    assert c == 1 and ev.failures == ev.n_confirm == 20 and ev.confirmed and ev.control_rate < 1
 
 
 def test_no_aes_no_findings_but_the_same_columns(toy):
@@ -109,7 +153,8 @@ def test_no_aes_no_findings_but_the_same_columns(toy):
     none.generators = replace(result.generators, evals={**result.generators.evals,
                                                          key: replace(e, ae_mask=np.zeros_like(e.ae_mask))})
     df = findings(none, p)
-    assert len(df) == 0 and list(df.columns) == list(REQUIRED) + ["example", "image"]
+    assert (df["kind"] == "input").sum() == 0 and set(REQUIRED) <= set(df.columns)
+    assert df[df["kind"] == "seed_set"]["failures"].iloc[0] == 0  # the seed set still measured: no AE anywhere
 
 
 def test_the_repaired_model_is_the_hda_finetuned_weights(toy):

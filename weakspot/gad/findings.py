@@ -15,6 +15,7 @@ import numpy as np
 
 from weakspot.errors import ConfigError
 from weakspot.gad.protocol import DatasetOutcome
+from weakspot.evidence import on_masks
 from weakspot.gad.ranking import Ranking, order_by
 from weakspot.fmt import fmt
 
@@ -106,7 +107,10 @@ def findings_of(outcome: DatasetOutcome, *, top: int = 20, ranking: Optional[Ran
         spots = [_feature_range_spot(o, rows[order], int(top)), *_input_spots(o, in_gad_order)]
     else:
         spots = []
-    return pd.DataFrame(spots, columns=list(FINDING_COLUMNS)), to_label
+    from weakspot.findings import UNCHECKED
+
+    spots = [{**UNCHECKED, **sp} for sp in spots]  # only the feature range is checked against a control
+    return pd.DataFrame(spots, columns=list(FINDING_COLUMNS) + list(UNCHECKED)), to_label
 
 
 def _to_label(o: DatasetOutcome, order: np.ndarray, score: np.ndarray) -> Any:
@@ -165,16 +169,24 @@ def _feature_range_spot(o: DatasetOutcome, ranked: np.ndarray, top: int) -> Dict
     share = float(wrong[:k].mean())
     vals, counts = np.unique(truth[:k], return_counts=True)
     conc = ", ".join(f"{split.feature_names[j]} IQR {ratio[j]:.0%} of the eligible rows'" for j in chosen)
+    # confirmed on the eligible rows the box was not drawn from (all but the top k) against as many random ones
+    inside = np.ones(n, bool)
+    for j in chosen:
+        inside &= (X[:, j] >= q_top[0, j]) & (X[:, j] <= q_top[1, j])
+    held = np.arange(n) >= k
+    ev = on_masks(wrong[held], inside[held], seed=[o.split_seed, 17])
     return {
         "weak_spot": spot,
         "kind": "feature_range",
-        "severity": float(share / base if base > 0 else 0.0),
+        "severity": float(np.nan_to_num(ev.lift, nan=0.0)),
         "severity_meaning": (
-            f"share of the top-{k} GAD-ranked rows that are errors (ground truth, audit only) against the base error "
-            f"rate of the eligible rows: {share:.0%} vs {base:.0%} of {n} confident (> {o.confidence_threshold:g}) "
-            f"{o.class_name!r} predictions (1 = no concentration); ranges are the top rows' 25th-75th percentiles "
-            f"({conc})"
+            "lift: the share of errors (ground truth, audit only) among the eligible rows inside the box that the "
+            f"box was not drawn from, over that of as many random ones; the box is the top-{k} GAD-ranked rows' "
+            f"25th-75th percentiles ({conc}), {share:.0%} of which are errors against {base:.0%} of all {n} "
+            f"confident (> {o.confidence_threshold:g}) {o.class_name!r} predictions"
         ),
+        **ev.columns(),
+        "confirmation": ev.sentence("rows") + f" (the eligible rows outside the top {k} the box was drawn from)",
         "label": split.class_name(vals[np.argmax(counts)]),
         "prediction": o.class_name,
         "confidence": float(o.test_confidence[ranked][:k].mean()),

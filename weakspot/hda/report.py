@@ -7,8 +7,11 @@ Caveats first:
   the same code and params gives byte-identical metrics; timings are in the ``seconds`` table and the lineage.
 * FID is on the features of a network this pipeline trains (:mod:`weakspot.hda.fid`), comparable across methods of
   one target only, and it falls with the number of AEs compared (the AE counts sit next to it).
-* A finding is a selected seed with at least one AE among HDA's test cases; its severity is the share of AEs among
-  the seed's test cases plus their mean SSIM to the seed, over 2 (``SEVERITY``).
+* The findings checked against a random control come first (:mod:`weakspot.hda.evidence`): HDA's seed selection
+  against random seeds, and the classes its seeds found fragile, confirmed on the random seeds; their severity is
+  the lift. Then one finding per selected seed with at least one AE among HDA's test cases (an example, not
+  checked); its severity is the share of AEs among the seed's test cases plus their mean SSIM to the seed, over 2
+  (``SEVERITY``).
 * The repaired model is the HDA-fine-tuned copy of RQ4 (Table 9); on a black-box model, or with fine-tuning off,
   the repaired entry says why there is none.
 """
@@ -21,6 +24,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from weakspot.evidence import COLUMNS
 from weakspot.hda.config import PAPER_SETTINGS, HdaParams
 from weakspot.hda.generate import CaseEval
 from weakspot.hda.result import HdaResult
@@ -396,7 +400,46 @@ def findings(result: HdaResult, p: HdaParams) -> Any:
     df = pd.DataFrame(rows, columns=list(REQUIRED) + ["example", "image"])  # no AE anywhere: no findings, same shape
     if len(df):
         df = df.sort_values("severity", ascending=False, kind="stable").head(int(p.max_findings)).reset_index(drop=True)
-    return df
+    from weakspot.findings import UNCHECKED
+
+    for col, v in {**UNCHECKED, "confirmation": NOT_CHECKED_INPUT}.items():
+        df[col] = v
+    checked = pd.DataFrame(controlled_rows(result, p), columns=list(REQUIRED) + ["example", "confirmation"]
+                           + list(COLUMNS))
+    out = pd.concat([checked, df], ignore_index=True) if len(df) else checked
+    return out.reset_index(drop=True)
+
+
+NOT_CHECKED_INPUT = ("not checked: one seed's AEs are the search's own output (an example); the seed set and the "
+                     "classes above are checked against random seeds")
+SEVERITY_SEEDS = ("lift: the share of HDA's selected seeds around which its GA found an AE over that of as many random "
+                  "seeds, the same GA and test cases per seed")
+SEVERITY_CLASS = ("lift: the share of the class's random seeds around which HDA's GA found an AE over that of random "
+                  "seeds of any class (the class chosen on HDA's selected seeds)")
+
+
+def controlled_rows(result: HdaResult, p: HdaParams) -> List[Dict[str, Any]]:
+    """The findings checked against random seeds (:mod:`weakspot.hda.evidence`): HDA's seed selection as a whole,
+    then the classes its seeds found fragile, confirmed on the random seeds."""
+    from weakspot.hda.evidence import class_evidence, seed_set_evidence
+
+    classes, radius = result.classes, result.radius
+    ev = seed_set_evidence(result)
+    rows = [{"weak_spot": f"HDA's dense, fragile seeds (selected by density and the {result.seeds.indicator} "
+                          f"indicator): AEs within L-inf {radius:.3g} around them",
+             "kind": "seed_set", "severity": float(np.nan_to_num(ev.lift, nan=0.0)), "severity_meaning": SEVERITY_SEEDS,
+             "label": "", "prediction": "", "confidence": float("nan"), "example": "",
+             "confirmation": ev.sentence("seeds") + " (HDA's selected seeds against random ones; a seed fails when "
+                                                    "the GA finds an AE around it)", **ev.columns()}]
+    for c, e in class_evidence(result, int(p.seed)):
+        rows.append({"weak_spot": f"class {classes[c]}: AEs within L-inf {radius:.3g} around its inputs",
+                     "kind": "class", "severity": float(np.nan_to_num(e.lift, nan=0.0)),
+                     "severity_meaning": SEVERITY_CLASS, "label": classes[c], "prediction": "",
+                     "confidence": float("nan"), "example": "",
+                     "confirmation": e.sentence("seeds") + f" (random seeds of class {classes[c]} against as many "
+                                                           "random seeds; the class chosen on HDA's selected seeds)",
+                     **e.columns()})
+    return rows
 
 
 def repaired_model(result: HdaResult, p: HdaParams) -> Dict[str, Any]:
