@@ -70,3 +70,19 @@ def test_a_box_lies_outside_the_training_range_only_when_bounded_to_one_side():
     assert not outside(Rule({"view_elevation": (-50.0, 50.0)}), "view_elevation", r)
     assert not outside(Rule({"light_energy": (None, 1000.0)}), "view_elevation", r)
     assert not outside(None, "view_elevation", r)
+
+
+def test_the_order_check_has_a_same_order_other_seed_control(world, study):
+    from weakspot.examine.sessions import group
+
+    res, out, _ = study
+    a, c = group(res.sessions, "main", examiner="rl"), group(res.sessions, "order_control")
+    assert [s.cls for s in c] == [s.cls for s in a] and all(x.sun == y.sun for x, y in zip(a, c))
+    assert all(x.params[0] != y.params[0] for x, y in zip(a, c))  # other examiner seeds: other queries
+    fo = factor_order_table(res, world[4])
+    f = fo[fo.factor != "p_true_last"]
+    assert np.allclose(f.abs_diff_seeds, (f.default_order - f.default_order_other_seeds).abs())
+    m = out.metrics["order_check"]
+    assert m["max_abs_diff_seeds"] == pytest.approx(f.abs_diff_seeds.max())
+    line = next(x for x in out.summary if x.startswith("Factor order (Sec. 4.5"))
+    assert ("the order changes the examination more" in line) == (m["mean_abs_diff"] > m["mean_abs_diff_seeds"])

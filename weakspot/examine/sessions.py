@@ -211,7 +211,8 @@ def run_sessions(sessions: List[Session], renderer, models: Mapping[str, Examine
 def make_sessions(params: ExamineParams, space, models: Mapping[str, ExaminedModel],
                   instances: Mapping[str, Mapping[str, int]], classes_of: Sequence[str], group: str, model: str,
                   examiners: Sequence[str], T: int, *, mode: str = "weakness", order: Optional[Sequence[str]] = None,
-                  sun_key: int = 0, tail: Optional[int] = None, repeats: int = 1) -> List[Session]:
+                  sun_key: int = 0, tail: Optional[int] = None, repeats: int = 1, seed_offset: int = 0
+                  ) -> List[Session]:
     """The sessions of one experiment on one model: every examiner on every class of ``classes_of``, and each
     class's T = 0 protocol (group ``<group>_t0``: ``n_random`` uniform scenes with the same sun).
 
@@ -231,6 +232,8 @@ def make_sessions(params: ExamineParams, space, models: Mapping[str, ExaminedMod
     repeats : int
         Independent examinations of every class (ours: the paper reports one): repeat ``r`` > 0 draws its own sun
         and examiner seeds; repeat 0 is the examination a single run gives.
+    seed_offset : int
+        Added to every examiner's seed (the sun stays): the same examination with other examiner seeds.
     """
     bounds = searched_bounds(space)
     fixed = list(space.fixed)
@@ -243,7 +246,7 @@ def make_sessions(params: ExamineParams, space, models: Mapping[str, ExaminedMod
             rng = np.random.default_rng([params.seed, mi, ci, sun_key] + ([rep] if rep else []))
             sun = {k: float(space.bounds[k][0] + rng.random() * (space.bounds[k][1] - space.bounds[k][0]))
                    for k in fixed}
-            base = int(params.seed * 7919 + mi * 1009 + ci * 101) + rep * 1_000_003
+            base = int(params.seed * 7919 + mi * 1009 + ci * 101) + rep * 1_000_003 + int(seed_offset)
             for ei, name in enumerate(examiners):
                 opts, batch = _examiner_options(name, params)
                 if order is not None and name == "rl":

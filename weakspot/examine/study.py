@@ -42,7 +42,8 @@ class StudyResult:
     ----------
     sessions : list of Session
         Groups ``main`` / ``main_t0`` (the full model: the order check's default-order RL and the T = 0 protocol),
-        ``order`` (RL, viewpoint factors first), ``strength``, ``m_study`` / ``m_study_t0`` and ``artificial`` /
+        ``order`` (RL, viewpoint factors first), ``order_control`` (RL, default order, other examiner seeds),
+        ``strength``, ``m_study`` / ``m_study_t0`` and ``artificial`` /
         ``artificial_t0`` (each when its experiment is enabled).
     models : pandas.DataFrame
         One row per model: ``model``, ``role``, ``n_train``, ``unseen_accuracy``, ``unseen_true_class_proba``.
@@ -93,6 +94,10 @@ def _sessions(params: ExamineParams, space, trained: Mapping[str, ExaminedModel]
         order = [k for k in RL_ORDER_VIEW_FIRST if k in space.searched]
         sessions += [s for s in make_sessions(params, space, trained, instances, own, "order", arch, ["rl"],
                                               st.T, order=order) if s.examiner_name != "t0"]
+        # its control: the default order again with other examiner seeds (the same sun), so that a difference
+        # between the orders can be read against the difference a change of seed alone makes
+        sessions += [s for s in make_sessions(params, space, trained, instances, own, "order_control", arch, ["rl"],
+                                              st.T, seed_offset=500_009) if s.examiner_name != "t0"]
     if st.strength:
         sessions += [s for s in make_sessions(params, space, trained, instances, own, "strength", arch,
                                               [st.strength_examiner], st.T, mode="strength")
