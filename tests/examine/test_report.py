@@ -132,3 +132,15 @@ def test_settings_against_the_papers():
     from weakspot.examine.config import ExamineParams
 
     assert not settings_table(ExamineParams()).differs.any()  # the defaults are the paper's
+
+
+def test_the_factor_ranges_that_differ_from_table_1_are_named():
+    from weakspot.examine.config import ExamineParams
+    from weakspot.scene.space import PAPER_BOUNDS, SceneSpace
+
+    st = settings_table(ExamineParams(), SceneSpace()).set_index("setting")
+    differ = sorted(k[len("range of "):] for k in st.index if k.startswith("range of "))
+    assert differ == ["light_energy", "view_distance"]  # the two ranges mapped to this scene's units
+    assert st.loc["range of light_energy", "ran"] == "[900, 3000] W" and st.loc["range of light_energy", "differs"]
+    assert not len([k for k in st.index if k.startswith("range of ")
+                    and k[len("range of "):] not in PAPER_BOUNDS])

@@ -137,9 +137,12 @@ def target_metrics(result: ExamineResult, params: ExamineParams) -> Dict[str, An
     return metrics
 
 
-def settings_table(params: ExamineParams):
-    """What ran against the paper's settings (seeds/000 Sec. 4.1), one row per setting the paper gives."""
+def settings_table(params: ExamineParams, space: Any = None):
+    """What ran against the paper's settings (seeds/000 Sec. 4.1), one row per setting the paper gives, and one per
+    factor of ``space`` whose range differs from Table 1's."""
     import pandas as pd
+
+    from weakspot.scene.space import PAPER_BOUNDS, UNITS
 
     rows = []
     for key, (paper, where) in PAPER_SETTINGS.items():
@@ -150,6 +153,12 @@ def settings_table(params: ExamineParams):
     rows.append({"setting": "checkpoints", "ran": str(list(params.checkpoints)),
                  "paper": "[0, 100, 300, 500] (Table 2)",
                  "differs": list(params.checkpoints) != [0, 100, 300, 500]})
+    for k, paper in PAPER_BOUNDS.items():
+        ran = tuple(float(v) for v in space.bounds[k]) if space is not None and k in space.bounds else None
+        if ran is not None and ran != tuple(paper):
+            rows.append({"setting": f"range of {k}", "ran": f"[{ran[0]:g}, {ran[1]:g}] {UNITS.get(k, '')}",
+                         "paper": f"[{paper[0]:g}, {paper[1]:g}] (Table 1; weakspot/scene/space.py says why it "
+                                  "differs in this scene)", "differs": True})
     return pd.DataFrame(rows, columns=["setting", "ran", "paper", "differs"])
 
 
@@ -219,7 +228,7 @@ def target_tables(result: ExamineResult, params: ExamineParams, metrics: Mapping
                                                zip(grid, metrics["at_equal_renders"][e].values())}}
                                            for e in params.examiners]),
             "t0_per_class": pd.DataFrame([{"class": c, "T0": v, "learnt": v >= 0.5} for c, v in t0.items()]),
-            "settings": settings_table(params)}
+            "settings": settings_table(params, result.space)}
 
 
 # ------------------------------------------------------------------------------------------ prose
