@@ -48,7 +48,13 @@ def test_findings_pairs_first_then_the_inputs_closest_to_the_boundary(toy_run, t
     assert len(normalise(f, where="corner")) == len(f) > 0
     kinds = list(f["kind"])
     assert kinds == sorted(kinds, key=lambda k: k != "class_pair")
-    assert f[f["kind"] == "class_pair"]["severity"].sum() == m["n_corner_cases"]
+    pairs = f[f["kind"] == "class_pair"]
+    assert sum(json.loads(e)["corner cases"] for e in pairs["example"]) == m["n_corner_cases"]
+    # checked on the held-out inputs: with two classes every held-out input is of the pair, so the lift is 1
+    h = res.heldout
+    assert (pairs["n_confirm"] == len(h["y"])).all() and np.allclose(pairs["lift"], 1.0)
+    assert (pairs["severity"] == pairs["lift"]).all() and not pairs["confirmed"].any()
+    assert (f[f["kind"] == "input"]["confirmation"].str.startswith("not checked")).all()
     inp = f[f["kind"] == "input"]
     assert len(inp) == min(params.max_findings, m["n_corner_cases"])
     assert (inp["severity"] > 1 - params.boundary_margin).all()
@@ -97,3 +103,21 @@ def test_class_pairs_counts_unordered_pairs_most_first():
     assert class_pairs(search, np.ones(6, bool)) == [(0, 1, 3), (2, 3, 2), (0, 2, 1)]
     assert class_pairs(search, np.array([0, 0, 1, 0, 1, 0], bool)) == [(0, 2, 1), (2, 3, 1)]  # ties: by class
     assert class_pairs(search, np.zeros(6, bool)) == []
+
+
+def test_a_class_pair_is_confirmed_when_its_held_out_inputs_sit_at_the_boundary():
+    """Known answer: held-out inputs of classes 0 and 1 lie within the margin (or are wrong) three times in four,
+    class 2's never: the pair 0/1 fails about twice as often as random held-out inputs."""
+    from types import SimpleNamespace
+
+    from weakspot.corner.config import CornerParams
+    from weakspot.corner.report import pair_evidence
+
+    y = np.repeat([0, 1, 2], 100)
+    margin = np.where(y < 2, np.tile([0.01, 0.02, 0.03, 0.9], 75), 0.95)
+    res = SimpleNamespace(heldout={"y": y, "pred": y.copy(), "margin": margin})
+    p = CornerParams(boundary_margin=0.1)
+    ev = pair_evidence(res, 0, 1, p)
+    assert (ev.n_confirm, ev.failures) == (200, 150) and ev.confirmed and 1.2 < ev.lift < 2.5
+    assert not pair_evidence(res, 2, 2, p).confirmed  # class 2 alone: never near the boundary
+    assert pair_evidence(SimpleNamespace(heldout=None), 0, 1, p) is None

@@ -26,6 +26,13 @@ from weakspot.result import StageResult
 SEVERITY_PAIR = ("number of realistic corner cases (optimised seeds with top-two probabilities within {bm} and a "
                  "latent density above the realism threshold) whose two top classes are this pair")
 SEVERITY_INPUT = "1 - (p_top1 - p_top2) after the search: 1 = exactly on the decision boundary"
+SEVERITY_PAIR_LIFT = ("lift: the share of held-out inputs of the two classes that are misclassified or within {bm} of "
+                      "the boundary (top-two probabilities), over that of as many random held-out inputs")
+CONFIRM_PAIR = (" (held-out inputs of class {a} or {b}, which the search never saw, against as many random held-out "
+                "inputs; an input fails when misclassified or its top-two probabilities lie within {bm})")
+NO_HELDOUT = "not checked: the target has no held-out inputs to confirm the pair on"
+NOT_CHECKED_INPUT = ("not checked: one generated corner case is the search's own output (an example); its class pair "
+                     "is checked on held-out inputs above")
 KEY_METRICS = ["margin_before", "margin_after", "margin_reduction", "realistic_yield", "n_corner_cases", "tv_corner",
                "tv_fgsm", "model_accuracy_on_reconstructions"]
 
@@ -189,9 +196,16 @@ def findings_of(result: CornerResult, classes: List[str], params: CornerParams) 
         best = min(members, key=lambda i: (pm[i], i))
         before = Counter(int(search.pred_before[i]) for i in members).most_common(1)[0][0]
         after = Counter(int(search.pred_after[i]) for i in members).most_common(1)[0][0]
+        ev = pair_evidence(result, a, b, params)
         rows.append({
             "weak_spot": f"realistic inputs between classes {classes[a]} and {classes[b]}", "kind": "class_pair",
-            "severity": float(c), "severity_meaning": SEVERITY_PAIR.format(bm=params.boundary_margin),
+            "severity": float(np.nan_to_num(ev.lift, nan=0.0)) if ev is not None else float(c),
+            "severity_meaning": (SEVERITY_PAIR_LIFT.format(bm=params.boundary_margin) if ev is not None
+                                 else SEVERITY_PAIR.format(bm=params.boundary_margin)),
+            **(ev.columns() if ev is not None else {}),
+            "confirmation": (ev.sentence("inputs") + CONFIRM_PAIR.format(a=classes[a], b=classes[b],
+                                                                         bm=params.boundary_margin)
+                             if ev is not None else NO_HELDOUT),
             "label": None, "prediction": classes[after],  # generated inputs have no true class
             "confidence": float(np.mean(search.confidence_after[members])),
             "example": json.dumps({"corner cases": int(c), "most seeds started as": classes[before],
@@ -210,8 +224,26 @@ def findings_of(result: CornerResult, classes: List[str], params: CornerParams) 
                                    "p1 - p2": rounded(pm[i], 4)}),
             "image": to_png(search.images_after[i]),
         })
+    from weakspot.findings import UNCHECKED
+
     cols = ["weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence", "example", "image"]
-    return pd.DataFrame(rows, columns=cols)
+    rows = [{**UNCHECKED, "confirmation": NOT_CHECKED_INPUT, **r} for r in rows]
+    df = pd.DataFrame(rows, columns=cols + list(UNCHECKED))
+    df["confirmed"] = df["confirmed"].astype(bool)
+    return df
+
+
+def pair_evidence(result: CornerResult, a: int, b: int, params: CornerParams) -> Any:
+    """The class pair on the held-out inputs the search never saw: inputs of class ``a`` or ``b`` against as many
+    random held-out inputs, an input failing when it is misclassified or within ``boundary_margin`` of the boundary
+    (its top-two probabilities that close, the corner cases' own criterion). None without held-out inputs."""
+    from weakspot.evidence import on_masks
+
+    h = result.heldout
+    if h is None or not len(h["y"]):
+        return None
+    fails = (h["pred"] != h["y"]) | (h["margin"] < params.boundary_margin)
+    return on_masks(fails, np.isin(h["y"], [a, b]), seed=[int(params.seed) % (2**32), a, b])
 
 
 # ------------------------------------------------------------------------------------------------------ prose

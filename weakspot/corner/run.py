@@ -64,7 +64,9 @@ class CornerResult:
         RMS pixel distance of each decoded seed, before and after the search, to its nearest training image.
     seconds : dict of str -> float
         Wall-clock seconds per phase (never in the metrics).
-    generator_info : dict
+    heldout : dict of str -> array, optional
+        :func:`heldout_margins` of the evaluation rows the search never saw (``y``, ``pred``, ``margin``): what the
+        class pairs are confirmed on.
         ``pixels`` (the training images' digest, the generator's cache key) and ``training_seconds``.
     """
 
@@ -81,6 +83,8 @@ class CornerResult:
     nearest_train_after: np.ndarray
     seconds: Dict[str, float] = field(default_factory=dict)
     generator_info: Dict[str, Any] = field(default_factory=dict)
+    heldout: Optional[Dict[str, np.ndarray]] = None
+    heldout: Optional[Dict[str, np.ndarray]] = None
 
     @property
     def latent_dim(self) -> int:
@@ -115,7 +119,19 @@ def run(target: AuditTarget, params: CornerParams, runtime: Any) -> CornerResult
     result = corner_cases(target.model, X, y, g, params, progress=runtime.progress)
     result.seconds = {"generator": seconds, **result.seconds}
     result.generator_info = {"pixels": pixels, "training_seconds": gen["seconds"]}
+    if target.test is not None and len(target.test):
+        result.heldout = heldout_margins(target.model, target.test.X, target.test.y)
     return result
+
+
+def heldout_margins(clf: Any, X: Any, y: Any) -> Dict[str, np.ndarray]:
+    """The true class, the prediction and the top-two probability margin of each held-out input."""
+    p = np.asarray(clf.predict_proba(np.asarray(X, np.float32)), np.float64)
+    if p.ndim != 2 or len(p) != len(y) or not np.isfinite(p).all():
+        raise DataError(f"corner: the model's probabilities on the {len(y)} held-out inputs have shape {p.shape} (or "
+                        "are not finite)")
+    top2 = np.sort(p, axis=1)[:, -2:] if p.shape[1] > 1 else np.concatenate([np.zeros_like(p), p], 1)
+    return {"y": np.asarray(y).astype(np.int64), "pred": p.argmax(1), "margin": top2[:, 1] - top2[:, 0]}
 
 
 def draw_seeds(g: Generator, density: LatentDensity, params: CornerParams) -> np.ndarray:
