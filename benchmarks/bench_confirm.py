@@ -83,6 +83,9 @@ def main() -> None:
         over["checkpoints"] = [0, over["T"]]
     params = ExamineParams.model_validate({**base.model_dump(), **over, "regions": {
         **base.regions.model_dump(), "enabled": False}})
+    if not args.fake and not os.path.isdir(f"data/targets/{args.target}/model"):
+        print(f"no audited target {args.target!r} here (run `make audit` first): the fake world instead")
+        args.fake = True
     renderer, space, model, classes, images, meta, ctx = _fake() if args.fake else _pipeline(args.target)
     if args.fake:  # the fake world's own classes
         params = params.model_copy(update={"classes": None, "tsne_class": None})
