@@ -196,9 +196,13 @@ def test_full_run_audits_every_target_with_every_method_that_fits(repo):
               "Prefect flow run", "code: git "):
         assert s in out, (s, out[:2000])
     ex = pd.read_parquet(repo.path / "findings/scenes/examine.parquet")
-    cond = ex[ex["kind"] == "class_condition"]  # one per examined class (+ a row per class never learnt)
-    assert len(cond) == 3 and cond["image"].map(lambda b: bytes(b[:8]) == b"\x89PNG\r\n\x1a\n").all()
-    assert set(ex["kind"]) <= {"class_condition", "unlearnt_class"}
+    reg = ex[ex["kind"] == "factor_region"]  # a region per examined class with failing and passing scenes
+    em = json.loads((repo.path / "metrics/examine/scenes.json").read_text())
+    assert len(reg) == em["regions"]["proposed"] <= 3 and set(ex["kind"]) <= {"factor_region", "unlearnt_class"}
+    assert (reg["n_confirm"] == 8).all() and (reg["n_control"] == 8).all()  # the smoke's fresh renders per region
+    with_image = reg[reg["failures"] > 0]
+    assert with_image["image"].map(lambda b: bytes(b[:8]) == b"\x89PNG\r\n\x1a\n").all()
+    assert len(em["repeats"]["rl"]["per_repeat"]) == 2
     lin = json.loads((repo.path / "plots/train/digits/section.json").read_text())["lineage"]
     assert lin["params"]["targets.digits"]["train"]["epochs"] == 25
     assert lin["code"]["git_commit"] and all(len(h) == 64 for h in lin["inputs"].values())
