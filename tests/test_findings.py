@@ -33,3 +33,12 @@ def test_a_lift_interval_never_rounds_onto_1():
     assert interval(1.001, 2.5) == "1.001-2.50"  # two decimals would read 1.00: a confirmed lift would look unconfirmed
     assert interval(0.999, 1.0) == "0.999-1.00"
     assert interval(0.45, float("inf")) == "0.45-inf"
+
+
+def test_the_evidence_sentence_says_when_too_few_inputs_fall_inside():
+    from weakspot.evidence import MIN_CONFIRM, compare
+
+    ev = compare(1, 1, 0, 1)
+    assert not ev.confirmed and "too few inside to confirm" in ev.sentence() and str(MIN_CONFIRM) in ev.sentence()
+    ok = compare(38, 50, 6, 50)
+    assert ok.confirmed and ok.sentence().startswith("38 of 50 held-out inputs fail inside, 6 of 50 random ones: lift")

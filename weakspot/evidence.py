@@ -69,6 +69,9 @@ class Evidence:
 
     def sentence(self, unit: str = "inputs") -> str:
         """``"38 of 50 held-out inputs fail inside, 6 of 50 random ones: lift 6.3 (95% 3.1-13.8)"``."""
+        if self.n_confirm < MIN_CONFIRM:
+            return (f"{self.failures} of {self.n_confirm} held-out {unit} fail inside, {self.control_failures} of "
+                    f"{self.n_control} random ones: too few inside to confirm (at least {MIN_CONFIRM})")
         if not (math.isfinite(self.lift_lo) and math.isfinite(self.lift)):
             return (f"{self.failures} of {self.n_confirm} held-out {unit} fail inside, {self.control_failures} of "
                     f"{self.n_control} random ones: too few to compare")
