@@ -57,7 +57,7 @@ def weak_spots(targets: dict, metrics: dict) -> list:
     out = []
     for name, t in targets.items():
         m = metrics.get(f"train/{name}", {})
-        intro = f"Data {t.data.source}; model {t.model.kind} {t.model.arch or t.model.weights or t.model.factory}"
+        intro = f"Data {t.data.described}; model {t.model.kind} {t.model.arch or t.model.weights or t.model.factory}"
         if "test_accuracy" in m:
             intro += f"; test accuracy {m['test_accuracy']:.1%}, ECE {m['ece']:.3f}"
         cards = []

@@ -102,7 +102,7 @@ def _target_stages(raw: Dict[str, Any], t: str, p: Any) -> Dict[str, Any]:
         f"prepare-{t}": {
             "cmd": f"python -m flows.prepare {t}",
             "deps": deps,
-            "params": _keys(raw, f"targets.{t}", ["data", "class_of_interest"]),
+            "params": _keys(raw, f"targets.{t}", ["data", "class_of_interest", "model"]),
             "outs": [str(paths.prepared(t)), str(paths.plots("prepare", t))],
             "metrics": [str(paths.metrics("prepare", t))],
         },

@@ -16,10 +16,11 @@ SPLITS = ("train", "val", "test")
 
 
 @cached_task
-def load_and_split(data: Dict[str, Any], class_of_interest: Any, inputs_digest: str, code_digest: str
-                   ) -> Tuple[Dataset, Dict[str, np.ndarray], Dict[str, Any]]:
+def load_and_split(data: Dict[str, Any], class_of_interest: Any, inputs_digest: str, code_digest: str,
+                   trains: bool = True) -> Tuple[Dataset, Dict[str, np.ndarray], Dict[str, Any]]:
     """Load a target's data source and split it (stratified, or biased as the GAD paper does); cached on the data
-    section, the input files' digest and the library code."""
+    section, the input files' digest, the library code and whether weakspot trains the model (a model it did not
+    train is never judged on its training rows)."""
     from weakspot.data.prepare import prepare_target_data
     from weakspot.targets import DataParams
 
@@ -27,7 +28,7 @@ def load_and_split(data: Dict[str, Any], class_of_interest: Any, inputs_digest: 
     scene = None
     if p.kind == "scenes":
         scene = read_render()
-    return prepare_target_data(p, class_of_interest=class_of_interest, scene=scene)
+    return prepare_target_data(p, class_of_interest=class_of_interest, scene=scene, trains=trains)
 
 
 def write_prepared(target: str, ds: Dataset, splits: Dict[str, Any], lin: Dict[str, Any], info: Dict[str, Any]

@@ -21,6 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {
     "image_white": {"data": {"source": "digits"}, "model": {"kind": "builtin", "arch": "lenet"}},
     "image_black": {"data": {"source": "digits"}, "model": {"kind": "sklearn", "weights": "m.pkl"}},
+    "image_black_parts": {"data": {"train": "npz:a.npz", "test": "npz:b.npz"},
+                          "model": {"kind": "sklearn", "weights": "m.pkl"}},
+    "image_user_net": {"data": {"source": "imagefolder:imgs"}, "model": {"kind": "torch", "factory": "m:f"}},
     "table_black": {"data": {"source": "csv:x.csv", "label": "y"}, "model": {"kind": "sklearn", "weights": "m.pkl"}},
     "scene_white": {"data": {"source": "scenes"}, "model": {"kind": "builtin", "arch": "small_cnn"}},
 }
@@ -65,7 +68,7 @@ def test_a_method_runs_exactly_where_its_declared_needs_are_met(name):
     t = TargetParams.model_validate(TARGETS[name])
     for m in methods.all_methods():
         needs_met = (t.modality in m.modalities and (t.white_box or not m.white_box)
-                     and (t.renderable or not m.scene))
+                     and (t.renderable or not m.scene) and (t.has_train or not m.needs_train))
         assert (methods.fits(t)[m.name] is None) == needs_met, (m.name, name, methods.fits(t)[m.name])
 
 

@@ -255,9 +255,10 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
     data = load_breast_cancer(as_frame=True)
     df = data.frame.iloc[:, [0, 1, 2, 3, 4, 30]].rename(columns=lambda c: c.replace(" ", "_"))
     (r.path / "data/mine").mkdir(parents=True)
-    df.to_csv(r.path / "data/mine/table.csv", index=False)
     rng = np.random.default_rng(0)
-    train = rng.random(len(df)) < 0.3  # the user's model saw a third of the rows
+    train = rng.random(len(df)) < 0.3  # the user's model saw a third of the rows: its train part
+    df[train].to_csv(r.path / "data/mine/train.csv", index=False)
+    df[~train].to_csv(r.path / "data/mine/test.csv", index=False)
     model = make_pipeline(StandardScaler(), RandomForestClassifier(n_estimators=20, max_depth=3, random_state=0))
     model.fit(df.drop(columns="target")[train].to_numpy(), df["target"][train].to_numpy())
     (r.path / "data/mine/model.pkl").write_bytes(pickle.dumps(model))
@@ -267,8 +268,8 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
     from conftest import set_targets
 
     params = set_targets(yaml.safe_load((r.path / "params.yaml").read_text()),
-                         {"mine": {"data": {"source": "csv:data/mine/table.csv", "label": "target",
-                                            "fractions": [0.3, 0.1, 0.6]},
+                         {"mine": {"data": {"train": "csv:data/mine/train.csv", "test": "csv:data/mine/test.csv",
+                                            "label": "target"},
                                    "model": {"kind": "sklearn", "weights": "data/mine/model.pkl"}}})
     params["gad"].update(design_points=2000, epochs=3, max_steps=300, replicates=5, budget=10, pool_size=40)
     params["examine"]["study"] = {"m_study": {"enabled": False}, "artificial_weakness": {"enabled": False},
@@ -277,11 +278,68 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
     r.audit()
     dvc_yaml = (r.path / "dvc.yaml").read_text()
     assert "gad-mine" in dvc_yaml and "data/mine/model.pkl" in dvc_yaml and "examine-mine" not in dvc_yaml
+    assert "data/mine/train.csv" in dvc_yaml and "data/mine/test.csv" in dvc_yaml  # both parts hashed as deps
+    prepared = json.loads((r.path / "data/targets/mine/prepared/lineage.json").read_text())
+    assert prepared["counts"] == {"train": int(train.sum()), "val": 0, "test": int((~train).sum())}
     found = pd.read_parquet(r.path / "findings/mine/gad.parquet")
     assert len(found) >= 1 and {"weak_spot", "severity", "prediction", "confidence"} <= set(found.columns)
     page = (r.path / "reports/index.html").read_text()
     first = page.index("Weak spots of mine")
     assert found["weak_spot"].iloc[0][:30] in page[first:]  # its findings head its section
+    # the same model and params from Python (weakspot.audit, in this process): the same findings as the pipeline
+    import weakspot
+    from weakspot.io import write_parquet
+
+    test = df[~train]
+    res = weakspot.audit(model, test.drop(columns="target"), test["target"].to_numpy(), df[train].drop(columns="target"),
+                         df[train]["target"].to_numpy(), methods=["gad", "segments"], params=params, name="mine",
+                         device="cpu")
+    for method in ("gad", "segments"):
+        api = res.findings[res.findings["method"] == method].drop(columns="method").reset_index(drop=True)
+        write_parquet(r.path / f"api_{method}.parquet", api)
+        pd.testing.assert_frame_equal(pd.read_parquet(r.path / f"api_{method}.parquet"),
+                                      pd.read_parquet(r.path / f"findings/mine/{method}.parquet"))
+
+
+@pytest.mark.ops  # a repository of its own, beside the operations tests
+def test_a_users_image_folder_and_npz_arrays_are_audited_end_to_end(repo_factory):
+    """Digits as a user keeps images: class folders of PNGs (weakspot trains a LeNet on them) and .npz train/test
+    parts; prepare, train, weak segments and the report run with no code, and a broken folder stops prepare."""
+    import numpy as np
+    import yaml
+    from PIL import Image
+    from sklearn.datasets import load_digits
+
+    from conftest import set_targets
+
+    r = repo_factory("userimages")
+    d = load_digits()
+    pixels = (d.images * 255 / 16).astype(np.uint8)
+    for i in range(0, 900):
+        folder = r.path / "data/imgs" / f"digit{d.target[i]}"
+        folder.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(pixels[i]).save(folder / f"{i}.png")
+    np.savez(r.path / "data/train.npz", x=pixels[900:1500], y=d.target[900:1500])
+    np.savez(r.path / "data/test.npz", x=pixels[1500:], y=d.target[1500:])
+    small = {"model": {"kind": "builtin", "arch": "lenet"}, "train": {"epochs": 5, "seed": 0},
+             "methods": ["segments"]}
+    params = set_targets(yaml.safe_load((r.path / "params.yaml").read_text()),
+                         {"folder": {"data": {"source": "imagefolder:data/imgs"}, **small},
+                          "arrays": {"data": {"train": "npz:data/train.npz", "test": "npz:data/test.npz"}, **small}})
+    params.pop("examine", None)
+    (r.path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    r.audit()
+    dvc_yaml = (r.path / "dvc.yaml").read_text()
+    assert all(f in dvc_yaml for f in ("data/imgs", "data/train.npz", "data/test.npz"))
+    counts = json.loads((r.path / "data/targets/arrays/prepared/lineage.json").read_text())["counts"]
+    assert counts["test"] == len(d.target) - 1500 and counts["train"] + counts["val"] == 600
+    for t in ("folder", "arrays"):
+        found = pd.read_parquet(r.path / f"findings/{t}/segments.parquet")
+        assert {"lift", "lift_lo", "lift_hi", "confirmed", "n_confirm"} <= set(found.columns)
+    page = (r.path / "reports/index.html").read_text()
+    assert "imagefolder:data/imgs" in page and "npz:data/test.npz" in page
+    (r.path / "data/imgs/digit_empty").mkdir()
+    _fails_cleanly(r, "prepare", "class folder 'digit_empty' holds no images", "folder")
 
 
 def _fails_cleanly(repo, stage, pattern, target=None):

@@ -24,15 +24,22 @@ def describe_model(spec: Dict[str, Any]) -> str:
     return f"your {spec.get('kind')} model {what}"
 
 
+def _acc(value: Optional[float], pct: bool = False) -> str:
+    if value is None:
+        return "not given (no rows of that part)"
+    return f"{value:.1%}" if pct else f"{value:.3f}"
+
+
 def target_section(target: str, clf: Any, train: Dataset, val: Dataset, test: Dataset, *, spec: Dict[str, Any],
                    bins: int = 15, history: Optional[Dict[str, Any]] = None) -> StageResult:
     """Metrics, per-class table, reliability diagram and prose for the ``train-<target>`` report section."""
     import pandas as pd
 
-    p = {name: clf.predict_proba(ds.X) for name, ds in (("train", train), ("val", val), ("test", test))}
+    p = {name: clf.predict_proba(ds.X) for name, ds in (("train", train), ("val", val), ("test", test)) if len(ds)}
     metrics = {
-        "train_accuracy": accuracy(p["train"], train.y),
-        "val_accuracy": accuracy(p["val"], val.y),
+        # a split the target does not give (a model weakspot did not train: no train or validation rows) is null
+        "train_accuracy": accuracy(p["train"], train.y) if "train" in p else None,
+        "val_accuracy": accuracy(p["val"], val.y) if "val" in p else None,
         "test_accuracy": accuracy(p["test"], test.y),
         "ece": expected_calibration_error(p["test"], test.y, n_bins=bins),
         "n_test": int(len(test.y)),
@@ -56,15 +63,15 @@ def target_section(target: str, clf: Any, train: Dataset, val: Dataset, test: Da
         figures={"reliability": reliability_diagram(p["test"], test.y, n_bins=bins, title=f"{target} on its test split")},
         title=f"Model under audit: {target}",
         summary=[
-            f"{model}: train accuracy {metrics['train_accuracy']:.3f}, validation {metrics['val_accuracy']:.3f}, test "
-            f"{metrics['test_accuracy']:.3f} on {metrics['n_test']} held-out samples; expected calibration error "
+            f"{model}: train accuracy {_acc(metrics['train_accuracy'])}, validation {_acc(metrics['val_accuracy'])}, "
+            f"test {metrics['test_accuracy']:.3f} on {metrics['n_test']} held-out samples; expected calibration error "
             f"(ECE, {bins} bins) {metrics['ece']:.3f}. Weakest class on the test split: {worst['class']} "
             f"({worst['test_accuracy']:.1%}).",
             "The reliability diagram compares confidence with accuracy per confidence bin; red gaps are overconfident "
             "bins, the first place to look for weak spots.",
         ],
         headline=[f"{target}: {model} scores {metrics['test_accuracy']:.1%} on {metrics['n_test']} held-out samples "
-                  f"(train {metrics['train_accuracy']:.1%}, ECE {metrics['ece']:.3f}); weakest class "
+                  f"(train {_acc(metrics['train_accuracy'], pct=True)}, ECE {metrics['ece']:.3f}); weakest class "
                   f"{worst['class']} at {worst['test_accuracy']:.1%}."],
         items=[{"table": "per_class", "caption": f"Accuracy and mean confidence per class on the test split ({target})."},
                {"figure": "reliability", "caption": f"Reliability diagram, test split ({target})."}],

@@ -67,6 +67,9 @@ class Method:
         ``image`` and/or ``tabular``.
     white_box, scene : bool
         Needs gradients (a torch model); needs a scene it can render (the examiner).
+    needs_train : bool
+        Models the data distribution or retrains the model, so needs the rows the model was trained on (never
+        judged on them): it does not run on a model whose training rows the target does not give.
     order : int
         Where its sections stand in the report (lower first).
     target_keys : tuple of str
@@ -91,6 +94,7 @@ class Method:
     modalities: Tuple[str, ...] = ("image", "tabular")
     white_box: bool = False
     scene: bool = False
+    needs_train: bool = False
     order: int = 50
     target_keys: Tuple[str, ...] = ()
     reads: Tuple[str, ...] = ()
@@ -106,6 +110,9 @@ class Method:
             return f"needs {' or '.join(self.modalities)} data; the target's data are {target.modality}"
         if self.white_box and not target.white_box:
             return f"needs gradients (a torch model); the target's model is a {target.model.kind} black box"
+        if self.needs_train and not target.has_train:
+            return ("needs the rows the model was trained on (data.train) to model the data distribution; this "
+                    "target gives evaluation data only")
         if self.scene and not target.renderable:
             return "needs a scene it can render (data source 'scenes', or a class_map onto the scene's classes)"
         return None

@@ -34,9 +34,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from weakspot.models.spec import ModelSpec
 
 #: data source kinds whose inputs are images (everything else is tabular)
-IMAGE_SOURCES = ("digits", "torchvision", "scenes")
+IMAGE_SOURCES = ("digits", "torchvision", "scenes", "imagefolder", "npz")
 #: the data source that is the render stage's output: the scene the examiner can render
 SCENE_SOURCE = "scenes"
+#: the named parts a target's data may be given in (instead of one source weakspot splits)
+PARTS = ("train", "val", "test")
+#: data source kinds whose argument is the user's own file or folder (hashed as the prepare stage's deps)
+FILE_SOURCES = ("csv", "parquet", "imagefolder", "npz")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
 
 
@@ -83,13 +87,54 @@ class DataParams(_Section):
     """Where a target's data come from and how they are split."""
 
     source: str = Field("digits", description="digits | keel:phoneme | keel:yeast1 | sklearn:breast_cancer | "
-                                              "csv:PATH | parquet:PATH | torchvision:NAME | scenes")
+                                              "csv:PATH | parquet:PATH | torchvision:NAME | imagefolder:FOLDER | "
+                                              "npz:PATH | scenes")
     label: Optional[str] = Field(None, description="label column, for csv:/parquet: sources")
     root: Optional[str] = Field(None, description="local folder for torchvision: and keel: sources")
     features: Optional[List[str]] = Field(None, description="tabular feature columns to keep (default: all)")
+    image_size: Optional[int] = Field(None, ge=4, le=1024, description="imagefolder:/npz: sources: resize every "
+                                                                       "image to this side (needed for mixed sizes)")
     fractions: Tuple[float, float, float] = Field((0.7, 0.15, 0.15), description="train, validation, test")
     seed: int = 0
     bias: Optional[BiasParams] = Field(None, description="a biased training split (GAD paper); null for none")
+    train: Optional[str] = Field(None, description="named parts instead of one source: the rows the model was "
+                                                   "trained on (a source spec, as source)")
+    val: Optional[str] = Field(None, description="named parts: validation rows the model never trained on")
+    test: Optional[str] = Field(None, description="named parts: the evaluation rows the model never saw")
+
+    @model_validator(mode="after")
+    def _one_source_or_parts(self) -> "DataParams":
+        named = [k for k in PARTS if getattr(self, k) is not None]
+        if named and self.test is None:
+            raise ValueError(f"named parts {named} need a test part (data.test: the evaluation rows the model never saw)")
+        if named and "source" in self.model_fields_set:
+            raise ValueError("give either data.source (one source weakspot splits) or named parts "
+                             "(data.train / data.val / data.test), not both")
+        if named and self.bias is not None:
+            raise ValueError("data.bias builds a training split from one source; with named parts the split is yours")
+        if named:
+            kinds = {getattr(self, k).split(":", 1)[0] for k in named}
+            if len(kinds) > 1:
+                raise ValueError(f"the named parts come from different kinds of source ({sorted(kinds)}); give one kind")
+            if kinds & {SCENE_SOURCE}:
+                raise ValueError("the rendered scenes are split by the render (data.source: scenes), not in named parts")
+        return self
+
+    @property
+    def named_parts(self) -> Dict[str, str]:
+        """``{part: spec}`` of the named parts given (empty for one source)."""
+        return {k: getattr(self, k) for k in PARTS if getattr(self, k) is not None}
+
+    @property
+    def described(self) -> str:
+        """The source, or the named parts ("train csv:a.csv, test csv:b.csv"), for the report's prose."""
+        parts = self.named_parts
+        return ", ".join(f"{k} {v}" for k, v in parts.items()) if parts else self.source
+
+    @property
+    def spec(self) -> str:
+        """The source spec that says what kind of data these are (the test part's with named parts)."""
+        return self.test if self.test is not None else self.source
 
     @field_validator("fractions")
     @classmethod
@@ -100,7 +145,7 @@ class DataParams(_Section):
 
     @property
     def kind(self) -> str:
-        return self.source.split(":", 1)[0]
+        return self.spec.split(":", 1)[0]
 
     @property
     def modality(self) -> str:
@@ -108,8 +153,12 @@ class DataParams(_Section):
 
     def files(self) -> List[str]:
         """Files of the user's own data (csv:/parquet:) that the pipeline must hash to rerun on change."""
-        kind, _, arg = self.source.partition(":")
-        return [arg] if kind in ("csv", "parquet") and arg else []
+        out = []
+        for spec in list(self.named_parts.values()) or [self.source]:
+            kind, _, arg = spec.partition(":")
+            if kind in FILE_SOURCES and arg:
+                out.append(arg)
+        return out
 
 
 class TrainParams(_Section):
@@ -183,6 +232,14 @@ class TargetParams(_Section):
     def trains(self) -> bool:
         """The pipeline trains this model (a built-in architecture without weights)."""
         return self.model.kind == "builtin" and self.model.weights is None
+
+    @property
+    def has_train(self) -> bool:
+        """The rows the model was trained on are known: weakspot trains it, the data name a train part, or the
+        source has one (a torchvision set's official train part, the render's training instances)."""
+        if self.data.named_parts:
+            return self.data.train is not None
+        return self.trains or self.data.kind in ("torchvision", SCENE_SOURCE)
 
 
 def builtin_archs() -> List[str]:

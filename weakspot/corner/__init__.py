@@ -15,4 +15,4 @@ from weakspot.methods import Method, register_method
 METHOD = register_method(Method(
     "corner", "Corner cases", "seeds/003 (Platon, Avrin & Chan-Hon-Tong, ECAI 2020)", params=CornerParams,
     run="weakspot.corner.run:run", report="weakspot.corner.report:report", figures="weakspot.corner.figures:figures",
-    modalities=("image",), white_box=True, order=40))
+    modalities=("image",), needs_train=True, white_box=True, order=40))

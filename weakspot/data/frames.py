@@ -50,7 +50,7 @@ def to_frame(ds: Dataset, idx: Optional[Any] = None) -> "Any":
 
     sub = ds if idx is None else ds.subset(idx)
     n = len(sub)
-    flat = sub.X.reshape(n, -1)
+    flat = sub.X.reshape(n, int(np.prod(sub.X.shape[1:])))
     if sub.image_shape is not None:
         columns = [f"{PIXEL_PREFIX}{i}" for i in range(flat.shape[1])]
     elif sub.feature_names is not None:

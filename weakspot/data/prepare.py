@@ -7,6 +7,9 @@ Caveats first:
   uniform sample, but exactly the region the model never saw in training (its accuracy there is telling).
 * For scene data (the rendered objects), the split follows the render: the training instances' views train, the
   held-out instances are divided by instance between validation and test (so test objects are never seen).
+* A model weakspot did not train is never judged on its training rows: one source given for it is all evaluation
+  data, a torchvision set keeps its official train/test parts, named parts are read as given
+  (:mod:`weakspot.data.parts`).
 * A class of interest (GAD) is resolved to a class code here: a name, a code, the bias preset's, or code 1.
 """
 
@@ -70,27 +73,38 @@ def scene_dataset(images: np.ndarray, table: Any, scene: Dict[str, Any]) -> Tupl
     return ds, splits
 
 
-def prepare_target_data(p: Any, *, class_of_interest: Any = None, scene: Any = None
+def prepare_target_data(p: Any, *, class_of_interest: Any = None, scene: Any = None, trains: bool = True
                         ) -> Tuple[Dataset, Dict[str, np.ndarray], Dict[str, Any]]:
     """Load and split a target's data (a :class:`~weakspot.targets.DataParams`).
+
+    ``trains``: weakspot trains the model (so it may split the data for training); a model it did not train is
+    judged only on rows outside its training part (:mod:`weakspot.data.parts`).
 
     Returns
     -------
     (Dataset, {"train", "val", "test"} -> index arrays, info)
-        ``info`` says how the split was made: ``kind`` (stratified, biased, scene), the class of interest's code,
-        the bias rules with their cuts, ``log_mae`` (GAD's LOESS target) and a description.
+        ``info`` says how the split was made: ``kind`` (stratified, biased, scene, official, named, evaluation),
+        the class of interest's code, the bias rules with their cuts, ``log_mae`` (GAD's LOESS target), what each
+        split is (``parts``), rows left out of the evaluation as training inputs (``dropped``) and a description.
     """
+    from weakspot.data.parts import EMPTY, check_parts, concat_parts, model_splits
     from weakspot.data.sources import load_source
     from weakspot.data.split import split_dataset
 
-    info: Dict[str, Any] = {"kind": "stratified", "log_mae": True}
+    info: Dict[str, Any] = {"kind": "stratified", "log_mae": True, "trains": bool(trains)}
     if p.kind == "scenes":
         if scene is None:
             raise DataError("data source 'scenes' needs the rendered data set (run the render stage first)")
         ds, splits = scene_dataset(*scene)
         info["kind"] = "scene"
+    elif p.named_parts:
+        loaded = {name: select_features(load_source(spec, label=p.label, root=p.root, size=p.image_size),
+                                        p.features) for name, spec in p.named_parts.items()}
+        ds, parts = concat_parts(loaded)
+        splits, done = model_splits(ds, parts, trains=trains, fractions=p.fractions, seed=p.seed)
+        info.update(kind="named", **done)
     else:
-        ds = load_source(p.source, label=p.label, root=p.root)
+        ds = load_source(p.source, label=p.label, root=p.root, size=p.image_size)
         preset = None
         if p.bias is not None and p.bias.preset is not None:
             from weakspot.data.bias import BIAS_PRESETS
@@ -98,10 +112,22 @@ def prepare_target_data(p: Any, *, class_of_interest: Any = None, scene: Any = N
             if p.bias.preset not in BIAS_PRESETS:
                 raise ConfigError(f"data.bias.preset {p.bias.preset!r} unknown; valid: {', '.join(sorted(BIAS_PRESETS))}")
             preset = BIAS_PRESETS[p.bias.preset]
+        if p.bias is not None and not trains:
+            raise ConfigError("data.bias builds the training split of a model weakspot trains; this model comes with "
+                              "its own weights (give its evaluation rows as data.source, or data.train and data.test)")
         features = p.features or (list(preset.features) if preset is not None and preset.features else None)
         ds = select_features(ds, features)
-        if p.bias is None:
+        official = ds.provenance.get("parts")
+        if p.bias is None and official:
+            n_tr = int(official["train"])
+            parts = {"train": np.arange(n_tr, dtype=np.int64), "test": np.arange(n_tr, len(ds), dtype=np.int64)}
+            splits, done = model_splits(ds, parts, trains=trains, fractions=p.fractions, seed=p.seed)
+            info.update(kind="official", **done)
+        elif p.bias is None and trains:
             splits = split_dataset(ds.y, fractions=p.fractions, seed=p.seed)
+        elif p.bias is None:
+            splits = {"train": EMPTY, "val": EMPTY, "test": np.arange(len(ds), dtype=np.int64)}
+            info.update(kind="evaluation", val="none (the model is not weakspot's to tune)")
         else:
             import pandas as pd
 
@@ -131,7 +157,6 @@ def prepare_target_data(p: Any, *, class_of_interest: Any = None, scene: Any = N
     coi = resolve_class(1 if class_of_interest is None else class_of_interest, ds.classes)
     info["class_of_interest"] = coi
     info["class_of_interest_name"] = ds.classes[coi]
-    for name, idx in splits.items():
-        if len(idx) == 0:
-            raise DataError(f"the {name} split of {p.source} is empty; give more data or other fractions")
+    check_parts(splits, trains=trains, what=p.described)
+    info["counts"] = {k: int(len(v)) for k, v in splits.items()}
     return ds, splits, info

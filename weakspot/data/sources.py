@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from weakspot.data.dataset import Dataset
+from weakspot.data.image_sources import load_imagefolder, load_npz
 from weakspot.errors import ConfigError, DataError
 from weakspot.hashing import sha256_file  # noqa: F401  (weakspot.data.sha256_file)
 from weakspot.registry import Registry
@@ -47,7 +48,11 @@ SPEC_FORMS = (
     "csv:PATH (with label=COLUMN)",
     "parquet:PATH (with label=COLUMN)",
     "torchvision:MNIST|FashionMNIST|CIFAR10|SVHN (read from root=FOLDER)",
+    "imagefolder:FOLDER (one sub-folder of images per class)",
+    "npz:PATH (arrays x, y, optional classes)",
 )
+#: source kinds that take a size to resize their images to (data.image_size)
+RESIZABLE = ("imagefolder", "npz")
 
 
 def register_source(name: str) -> Callable:
@@ -62,7 +67,8 @@ def default_keel_root() -> Path:
     return Path(weakspot.__file__).resolve().parents[1] / "data" / "external" / "keel"
 
 
-def load_source(spec: str, *, label: Optional[str] = None, root: Optional[PathLike] = None) -> Dataset:
+def load_source(spec: str, *, label: Optional[str] = None, root: Optional[PathLike] = None,
+                size: Optional[int] = None) -> Dataset:
     """Load a data set from a spec string.
 
     Parameters
@@ -78,6 +84,8 @@ def load_source(spec: str, *, label: Optional[str] = None, root: Optional[PathLi
     root : path, optional
         Folder of ``keel:`` files (default: the repository's ``data/external/keel``) or of a torchvision data set;
         for ``csv:``/``parquet:`` a relative path is read from under it.
+    size : int, optional
+        ``imagefolder:``/``npz:`` sources: the side every image is resized to.
 
     Returns
     -------
@@ -104,7 +112,13 @@ def load_source(spec: str, *, label: Optional[str] = None, root: Optional[PathLi
             f"unknown data source {spec!r} (kind {kind!r}); valid kinds: {', '.join(SOURCES.names())}; "
             f"forms: {', '.join(SPEC_FORMS)}"
         )
-    ds = SOURCES.get(kind)(arg, label=label, root=root)
+    if size is None:
+        ds = SOURCES.get(kind)(arg, label=label, root=root)
+    elif kind in RESIZABLE:
+        ds = SOURCES.get(kind)(arg, label=label, root=root, size=int(size))
+    else:
+        raise ConfigError(f"data.image_size resizes the images of {' and '.join(k + ':' for k in RESIZABLE)} sources; "
+                          f"{spec!r} is not one")
     if not isinstance(ds, Dataset):
         raise DataError(f"data source {kind!r} returned {type(ds).__name__}, expected weakspot.data.Dataset")
     ds.provenance.setdefault("spec", spec)
@@ -416,3 +430,9 @@ def _load_torchvision(arg: str, *, label: Optional[str] = None, root: Optional[P
             "description": f"torchvision {arg} from {root} (train then test part, pixels / 255)",
         },
     )
+
+
+# --------------------------------------------------------------------------------------------------- the user's images
+
+register_source("imagefolder")(load_imagefolder)
+register_source("npz")(load_npz)

@@ -27,10 +27,26 @@ def data_section(target: str, source: str, ds: Dataset, splits: Dict[str, np.nda
                  "and test (no test object was seen in training)",
         "biased": "the GAD paper's biased split (seeds/001 Sec. V-A): a uniform test draw, a training split that "
                   "keeps only the rows passing the bias rules, and as validation the rows the bias left out",
+        "official": "the source's official parts: its train part is what the model trained on, its test part what "
+                    f"it is judged on; validation rows: {info.get('val', 'none')}",
+        "named": f"the parts as given (data.train / data.val / data.test); validation rows: {info.get('val', 'none')}",
+        "evaluation": "all rows are evaluation data (one source for a model weakspot did not train: nothing of it "
+                      "is trained on or tuned on)",
     }[info["kind"]]
     summary = [f"Target {target}: source {source}, {len(ds)} samples, {ds.n_classes} classes, {shape}; {how}: "
                f"{counts['train']} train, {counts['val']} validation, {counts['test']} test rows."
                + (f" Files: {files}." if files else "")]
+    if info.get("dropped"):
+        left = ", ".join(f"{n} {k}" for k, n in info["dropped"].items())
+        summary.append(f"Left out of the evaluation: {left} rows whose input is byte-identical to a training row "
+                       "(a model is never judged on an input it trained on).")
+    if info.get("trains") is False:
+        summary.append(
+            "The model came trained: weakspot judges it on the test rows only"
+            + (", and the methods that model the data distribution (corner cases, HDA, intrinsic robustness) fit "
+               f"their generators on the {counts['train']} train rows, never judging on them."
+               if counts["train"] else "; the methods that need its training rows (corner cases, HDA, intrinsic "
+               "robustness) do not run (give data.train to run them)."))
     if info.get("bias"):
         rules = "; ".join(f"class {ds.classes[int(r['label'])] if str(r['label']).isdigit() else r['label']} kept only with "
                           f"{r['feature']} {r['keep']} {r['cut']:.4g}" for r in info["bias"].get("rules", []))

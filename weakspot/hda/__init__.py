@@ -17,5 +17,5 @@ from weakspot.methods import Method, register_method
 METHOD = register_method(Method(
     "hda", "Hierarchical distribution-aware testing", "seeds/004 (Huang et al.)", params=HdaParams,
     run="weakspot.hda.run:run", report="weakspot.hda.report:report", figures="weakspot.hda.figures:figures",
-    modalities=("image",), order=45, target_keys=("train",), reads=("intrinsic",),
+    modalities=("image",), needs_train=True, order=45, target_keys=("train",), reads=("intrinsic",),
     repairs=True))

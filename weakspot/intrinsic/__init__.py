@@ -12,5 +12,5 @@ from weakspot.methods import Method, register_method
 METHOD = register_method(Method(
     "intrinsic", "Intrinsic robustness", "seeds/002 (Yu et al., IJCAI 2019)", params=IntrinsicParams,
     run="weakspot.intrinsic.run:run", report="weakspot.intrinsic.report:report",
-    figures="weakspot.intrinsic.figures:figures", modalities=("image",), white_box=True, order=30,
+    figures="weakspot.intrinsic.figures:figures", modalities=("image",), needs_train=True, white_box=True, order=30,
     target_keys=("train",)))

@@ -1,0 +1,236 @@
+"""``weakspot.audit(model, X_test, y_test)``: the audit from Python, in this process, for a notebook.
+
+Caveats first:
+
+* The same library functions as the pipeline (:func:`weakspot.methods.run_method`, each method's ``run``, ``report``
+  and ``figures``, the report's renderer), without DVC, Prefect, a repository or files: nothing is written unless
+  :meth:`Audit.to_html` is asked to. Given the same data, model and params, the findings are the pipeline's.
+* ``params`` holds params.yaml's method sections (``{"gad": {...}, "segments": {...}}``); a section left out is the
+  method's defaults, which are the papers' settings (slow on a CPU for some: pass the sections of the repository's
+  params.yaml, e.g. ``weakspot.config.read_yaml("params.yaml")``, for its CPU budgets).
+* The model you give is the model audited: weakspot never retrains it, so methods that re-split and retrain (GAD's
+  extra seeds) run on your split only, and the methods that need its training rows (corner cases, HDA, intrinsic
+  robustness) run only when ``X_train``/``y_train`` are given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from weakspot.data.dataset import Dataset
+from weakspot.errors import ConfigError, DataError, ModelError
+
+IN_MEMORY = "(in memory)"
+
+
+def _classes_of(model: Any, y: Sequence[Any], classes: Optional[Sequence[Any]]) -> List[Any]:
+    if classes is not None:
+        return list(classes)
+    fitted = getattr(model, "classes_", None)
+    if fitted is not None:
+        return list(np.asarray(fitted).tolist())
+    return sorted(set(np.asarray(y).tolist()))
+
+
+def as_dataset(X: Any, y: Any, classes: List[Any], *, what: str) -> Dataset:
+    """An array or DataFrame and its labels -> :class:`Dataset` (images ``(n, H, W)``/``(n, C, H, W)``, or a table)."""
+    names = None
+    if hasattr(X, "columns"):
+        non_numeric = [str(c) for c in X.columns if not np.issubdtype(np.asarray(X[c]).dtype, np.number)]
+        if non_numeric:
+            raise DataError(f"{what}: non-numeric column(s) {non_numeric}; encode them as numbers first")
+        names, X = [str(c) for c in X.columns], X.to_numpy()
+    X = np.asarray(X, dtype=np.float32)
+    if X.ndim == 3:
+        X = X[:, None]
+    if X.ndim not in (2, 4):
+        raise DataError(f"{what}: X has shape {X.shape}; expected a table (n, d) or images (n, H, W) / (n, C, H, W)")
+    if not np.isfinite(X).all():
+        raise DataError(f"{what}: X holds NaN or infinite values")
+    y = np.asarray(y).reshape(-1)
+    if len(y) != len(X):
+        raise DataError(f"{what}: X has {len(X)} rows but y {len(y)}")
+    lookup = {c: i for i, c in enumerate(classes)} | {str(c): i for i, c in enumerate(classes)}
+    unknown = sorted({str(v) for v in y.tolist() if v not in lookup and str(v) not in lookup})
+    if unknown:
+        raise DataError(f"{what}: labels {unknown[:5]} are not among the model's classes {[str(c) for c in classes]}")
+    codes = np.array([lookup.get(v, lookup.get(str(v))) for v in y.tolist()], dtype=np.int64)
+    image = X.ndim == 4
+    return Dataset(X=X, y=codes, classes=[str(c) for c in classes], image_shape=X.shape[1:] if image else None,
+                   feature_names=None if image else (names or [f"x{i}" for i in range(X.shape[1])]),
+                   provenance={"spec": IN_MEMORY, "description": f"{what}: {len(X)} rows given to weakspot.audit"})
+
+
+def as_classifier(model: Any, n_classes: int, device: str = "auto") -> Any:
+    """A torch module (white-box), a fitted scikit-learn estimator or a function x -> probabilities, wrapped as the
+    pipeline wraps it; a weakspot classifier as it is."""
+    from weakspot.models.adapters import CallableClassifier, SklearnClassifier, TorchClassifier
+
+    if isinstance(model, (TorchClassifier, SklearnClassifier, CallableClassifier)):
+        return model
+    try:
+        import torch
+
+        if isinstance(model, torch.nn.Module):
+            return TorchClassifier(model, n_classes=n_classes, device=device)
+    except ImportError:  # pragma: no cover - torch is a dependency
+        pass
+    if callable(getattr(model, "predict_proba", None)):
+        return SklearnClassifier(model, n_classes=n_classes)
+    if callable(model):
+        return CallableClassifier(model, n_classes=n_classes)
+    raise ModelError(f"weakspot.audit: the model is a {type(model).__name__}; give a torch.nn.Module, a fitted "
+                     "estimator with predict_proba, or a function x -> class probabilities")
+
+
+def _target_params(clf: Any, image: bool, has_train: bool, class_of_interest: Any) -> Any:
+    from weakspot.models.adapters import SklearnClassifier, TorchClassifier
+    from weakspot.targets import TargetParams
+
+    spec = "npz:" + IN_MEMORY if image else "csv:" + IN_MEMORY
+    data = {"train": spec, "test": spec} if has_train else {"test": spec}
+    if isinstance(clf, TorchClassifier):
+        model = {"kind": "torch", "factory": "in_memory:model"}
+    elif isinstance(clf, SklearnClassifier):
+        model = {"kind": "sklearn", "weights": IN_MEMORY}
+    else:
+        model = {"kind": "callable", "factory": "in_memory:model"}
+    return TargetParams.model_validate({"data": data, "model": model, "class_of_interest": class_of_interest})
+
+
+@dataclass
+class Audit:
+    """What :func:`audit` found: every method's findings in one table, metrics, and the report's sections."""
+
+    name: str
+    findings: Any
+    metrics: Dict[str, Dict[str, Any]]
+    skipped: Dict[str, str]
+    results: Dict[str, Any] = field(repr=False, default_factory=dict)
+    target: Any = field(repr=False, default=None)
+
+    @property
+    def weak_spots(self) -> Any:
+        """The confirmed findings of every method, ranked by lift (the report's verdict)."""
+        df = self.findings[self.findings["confirmed"].astype(bool)]
+        return df.sort_values("lift", ascending=False, kind="stable").reset_index(drop=True)
+
+    def to_html(self, path: "str | Path", title: str = "weakspot audit") -> Path:
+        """Write the report (the pipeline's page for this one target) to ``path``; returns the path."""
+        from weakspot.io import write_text
+        from weakspot.report import render_report
+
+        sections, figures, tables = [], {}, {}
+        for order, (stage, result) in enumerate(self.results.items()):
+            key = f"{stage}/{self.name}"
+            for name, fig in result.figures.items():
+                buf = io.BytesIO()
+                fig.savefig(buf, format="png", dpi=110)
+                figures[f"{key}/{name}"] = buf.getvalue()
+            tables.update({f"{key}/{name}": t for name, t in result.tables.items()})
+            sections.append({"stage": stage, "target": self.name, "order": order, "title": result.title or stage,
+                             "summary": list(result.summary), "items": list(result.items),
+                             "headline": list(result.headline), "key_metrics": list(result.key_metrics),
+                             "lineage": {}})
+        page = render_report(sections, figures=figures, tables=tables,
+                             metrics={f"{s}/{self.name}": r.metrics for s, r in self.results.items()}, title=title,
+                             run_info={"run": "weakspot.audit (in this process)", "target": self.name},
+                             targets=[self._target_entry()], groups=_groups())
+        return write_text(Path(path), page)
+
+    def _target_entry(self) -> Dict[str, Any]:
+        from weakspot import methods
+
+        cards = []
+        for name, meta in ((m.name, m) for m in methods.all_methods()):
+            entry = {"name": name, "title": meta.title, "paper": meta.paper, "anchor": f"{name}-{self.name}"}
+            if name in self.skipped:
+                entry["reason"] = self.skipped[name]
+            elif name in self.metrics:
+                entry["findings"] = self.findings[self.findings["method"] == name].drop(columns=["method"])
+            cards.append(entry)
+        acc = self.metrics.get("train", {}).get("test_accuracy")
+        return {"name": self.name, "intro": f"Model audited in process; test accuracy {acc:.1%}.", "methods": cards,
+                "model": type(self.target.model).__name__ if self.target is not None else "", "accuracy": acc}
+
+
+def _groups() -> Dict[str, str]:
+    from weakspot import methods
+
+    return {"train": "Targets: data and models", **{m.name: f"{m.title} ({m.paper})" for m in methods.all_methods()}}
+
+
+def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: Any = None, *,
+          methods: Optional[Sequence[str]] = None, params: Optional[Dict[str, Any]] = None,
+          classes: Optional[Sequence[Any]] = None, name: str = "model", class_of_interest: Any = None,
+          device: str = "auto", progress: bool = False) -> Audit:
+    """Audit ``model`` on ``X_test``/``y_test`` (rows it never trained on) with every method that fits.
+
+    Parameters
+    ----------
+    model : torch.nn.Module, fitted scikit-learn estimator, or function x -> probabilities
+    X_test, y_test : arrays (or a DataFrame of numeric columns) and labels (class names or codes)
+    X_train, y_train : optional, the rows the model trained on: only the distribution-modelling methods use them
+    methods : names to run (default: every method that fits); one that does not fit raises a ConfigError
+    params : params.yaml's content or its method sections (``{"gad": {...}}``); missing sections: defaults
+    classes : the model's class names in its output order (default: ``model.classes_``, or the sorted labels)
+    name : the target's name (it seeds GAD, as a target's name does in the pipeline)
+    class_of_interest : GAD's class (name or code; default code 1)
+
+    Returns
+    -------
+    Audit
+        ``findings`` (every method's, with a ``method`` column), ``weak_spots`` (confirmed, by lift), ``metrics``,
+        ``skipped`` (method -> why it did not run) and ``to_html(path)``.
+    """
+    import pandas as pd
+
+    from weakspot import methods as registry
+    from weakspot.config import validate_section
+    from weakspot.data.prepare import resolve_class
+    from weakspot.evaluate import target_section
+    from weakspot.findings import normalise
+    from weakspot.methods import AuditTarget
+    from weakspot.progress import printer
+    from weakspot.runtime import Runtime
+
+    labels = _classes_of(model, y_test, classes)
+    test = as_dataset(X_test, y_test, labels, what="X_test")
+    if (X_train is None) != (y_train is None):
+        raise ConfigError("weakspot.audit: give both X_train and y_train, or neither")
+    train = as_dataset(X_train, y_train, labels, what="X_train") if X_train is not None else test.subset(np.arange(0))
+    clf = as_classifier(model, len(labels), device)
+    t = _target_params(clf, test.is_image, X_train is not None, class_of_interest)
+    coi = resolve_class(1 if class_of_interest is None else class_of_interest, test.classes)
+    raw = dict(params or {})
+    fits = registry.fits(t)
+    chosen = list(methods) if methods is not None else [m for m, why in fits.items() if why is None]
+    for m in chosen:
+        if fits.get(m, "unknown method") is not None:
+            raise ConfigError(f"method {m} does not run on this model: {fits.get(m, 'unknown method')}")
+    digest = hashlib.sha256(test.X.tobytes() + test.y.tobytes() + train.X.tobytes()).hexdigest()
+    target = AuditTarget(name=name, model=clf, classes=test.classes, test=test, val=test.subset(np.arange(0)),
+                         train=train, params=t, spec={"kind": t.model.kind, "classes": test.classes},
+                         info={"kind": "named", "log_mae": True, "class_of_interest": coi, "trains": False,
+                               "class_of_interest_name": test.classes[coi]}, digest=digest)
+    results = {"train": target_section(name, clf, train, target.val, test, spec={"kind": t.model.kind})}
+    frames, metrics = [], {"train": results["train"].metrics}
+    for m in chosen:
+        meta = registry.get(m)
+        section = validate_section(m, raw, "weakspot.audit params", name)  # with per_target.<name> overrides
+        runtime = Runtime(device=device, progress=printer(f"{m}-{name}") if progress else None,
+                          sections={s: validate_section(s, raw, "weakspot.audit params") for s in meta.reads})
+        out = registry.run_method(meta, target, section, runtime)
+        results[m], metrics[m] = out.section, out.section.metrics
+        frames.append(normalise(out.findings, where=f"{m}-{name}").assign(method=m))
+    findings = pd.concat(frames, ignore_index=True) if frames else normalise(None).assign(method=[])
+    skipped = {m: why for m, why in fits.items() if why is not None}
+    skipped.update({m: f"not asked for (methods={list(methods)})" for m in fits
+                    if methods is not None and m not in chosen and m not in skipped})
+    return Audit(name=name, findings=findings, metrics=metrics, skipped=skipped, results=results, target=target)
