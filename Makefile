@@ -13,7 +13,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing weakspot and its dependencies into $(VENV) (first time: a few minutes)..."
-	@$(PY) -m pip install -q -e ".[test]" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+	@$(PY) -m pip install -q --no-compile -e ".[test]" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 	@touch $@
 
 audit: $(STAMP)

@@ -356,9 +356,12 @@ def evaluate_cases(res: LocalResult, seeds_name: str, X: np.ndarray, y: np.ndarr
 
 def module_proba(module: torch.nn.Module) -> ProbaFn:
     """A probability function of a torch module that maps inputs to logits (the only access the GA uses)."""
-    def fn(x: torch.Tensor) -> torch.Tensor:
+    first = next(module.parameters(), None)
+    dev = first.device if first is not None else torch.device("cpu")
+
+    def fn(x: torch.Tensor) -> torch.Tensor:  # the GA's tensors stay where they are; the module runs on its device
         with torch.no_grad():
-            return torch.softmax(module(x), dim=1)
+            return torch.softmax(module(x.to(dev)), dim=1).to(x.device)
     return fn
 
 

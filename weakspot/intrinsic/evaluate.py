@@ -128,7 +128,7 @@ def attack_accuracies(name: str, module: torch.nn.Module, X: np.ndarray, y: np.n
 
         t0 = time.perf_counter()
         xadv = art_autoattack(module, X, y, eps=eps, clip=clip, n_classes=n_classes, iters=p.autoattack.iters,
-                              attacks=tuple(p.autoattack.attacks), seed=p.seed, batch_size=bs)
+                              attacks=tuple(p.autoattack.attacks), seed=p.seed, batch_size=bs, device=device)
         acc["autoattack"] = float(np.mean(A.predict(module, xadv, device=device) == y))
         sec["autoattack"] = time.perf_counter() - t0
     return acc, sec
