@@ -304,8 +304,10 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
 @pytest.mark.ops  # a repository of its own, beside the operations tests
 def test_a_users_image_folder_and_npz_arrays_are_audited_end_to_end(repo_factory):
     """Digits as a user keeps images: class folders of PNGs (weakspot trains a LeNet on them) and .npz train/test
-    parts; prepare, train, weak segments and the report run with no code, and a broken folder stops prepare."""
+    parts; prepare, train, weak segments and the report run with no code, and an unreadable image stops prepare
+    (the other folder errors: tests/data/test_image_sources.py)."""
     import numpy as np
+    import pandas as pd
     import yaml
     from PIL import Image
     from sklearn.datasets import load_digits
@@ -338,8 +340,8 @@ def test_a_users_image_folder_and_npz_arrays_are_audited_end_to_end(repo_factory
         assert {"lift", "lift_lo", "lift_hi", "confirmed", "n_confirm"} <= set(found.columns)
     page = (r.path / "reports/index.html").read_text()
     assert "imagefolder:data/imgs" in page and "npz:data/test.npz" in page
-    (r.path / "data/imgs/digit_empty").mkdir()
-    _fails_cleanly(r, "prepare", "class folder 'digit_empty' holds no images", "folder")
+    (r.path / "data/imgs/digit0/broken.png").write_bytes(b"not a png")  # a new file: the data's digest changes
+    _fails_cleanly(r, "prepare", "cannot read image", "folder")
 
 
 def _fails_cleanly(repo, stage, pattern, target=None):

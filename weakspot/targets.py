@@ -86,9 +86,9 @@ class BiasParams(_Section):
 class DataParams(_Section):
     """Where a target's data come from and how they are split."""
 
-    source: str = Field("digits", description="digits | keel:phoneme | keel:yeast1 | sklearn:breast_cancer | "
-                                              "csv:PATH | parquet:PATH | torchvision:NAME | imagefolder:FOLDER | "
-                                              "npz:PATH | scenes")
+    source: Optional[str] = Field(None, description="digits (the default without named parts) | keel:phoneme | "
+                                                   "keel:yeast1 | sklearn:breast_cancer | csv:PATH | parquet:PATH | "
+                                                   "torchvision:NAME | imagefolder:FOLDER | npz:PATH | scenes")
     label: Optional[str] = Field(None, description="label column, for csv:/parquet: sources")
     root: Optional[str] = Field(None, description="local folder for torchvision: and keel: sources")
     features: Optional[List[str]] = Field(None, description="tabular feature columns to keep (default: all)")
@@ -107,7 +107,9 @@ class DataParams(_Section):
         named = [k for k in PARTS if getattr(self, k) is not None]
         if named and self.test is None:
             raise ValueError(f"named parts {named} need a test part (data.test: the evaluation rows the model never saw)")
-        if named and "source" in self.model_fields_set:
+        if not named and self.source is None:
+            self.source = "digits"
+        if named and self.source is not None:
             raise ValueError("give either data.source (one source weakspot splits) or named parts "
                              "(data.train / data.val / data.test), not both")
         if named and self.bias is not None:

@@ -222,3 +222,13 @@ def test_row_digests_find_equal_inputs_only():
     Y[3, 0] += 1e-6
     assert not len(overlapping(Y, np.array([2, 3]), np.array([0, 1])))
     assert isinstance(Dataset(X=X, y=np.zeros(4, np.int64), classes=["a"]).subset(np.array([0])), Dataset)
+
+
+def test_named_parts_survive_the_stage_s_dump_and_revalidation():
+    """The prepare stage validates the dumped data section again (``model_dump`` then ``model_validate``)."""
+    from weakspot.targets import DataParams
+
+    d = DataParams.model_validate({"train": "npz:a.npz", "test": "npz:b.npz"})
+    again = DataParams.model_validate(d.model_dump(mode="json"))
+    assert again.named_parts == {"train": "npz:a.npz", "test": "npz:b.npz"} and again.source is None
+    assert DataParams.model_validate(DataParams().model_dump(mode="json")).source == "digits"

@@ -47,9 +47,10 @@ def seed_outcome(target: Optional[AuditTarget], params: Dict[str, Any], split_se
 
 def run(target: AuditTarget, params: GadParams, runtime: Any) -> List[DatasetOutcome]:
     """One :class:`~weakspot.gad.protocol.DatasetOutcome` per split seed (seed 0 only for a model weakspot did
-    not train), in seed order."""
+    not train, or data given as named parts), in seed order."""
     trains = bool(getattr(target.params, "trains", False))
-    seeds = params.seeds if trains else [0]
+    fixed = bool(getattr(getattr(target.params, "data", None), "named_parts", None))  # the user's split
+    seeds = params.seeds if trains and not fixed else [0]
     key = params.model_dump(mode="json", exclude={"seeds"})  # a seed's run is reused when the list grows
     spec = target.params.model_dump(mode="json") if target.params is not None else None
     calls = [((target if s == 0 else None, key, s),
