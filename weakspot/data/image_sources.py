@@ -29,7 +29,8 @@ PathLike = os.PathLike | str
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
 
 
-def _path(spec: str, arg: str, root: Optional[PathLike]) -> Path:
+def source_path(spec: str, arg: str, root: Optional[PathLike]) -> Path:
+    """The path after a source's colon, under ``root`` when relative (a ConfigError when there is none)."""
     if not arg:
         raise ConfigError(f"data source {spec!r} needs a path after the colon, e.g. '{spec.split(':')[0]}:data/mine'")
     path = Path(arg).expanduser()
@@ -44,7 +45,7 @@ def load_imagefolder(arg: str, *, label: Optional[str] = None, root: Optional[Pa
     from PIL import Image, UnidentifiedImageError
 
     spec = f"imagefolder:{arg}"
-    folder = _path(spec, arg, root)
+    folder = source_path(spec, arg, root)
     if not folder.is_dir():
         raise DataError(f"{spec}: folder not found: {folder.resolve()}")
     class_dirs = sorted(d for d in folder.iterdir() if d.is_dir() and not d.name.startswith("."))
@@ -114,7 +115,7 @@ def load_npz(arg: str, *, label: Optional[str] = None, root: Optional[PathLike] 
              size: Optional[int] = None) -> Dataset:
     """A NumPy ``.npz`` archive with ``x`` (images), ``y`` (class codes or names) and optionally ``classes``."""
     spec = f"npz:{arg}"
-    path = _path(spec, arg, root)
+    path = source_path(spec, arg, root)
     if not path.is_file():
         raise DataError(f"{spec}: file not found: {path.resolve()}")
     try:

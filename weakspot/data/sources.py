@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from weakspot.data.dataset import Dataset
-from weakspot.data.image_sources import load_imagefolder, load_npz
+from weakspot.data.image_sources import load_imagefolder, load_npz, source_path
 from weakspot.errors import ConfigError, DataError
 from weakspot.hashing import sha256_file  # noqa: F401  (weakspot.data.sha256_file)
 from weakspot.registry import Registry
@@ -310,11 +310,7 @@ def _table_to_dataset(df: "Any", *, label: Optional[str], spec: str, path: Path,
 
 
 def _existing_file(spec: str, arg: str, root: Optional[PathLike]) -> Path:
-    if not arg:
-        raise ConfigError(f"data source {spec!r} needs a path after the colon, e.g. 'csv:data/my.csv'")
-    path = Path(arg).expanduser()
-    if root is not None and not path.is_absolute():
-        path = Path(root).expanduser() / path
+    path = source_path(spec, arg, root)
     if not path.is_file():
         raise DataError(f"{spec}: file not found: {path.resolve()}")
     return path
