@@ -35,7 +35,7 @@ def train_flow(top: dict, target: str, t) -> dict:
         if out["file"].endswith(".joblib"):
             spec.update(kind="sklearn", arch=None, info=out.get("info"))
     # measure before writing anything: a model that answers wrongly stops here and leaves the old artifacts as they were
-    clf = model_from_spec(spec, top["device"])
+    clf = model_from_spec(spec, top["device"], test)
     result = target_section(target, clf, train, val, test, spec=spec, bins=t.train.calibration_bins, history=history)
     if out is not None:
         spec["weights"] = str(save_model(target, out["blob"], out["file"]))

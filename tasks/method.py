@@ -60,8 +60,8 @@ def load_audit_target(method: Method, name: str, t: Any, device: str) -> AuditTa
     from tasks.data import read_prepared, read_prepared_info
     from tasks.target import load_target_model
 
-    clf, spec = load_target_model(name, device)
     splits = {s: read_prepared(name, s) for s in ("train", "val", "test")}
+    clf, spec = load_target_model(name, device, splits["test"])
     scene = None
     if method.scene:
         from tasks.scene import read_render

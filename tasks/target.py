@@ -67,19 +67,25 @@ def write_spec(target: str, spec: Dict[str, Any], lin: Dict[str, Any]) -> None:
     write_json(paths.model_dir(target) / "model.json", {**spec, "lineage": lin})
 
 
-def model_from_spec(spec: Dict[str, Any], device: str = "auto") -> Any:
-    """The classifier a model.json spec describes (its ModelSpec fields, classes and input shape)."""
+def model_from_spec(spec: Dict[str, Any], device: str = "auto", data: Any = None) -> Any:
+    """The classifier a model.json spec describes (its ModelSpec fields, classes and input shape); given the
+    ``data`` it is called on, a user's table model gets its rows as a DataFrame (:func:`weakspot.models.table.for_data`)."""
     from weakspot.models import ModelSpec, load_model
+    from weakspot.models.table import for_data
 
     ms = ModelSpec.model_validate({k: spec[k] for k in ModelSpec.model_fields if k in spec})
-    return load_model(ms, n_classes=spec["n_classes"], input_shape=spec["input_shape"], device=device)
+    clf = load_model(ms, n_classes=spec["n_classes"], input_shape=spec["input_shape"], device=device)
+    if data is None:
+        return clf
+    return for_data(clf, data, trained_here=bool(spec.get("trained_arch")) or spec.get("kind") == "builtin")
 
 
-def load_target_model(target: str, device: str = "auto") -> Tuple[Any, Dict[str, Any]]:
-    """The model under audit, as the ``train`` stage left it: (classifier, its spec with classes and input shape)."""
+def load_target_model(target: str, device: str = "auto", data: Any = None) -> Tuple[Any, Dict[str, Any]]:
+    """The model under audit, as the ``train`` stage left it: (classifier, its spec with classes and input shape),
+    called as it should be on ``data`` (see :func:`model_from_spec`)."""
     f = paths.model_dir(target) / "model.json"
     if not f.is_file():
         raise DataError(f"{f} not found; run the 'train-{target}' stage first (weakspot audit)")
     spec = json.loads(f.read_text())
-    return model_from_spec(spec, device), spec
+    return model_from_spec(spec, device, data), spec
 

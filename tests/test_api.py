@@ -69,3 +69,28 @@ def test_bad_input_is_named(blind_model):
         weakspot.audit(object(), X_test, y_test)
     with pytest.raises(ModelError, match="shape"):
         weakspot.audit(lambda x: np.ones((len(x), 3)) / 3, X_test, y_test, classes=["no", "yes"], methods=[])
+
+
+def test_a_table_with_text_columns_reaches_the_users_pipeline_as_text_and_the_weak_category_is_named():
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(1)
+
+    def rows(n):
+        X = pd.DataFrame({"a": rng.uniform(-1, 1, n), "shop": rng.choice(["mall", "web", "kiosk"], n),
+                          "b": rng.uniform(-1, 1, n), "tier": rng.choice(["gold", "basic"], n)})
+        return X, np.where(X["a"] > 0, "yes", "no")
+
+    X_train, y_train = rows(2000)
+    fit_y = np.where(X_train["shop"] == "kiosk", "no", y_train)  # planted: its labels called every kiosk sale "no"
+    model = make_pipeline(ColumnTransformer([("cat", OneHotEncoder(), ["shop", "tier"])], remainder="passthrough"),
+                          RandomForestClassifier(n_estimators=30, max_depth=5, random_state=0)).fit(X_train, fit_y)
+    X_test, y_test = rows(2000)
+    res = weakspot.audit(model, X_test, y_test, methods=["segments"], name="shops")
+    assert res.target.test.categories == {"shop": ["kiosk", "mall", "web"], "tier": ["basic", "gold"]}
+    top = res.weak_spots.iloc[0]
+    assert "shop = kiosk" in top["weak_spot"] and top["lift_lo"] > 2, top["weak_spot"]
+    assert '"shop": "kiosk"' in top["example"]  # the example row in the user's own texts

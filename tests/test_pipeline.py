@@ -244,23 +244,32 @@ def test_changing_examine_T_does_not_retrain_a_model(repo):
 
 @pytest.mark.ops  # a repository of its own: it runs beside the operations tests, balancing make test's groups
 def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(repo_factory):
+    """A table with two text columns and the user's pickled ColumnTransformer + forest: no code, GAD and weak segments
+    run on the texts as the model takes them, and the planted weak clinic is named by its text."""
     import numpy as np
     import pandas as pd
+    from sklearn.compose import ColumnTransformer
     from sklearn.datasets import load_breast_cancer
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
     r = repo_factory("usermodel")
     data = load_breast_cancer(as_frame=True)
     df = data.frame.iloc[:, [0, 1, 2, 3, 4, 30]].rename(columns=lambda c: c.replace(" ", "_"))
-    (r.path / "data/mine").mkdir(parents=True)
     rng = np.random.default_rng(0)
+    df.insert(2, "clinic", rng.choice(["north", "south", "east", "west"], len(df)))
+    df.insert(4, "scanner", rng.choice(["old", "new"], len(df)))
+    (r.path / "data/mine").mkdir(parents=True)
     train = rng.random(len(df)) < 0.3  # the user's model saw a third of the rows: its train part
     df[train].to_csv(r.path / "data/mine/train.csv", index=False)
     df[~train].to_csv(r.path / "data/mine/test.csv", index=False)
-    model = make_pipeline(StandardScaler(), RandomForestClassifier(n_estimators=20, max_depth=3, random_state=0))
-    model.fit(df.drop(columns="target")[train].to_numpy(), df["target"][train].to_numpy())
+    numeric = [c for c in df.columns if c not in ("clinic", "scanner", "target")]
+    model = make_pipeline(ColumnTransformer([("num", StandardScaler(), numeric),
+                                             ("cat", OneHotEncoder(handle_unknown="ignore"), ["clinic", "scanner"])]),
+                          RandomForestClassifier(n_estimators=20, max_depth=3, random_state=0))
+    fit_y = df["target"].where(df["clinic"] != "east", 0)  # planted: its labels said every east patient malignant
+    model.fit(df.drop(columns="target")[train], fit_y[train])
     (r.path / "data/mine/model.pkl").write_bytes(pickle.dumps(model))
     # only the new target, plus a small GAD protocol
     import yaml
@@ -283,6 +292,11 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
     assert prepared["counts"] == {"train": int(train.sum()), "val": 0, "test": int((~train).sum())}
     found = pd.read_parquet(r.path / "findings/mine/gad.parquet")
     assert len(found) >= 1 and {"weak_spot", "severity", "prediction", "confidence"} <= set(found.columns)
+    to_label = pd.read_csv(r.path / "findings/mine/gad_to_label.csv")
+    assert set(to_label["clinic"]) <= {"north", "south", "east", "west"}  # the texts, as the user's table has them
+    segments = pd.read_parquet(r.path / "findings/mine/segments.parquet")
+    named = segments[segments["confirmed"] & segments["weak_spot"].str.contains("clinic = east")]
+    assert len(named), segments[["weak_spot", "confirmed", "lift"]].to_string()
     page = (r.path / "reports/index.html").read_text()
     first = page.index("Weak spots of mine")
     assert found["weak_spot"].iloc[0][:30] in page[first:]  # its findings head its section

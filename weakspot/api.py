@@ -38,14 +38,33 @@ def _classes_of(model: Any, y: Sequence[Any], classes: Optional[Sequence[Any]]) 
     return sorted(set(np.asarray(y).tolist()))
 
 
-def as_dataset(X: Any, y: Any, classes: List[Any], *, what: str) -> Dataset:
-    """An array or DataFrame and its labels -> :class:`Dataset` (images ``(n, H, W)``/``(n, C, H, W)``, or a table)."""
+def text_columns(*tables: Any) -> Dict[str, List[str]]:
+    """The categories of every non-numeric column of the DataFrames among ``tables`` (sorted texts over all)."""
+    cats: Dict[str, set] = {}
+    for X in tables:
+        if hasattr(X, "columns"):
+            for c in X.columns:
+                if not np.issubdtype(np.asarray(X[c]).dtype, np.number):
+                    if X[c].isna().any():
+                        raise DataError(f"categorical column {str(c)!r} has {int(X[c].isna().sum())} empty cells; "
+                                        "fill them (e.g. with 'missing') first")
+                    cats.setdefault(str(c), set()).update(X[c].astype(str).tolist())
+    return {c: sorted(v) for c, v in cats.items()}
+
+
+def as_dataset(X: Any, y: Any, classes: List[Any], *, what: str,
+               categories: Optional[Dict[str, List[str]]] = None) -> Dataset:
+    """An array or DataFrame and its labels -> :class:`Dataset` (images ``(n, H, W)``/``(n, C, H, W)``, or a table;
+    a DataFrame's text columns as codes into ``categories``, by default their own sorted texts)."""
     names = None
+    cats = text_columns(X) if categories is None else dict(categories)
     if hasattr(X, "columns"):
-        non_numeric = [str(c) for c in X.columns if not np.issubdtype(np.asarray(X[c]).dtype, np.number)]
-        if non_numeric:
-            raise DataError(f"{what}: non-numeric column(s) {non_numeric}; encode them as numbers first")
-        names, X = [str(c) for c in X.columns], X.to_numpy()
+        names = [str(c) for c in X.columns]
+        X = X.copy()
+        X.columns = names
+        for c, texts in cats.items():
+            X[c] = X[c].astype(str).map({t: float(i) for i, t in enumerate(texts)})
+        X = X.to_numpy(dtype=np.float64)
     X = np.asarray(X, dtype=np.float32)
     if X.ndim == 3:
         X = X[:, None]
@@ -64,7 +83,7 @@ def as_dataset(X: Any, y: Any, classes: List[Any], *, what: str) -> Dataset:
     image = X.ndim == 4
     return Dataset(X=X, y=codes, classes=[str(c) for c in classes], image_shape=X.shape[1:] if image else None,
                    feature_names=None if image else (names or [f"x{i}" for i in range(X.shape[1])]),
-                   provenance={"spec": IN_MEMORY, "description": f"{what}: {len(X)} rows given to weakspot.audit"})
+                   categories=cats if names else {}, provenance={"spec": IN_MEMORY, "description": f"{what}: {len(X)} rows given to weakspot.audit"})
 
 
 def as_classifier(model: Any, n_classes: int, device: str = "auto") -> Any:
@@ -93,6 +112,7 @@ def _target_params(clf: Any, image: bool, has_train: bool, class_of_interest: An
     from weakspot.models.adapters import SklearnClassifier, TorchClassifier
     from weakspot.targets import TargetParams
 
+    clf = getattr(clf, "inner", clf)  # a table model: the estimator inside
     spec = "npz:" + IN_MEMORY if image else "csv:" + IN_MEMORY
     data = {"train": spec, "test": spec} if has_train else {"test": spec}
     if isinstance(clf, TorchClassifier):
@@ -175,7 +195,7 @@ def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: An
     Parameters
     ----------
     model : torch.nn.Module, fitted scikit-learn estimator, or function x -> probabilities
-    X_test, y_test : arrays (or a DataFrame of numeric columns) and labels (class names or codes)
+    X_test, y_test : arrays (or a DataFrame; its text columns reach the model as text) and labels (names or codes)
     X_train, y_train : optional, the rows the model trained on: only the distribution-modelling methods use them
     methods : names to run (default: every method that fits); one that does not fit raises a ConfigError
     params : params.yaml's content or its method sections (``{"gad": {...}}``); missing sections: defaults
@@ -200,12 +220,16 @@ def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: An
     from weakspot.progress import printer
     from weakspot.runtime import Runtime
 
+    from weakspot.models.table import for_data
+
     labels = _classes_of(model, y_test, classes)
-    test = as_dataset(X_test, y_test, labels, what="X_test")
+    cats = text_columns(X_test, X_train)
+    test = as_dataset(X_test, y_test, labels, what="X_test", categories=cats)
     if (X_train is None) != (y_train is None):
         raise ConfigError("weakspot.audit: give both X_train and y_train, or neither")
-    train = as_dataset(X_train, y_train, labels, what="X_train") if X_train is not None else test.subset(np.arange(0))
-    clf = as_classifier(model, len(labels), device)
+    train = (as_dataset(X_train, y_train, labels, what="X_train", categories=cats) if X_train is not None
+             else test.subset(np.arange(0)))
+    clf = for_data(as_classifier(model, len(labels), device), test, trained_here=False)
     t = _target_params(clf, test.is_image, X_train is not None, class_of_interest)
     coi = resolve_class(1 if class_of_interest is None else class_of_interest, test.classes)
     raw = dict(params or {})

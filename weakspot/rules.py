@@ -2,7 +2,8 @@
 the weak segments and the examiner's weak regions).
 
 Caveats first: a numeric condition is ``lo < x <= hi`` (scikit-learn's split convention), a class condition a set of
-allowed classes. Sibling leaves that both fail more often than the rows overall are merged into their parent (a
+allowed classes, a categorical column's condition a set of allowed categories (the tree splits on one indicator
+column per category, never on a category's code as if it were a number). Sibling leaves that both fail more often than the rows overall are merged into their parent (a
 deeper split of one weak region says nothing new and halves its rows).
 
 >>> import numpy as np
@@ -16,7 +17,7 @@ deeper split of one weak region says nothing new and halves its rows).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -24,12 +25,39 @@ from weakspot.fmt import fmt
 
 
 @dataclass(frozen=True)
+class Column:
+    """One column of a tree's input: a numeric feature (``kind="num"``, ``name``), the indicator of class ``code`` of
+    ``n`` (``kind="class"``) or of category ``code`` of the ``n`` of the categorical feature ``name`` (``kind="cat"``)."""
+
+    kind: str
+    name: str = ""
+    code: int = 0
+    n: int = 0
+
+
+def numeric_columns(names: Sequence[str], n_classes: int = 0) -> List[Column]:
+    """The input of a tree on numeric features ``names``, then one indicator per class."""
+    return [Column("num", n) for n in names] + [Column("class", code=c, n=n_classes) for c in range(n_classes)]
+
+
+def _set_text(label: str, allowed: FrozenSet[int], names: List[str]) -> str:
+    inside = [names[i] for i in sorted(allowed)]
+    outside = [c for i, c in enumerate(names) if i not in allowed]
+    if len(inside) == 1:
+        return f"{label} = {inside[0]}"
+    if len(inside) <= len(outside):
+        return f"{label} in {{{', '.join(inside)}}}"
+    return f"{label} not in {{{', '.join(outside)}}}"
+
+
+@dataclass(frozen=True)
 class Rule:
     """A conjunction: each named feature within ``(lo, hi]`` (``None`` = unbounded), the class among ``allowed``
-    (``None`` = any class)."""
+    (``None`` = any class), each categorical feature in ``cats`` among its allowed codes."""
 
     ranges: Dict[str, Tuple[Optional[float], Optional[float]]] = field(default_factory=dict)
     allowed: Optional[FrozenSet[int]] = None
+    cats: Dict[str, FrozenSet[int]] = field(default_factory=dict)
 
     def mask(self, values: np.ndarray, names: List[str], y: np.ndarray) -> np.ndarray:
         """Which rows of ``values`` (columns ``names``) with classes ``y`` the rule holds for."""
@@ -40,22 +68,21 @@ class Rule:
                 m &= x > lo
             if hi is not None:
                 m &= x <= hi
+        for name, codes in self.cats.items():
+            m &= np.isin(values[:, names.index(name)], sorted(codes))
         if self.allowed is not None:
             m &= np.isin(y, sorted(self.allowed))
         return m
 
-    def text(self, classes: List[str]) -> str:
-        """The rule as a person reads it: ``"class = oral and Iy <= 0.71"``."""
+    def text(self, classes: List[str], categories: Optional[Dict[str, List[str]]] = None) -> str:
+        """The rule as a person reads it: ``"class = oral and Iy <= 0.71"``, ``"country = FR and age > 60"``."""
         parts = []
         if self.allowed is not None and len(self.allowed) < len(classes):
-            inside = [classes[i] for i in sorted(self.allowed)]
-            outside = [c for i, c in enumerate(classes) if i not in self.allowed]
-            if len(inside) == 1:
-                parts.append(f"class = {inside[0]}")
-            elif len(inside) <= len(outside):
-                parts.append(f"class in {{{', '.join(inside)}}}")
-            else:
-                parts.append(f"class not in {{{', '.join(outside)}}}")
+            parts.append(_set_text("class", self.allowed, classes))
+        for name, codes in sorted(self.cats.items()):
+            texts = (categories or {}).get(name) or [str(i) for i in range(max(codes) + 1)]
+            if len(codes) < len(texts):
+                parts.append(_set_text(name, codes, texts))
         for name, (lo, hi) in sorted(self.ranges.items()):
             if lo is not None and hi is not None:
                 parts.append(f"{fmt(lo)} < {name} <= {fmt(hi)}")
@@ -65,26 +92,27 @@ class Rule:
                 parts.append(f"{name} > {fmt(lo)}")
         return " and ".join(parts) or "every row"
 
-    def narrowed(self, column: int, threshold: float, right: bool, names: List[str], n_classes: int) -> "Rule":
-        """This rule and one split of the tree's input (columns: ``names``, then one indicator per class)."""
-        if column >= len(names):  # a class indicator: <= 0.5 is "not this class"
-            c = column - len(names)
-            allowed = set(range(n_classes)) if self.allowed is None else set(self.allowed)
-            allowed = allowed & {c} if right else allowed - {c}
-            return Rule(dict(self.ranges), frozenset(allowed))
-        name = names[column]
-        lo, hi = self.ranges.get(name, (None, None))
+    def narrowed(self, col: Column, threshold: float, right: bool) -> "Rule":
+        """This rule and one split of the tree's input column ``col`` (an indicator's right side is "this one")."""
+        if col.kind != "num":
+            now = (self.allowed if col.kind == "class" else self.cats.get(col.name))
+            allowed = set(range(col.n)) if now is None else set(now)
+            allowed = frozenset(allowed & {col.code} if right else allowed - {col.code})
+            if col.kind == "class":
+                return Rule(dict(self.ranges), allowed, dict(self.cats))
+            return Rule(dict(self.ranges), self.allowed, {**self.cats, col.name: allowed})
+        lo, hi = self.ranges.get(col.name, (None, None))
         if right:
             lo = threshold if lo is None else max(lo, threshold)
         else:
             hi = threshold if hi is None else min(hi, threshold)
-        return Rule({**self.ranges, name: (lo, hi)}, self.allowed)
+        return Rule({**self.ranges, col.name: (lo, hi)}, self.allowed, dict(self.cats))
 
 
-def weak_rules(tree, names: List[str], n_classes: int, base_rate: float, min_rows: int) -> List[Tuple[Rule, int, int]]:
-    """The regions of a fitted error tree (a ``DecisionTreeClassifier`` on ``failed``, classes ``[False, True]``)
-    that fail more often than ``base_rate`` on at least ``min_rows`` of its rows: ``[(rule, rows, failures)]``,
-    sibling weak leaves merged into their parent."""
+def weak_rules(tree, columns: List[Column], base_rate: float, min_rows: int) -> List[Tuple[Rule, int, int]]:
+    """The regions of a fitted error tree (a ``DecisionTreeClassifier`` on ``failed``, classes ``[False, True]``,
+    whose input columns are ``columns``) that fail more often than ``base_rate`` on at least ``min_rows`` of its rows:
+    ``[(rule, rows, failures)]``, sibling weak leaves merged into their parent."""
     t = tree.tree_
     rows = t.n_node_samples
     # scikit-learn >= 1.4 stores class fractions in ``value``; times the rows, the failures
@@ -100,8 +128,8 @@ def weak_rules(tree, names: List[str], n_classes: int, base_rate: float, min_row
         if left < 0:
             return ([here], True) if weak(node) else ([], False)
         col, thr = int(t.feature[node]), float(t.threshold[node])
-        a, whole_a = walk(left, rule.narrowed(col, thr, False, names, n_classes))
-        b, whole_b = walk(right, rule.narrowed(col, thr, True, names, n_classes))
+        a, whole_a = walk(left, rule.narrowed(columns[col], thr, False))
+        b, whole_b = walk(right, rule.narrowed(columns[col], thr, True))
         if node != 0 and whole_a and whole_b:  # the split divides one weak region: the node says it in fewer words
             return [here], True
         return a + b, False

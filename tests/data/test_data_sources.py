@@ -10,6 +10,7 @@ import pytest
 
 from weakspot.data import SOURCES, Dataset, load_source, register_source
 from weakspot.errors import ConfigError, DataError
+from weakspot.data.frames import from_frame, to_frame
 
 
 def test_digits_shape_range_and_labels():
@@ -124,11 +125,26 @@ def test_nan_cell_names_column_and_row_count(tmp_path):
     assert "'b' (2 rows)" in str(err.value) and "'a'" not in str(err.value)
 
 
-def test_non_numeric_feature_column(tmp_path):
+def test_text_columns_become_categories(tmp_path):
+    df = _table()
+    df["colour"] = np.where(np.arange(len(df)) % 3 == 0, "red", "blue")
+    df.to_csv(tmp_path / "t.csv", index=False)
+    ds = load_source(f"csv:{tmp_path / 't.csv'}", label="target")
+    assert ds.categories == {"colour": ["blue", "red"]}
+    col = ds.feature_names.index("colour")
+    assert ds.categorical == [col]
+    assert ds.X[:, col].tolist() == [1.0 if i % 3 == 0 else 0.0 for i in range(len(df))]
+    assert "1 categorical" in ds.provenance["description"]
+    back = from_frame(to_frame(ds))  # the categories survive the prepared Parquet's metadata
+    assert back.categories == ds.categories and back.subset([0, 1]).categories == ds.categories
+
+
+def test_empty_category_cell_is_named(tmp_path):
     df = _table()
     df["colour"] = "red"
+    df.loc[3, "colour"] = None
     df.to_csv(tmp_path / "t.csv", index=False)
-    with pytest.raises(DataError, match="colour"):
+    with pytest.raises(DataError, match="'colour' .* 1 empty cells"):
         load_source(f"csv:{tmp_path / 't.csv'}", label="target")
 
 

@@ -9,7 +9,7 @@ import pytest
 from weakspot.data.dataset import Dataset
 from weakspot.errors import DataError
 from weakspot.segments.config import SegmentsParams
-from weakspot.rules import Rule
+from weakspot.rules import Column, Rule, numeric_columns
 from weakspot.segments.run import run
 
 
@@ -113,6 +113,42 @@ def test_a_rule_reads_as_a_person_would_write_it():
     classes = ["a", "b", "c", "d"]
     assert Rule({"x": (0.5, None)}, frozenset({0, 1, 2})).text(classes) == "class not in {d} and x > 0.5"
     assert Rule({"x": (-1.0, 2.0)}, frozenset({0, 1})).text(classes) == "class in {a, b} and -1 < x <= 2"
-    r = Rule().narrowed(1, 0.5, True, ["x"], 4).narrowed(0, 0.25, False, ["x"], 4)  # class indicator 0, then x
+    cols = numeric_columns(["x"], 4)
+    r = Rule().narrowed(cols[1], 0.5, True).narrowed(cols[0], 0.25, False)  # class indicator 0, then x
     assert r.text(classes) == "class = a and x <= 0.25"
     assert Rule().text(classes) == "every row"
+    country = ["DE", "FR", "IT"]
+    not_fr = Rule().narrowed(Column("cat", "country", code=1, n=3), 0.5, False)
+    assert not_fr.text(classes, {"country": country}) == "country not in {FR}"
+    fr = not_fr.narrowed(Column("cat", "country", code=0, n=3), 0.5, False)  # neither FR nor DE: IT
+    assert fr.text(classes, {"country": country}) == "country = IT"
+    assert fr.mask(np.array([[0.0], [1.0], [2.0]]), ["country"], np.zeros(3, int)).tolist() == [False, False, True]
+
+
+def test_a_category_that_fails_is_named_by_its_text():
+    """A planted weak category: the model is wrong on most rows of country FR with a large x; the segment names the
+    category, not a range of its code."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    country = rng.integers(0, 4, n)  # DE, ES, FR, IT; FR (code 2) sits between others, so no code range isolates it
+    x = rng.uniform(0, 1, n)
+    y = (rng.uniform(size=n) < 0.5).astype(np.int64)
+    X = np.column_stack([x, country]).astype(np.float32)
+    cats = {"country": ["DE", "ES", "FR", "IT"]}
+    ds = Dataset(X=X, y=y, classes=["no", "yes"], feature_names=["x", "country"], categories=cats)
+
+    class Model:
+        def predict_proba(self, X):
+            flip = (X[:, 1] == 2) & (X[:, 0] > 0.4)
+            right = np.where(flip, 1 - y_of(X), y_of(X))
+            return np.column_stack([1 - right, right]).astype(float)
+
+    lookup = {tuple(r): v for r, v in zip(X.tolist(), y.tolist())}
+
+    def y_of(X):
+        return np.array([lookup[tuple(r)] for r in X.tolist()], float)
+
+    res = run(SimpleNamespace(test=ds, model=Model()), SegmentsParams(), None)
+    top = res.confirmed[0]
+    assert "country = FR" in top.text and "x > 0.4" in top.text, top.text
+    assert top.evidence.lift > 2

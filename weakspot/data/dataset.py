@@ -2,7 +2,8 @@
 
 Caveats first: ``X`` is always float32 and ``y`` always int64 codes ``0..k-1`` into ``classes``; images are
 ``(n, C, H, W)`` scaled to [0, 1]; tabular data is ``(n, d)`` in its own units (nothing is standardised here).
-The constructor checks this and raises :class:`~weakspot.errors.DataError` naming the field that is wrong.
+A text (categorical) column of a table is held as its integer code ``0..m-1`` into ``categories[column]``; the
+user's own model gets the text back (:mod:`weakspot.models.table`). The constructor checks this and raises :class:`~weakspot.errors.DataError` naming the field that is wrong.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class Dataset:
         Set for images; ``X.shape[1:] == image_shape``.
     provenance : dict
         Source spec, file path(s) with sha256, and a one-line description.
+    categories : dict of str to list of str
+        The categorical columns of a table: ``categories[c][i]`` is the text whose code ``i`` column ``c`` holds.
 
     Examples
     --------
@@ -48,6 +51,7 @@ class Dataset:
     feature_names: Optional[List[str]] = None
     image_shape: Optional[Tuple[int, int, int]] = None
     provenance: Dict[str, Any] = field(default_factory=dict)
+    categories: Dict[str, List[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         X = np.asarray(self.X)
@@ -85,6 +89,25 @@ class Dataset:
                     f"Dataset.feature_names has {len(self.feature_names)} names for X of shape {self.X.shape}; "
                     "give one name per column of tabular (n, d) data"
                 )
+        self._check_categories()
+
+    def _check_categories(self) -> None:
+        self.categories = {str(c): [str(v) for v in vals] for c, vals in (self.categories or {}).items()}
+        if not self.categories:
+            return
+        names = self.feature_names or []
+        for col, vals in self.categories.items():
+            if col not in names:
+                raise DataError(f"Dataset.categories names column {col!r}, which is not a feature ({names[:10]})")
+            codes = self.X[:, names.index(col)]
+            if len(codes) and (np.any(np.mod(codes, 1) != 0) or codes.min() < 0 or codes.max() >= len(vals)):
+                raise DataError(f"Dataset column {col!r} is categorical with {len(vals)} categories; it must hold "
+                                f"codes 0..{len(vals) - 1}")
+
+    @property
+    def categorical(self) -> List[int]:
+        """Indices of the categorical columns (empty for images and all-numeric tables)."""
+        return [i for i, c in enumerate(self.feature_names or []) if c in self.categories]
 
     @property
     def n_classes(self) -> int:
@@ -114,6 +137,7 @@ class Dataset:
             feature_names=None if self.feature_names is None else list(self.feature_names),
             image_shape=self.image_shape,
             provenance=dict(self.provenance),
+            categories={c: list(v) for c, v in self.categories.items()},
         )
 
     def class_counts(self) -> Dict[str, int]:

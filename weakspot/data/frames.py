@@ -1,7 +1,7 @@
 """Datasets as DataFrames and Parquet files (the ``prepare`` stage's artifacts).
 
 Caveats first: images are flattened into float32 columns ``px_0 .. px_{C*H*W-1}`` (C-order of ``(C, H, W)``);
-tabular data keeps its feature names. Either way the integer class code is the column ``label``. Class names,
+tabular data keeps its feature names (a categorical column as its codes, the categories in the metadata). Either way the integer class code is the column ``label``. Class names,
 image shape, feature names and provenance travel in the frame's ``attrs["weakspot"]`` (a JSON string), which
 pandas writes into the Parquet schema metadata (key ``PANDAS_ATTRS``) and restores on reading. A frame without
 that metadata is read as tabular data whose classes are the sorted distinct labels.
@@ -70,6 +70,7 @@ def to_frame(ds: Dataset, idx: Optional[Any] = None) -> "Any":
         "image_shape": None if sub.image_shape is None else list(sub.image_shape),
         "feature_names": None if sub.image_shape is not None else columns,
         "provenance": sub.provenance,
+        "categories": sub.categories,
     }
     df.attrs[META_KEY] = json.dumps(meta, sort_keys=True, default=_json_default)
     return df
@@ -121,8 +122,9 @@ def from_frame(df: "Any") -> Dataset:
         uniq, y = np.unique(y, return_inverse=True)
         classes = [str(u) for u in uniq]
         provenance = {}
+    categories = dict((meta or {}).get("categories") or {})
     return Dataset(X=X, y=y.astype(np.int64), classes=classes, feature_names=feature_names, image_shape=shape,
-                   provenance=provenance)
+                   provenance=provenance, categories=categories)
 
 
 def write_split_parquet(path: "os.PathLike | str", df: "Any") -> Path:

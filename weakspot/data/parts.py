@@ -69,6 +69,28 @@ def _merged_classes(parts: Dict[str, Dataset]) -> List[str]:
     return sorted(names, key=key)
 
 
+def _merged_categories(parts: Dict[str, Dataset]) -> Tuple[Dict[str, List[str]], Any]:
+    """Each categorical column's categories over every part (sorted), and a function giving a part's features with
+    its codes renumbered into them (a category one file lacks is still the same text in every part)."""
+    columns = sorted({c for ds in parts.values() for c in ds.categories})
+    merged = {c: sorted({v for ds in parts.values() for v in ds.categories.get(c, [])}) for c in columns}
+    for name, ds in parts.items():
+        numeric = [c for c in columns if c not in ds.categories]
+        if numeric:
+            raise DataError(f"data.{name}: column(s) {numeric} are numbers there but text in another part; "
+                            "give every part the same column types")
+
+    def recode(ds: Dataset) -> np.ndarray:
+        X = np.array(ds.X, np.float32)
+        for c in columns:
+            j = ds.feature_names.index(c)
+            new = np.array([merged[c].index(v) for v in ds.categories[c]], dtype=np.float32)
+            X[:, j] = new[X[:, j].astype(np.int64)] if len(X) else X[:, j]
+        return X
+
+    return merged, recode
+
+
 def concat_parts(parts: Dict[str, Dataset]) -> Tuple[Dataset, Dict[str, np.ndarray]]:
     """Named parts -> one Dataset (classes merged by name) and each part's row indices in it."""
     first_name, first = next(iter(parts.items()))
@@ -83,18 +105,19 @@ def concat_parts(parts: Dict[str, Dataset]) -> Tuple[Dataset, Dict[str, np.ndarr
             raise DataError(f"data.{name} has columns {ds.feature_names}, data.{first_name} {first.feature_names}: "
                             "every part must have the same feature columns")
     classes = _merged_classes(parts)
+    categories, recode = _merged_categories(parts)
     X, y, idx, start = [], [], {}, 0
     files: Dict[str, str] = {}
     for name, ds in parts.items():
         code = np.array([classes.index(c) for c in ds.classes], dtype=np.int64)
-        X.append(np.asarray(ds.X, np.float32))
+        X.append(recode(ds))
         y.append(code[ds.y] if len(ds.y) else np.zeros(0, np.int64))
         idx[name] = np.arange(start, start + len(ds), dtype=np.int64)
         start += len(ds)
         files.update(ds.provenance.get("files") or {})
     desc = "; ".join(f"{name}: {ds.provenance.get('description', ds.provenance.get('spec'))}" for name, ds in parts.items())
     ds = Dataset(X=np.concatenate(X), y=np.concatenate(y), classes=classes, feature_names=first.feature_names,
-                 image_shape=first.image_shape,
+                 image_shape=first.image_shape, categories=categories,
                  provenance={"spec": ", ".join(f"{k} {v.provenance.get('spec')}" for k, v in parts.items()),
                              "files": files, "description": desc})
     return ds, idx

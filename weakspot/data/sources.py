@@ -4,7 +4,8 @@ Caveats first:
 
 - Nothing is ever downloaded. ``torchvision:`` sources read an existing local copy (``download=False``) and raise a
   :class:`~weakspot.errors.DataError` naming the folder they expected when it is absent.
-- ``csv:``/``parquet:`` sources need a named label column; every other column must be numeric and free of NaN/inf.
+- ``csv:``/``parquet:`` sources need a named label column; every other column is numeric (free of NaN/inf) or text,
+  which becomes a categorical column (codes into its sorted distinct values; an empty cell is an error).
   Labels may be numbers or strings; the class codes follow the sorted order of the distinct label values.
 - The shipped KEEL files are checked against their published sha256 (data/external/keel/README.md); a changed file
   is an error, because the audit's numbers would silently change with it.
@@ -275,13 +276,8 @@ def _table_to_dataset(df: "Any", *, label: Optional[str], spec: str, path: Path,
     features = [c for c in columns if c != label]
     if not features:
         raise DataError(f"{spec}: {path} has no feature columns besides the label column {label!r}")
-    non_numeric = [c for c in features if not pd.api.types.is_numeric_dtype(df[c])]  # bools count as 0/1
-    if non_numeric:
-        kinds = ", ".join(f"{c} ({df[c].dtype})" for c in non_numeric)
-        raise DataError(
-            f"{spec}: non-numeric feature column(s) in {path}: {kinds}; every column except the label {label!r} "
-            "must be numeric (encode categories as numbers first)"
-        )
+    categories = {c: _category_codes(df, c, spec=spec, path=path) for c in features
+                  if not pd.api.types.is_numeric_dtype(df[c])}  # bools count as 0/1
     X = df[features].to_numpy(dtype=np.float64)
     bad = ~np.isfinite(X)
     if bad.any():
@@ -295,6 +291,8 @@ def _table_to_dataset(df: "Any", *, label: Optional[str], spec: str, path: Path,
     if pd.api.types.is_float_dtype(lab) and np.all(np.mod(values, 1) == 0):
         values = values.astype(np.int64)
     uniq, y = np.unique(values, return_inverse=True)
+    kinds = f"{len(features) - len(categories)} numeric and {len(categories)} categorical" if categories else \
+        f"{len(features)} numeric"
     return Dataset(
         X=X.astype(np.float32),
         y=y.astype(np.int64),
@@ -304,9 +302,22 @@ def _table_to_dataset(df: "Any", *, label: Optional[str], spec: str, path: Path,
             "spec": spec,
             "files": {str(path): sha},
             "label": label,
-            "description": f"{path.name}: {len(df)} rows, {len(features)} numeric features, label column {label!r}",
+            "description": f"{path.name}: {len(df)} rows, {kinds} features, label column {label!r}",
         },
+        categories=categories,
     )
+
+
+def _category_codes(df: "Any", column: str, *, spec: str, path: Path) -> List[str]:
+    """Replace a text column of ``df`` (in place) by its codes into the sorted distinct texts, which it returns."""
+    col = df[column]
+    if col.isna().any():
+        raise DataError(f"{spec}: categorical column {column!r} in {path} has {int(col.isna().sum())} empty cells; "
+                        "fill them (e.g. with 'missing') first")
+    text = col.astype(str).to_numpy()
+    cats, codes = np.unique(text, return_inverse=True)
+    df[column] = codes.astype(np.float64)
+    return [str(c) for c in cats]
 
 
 def _existing_file(spec: str, arg: str, root: Optional[PathLike]) -> Path:

@@ -97,7 +97,7 @@ def propose(sessions: Sequence[Session], names: Sequence[str], max_depth: int, m
     note)``; None (with the note) when every scene or none failed, or no leaf fails more often than the scenes."""
     from sklearn.tree import DecisionTreeClassifier
 
-    from weakspot.rules import weak_rules
+    from weakspot.rules import numeric_columns, weak_rules
 
     X, failed = scenes_of(sessions, names)
     n, f = len(failed), int(failed.sum())
@@ -107,7 +107,7 @@ def propose(sessions: Sequence[Session], names: Sequence[str], max_depth: int, m
         return None, f, n, f"every one of its {n} examined scenes was misclassified (the class is not learnt)"
     min_rows = max(5, int(np.ceil(min_fraction * n)))
     tree = DecisionTreeClassifier(max_depth=max_depth, min_samples_leaf=min_rows, random_state=seed).fit(X, failed)
-    found = weak_rules(tree, list(names), 0, f / n, min_rows)
+    found = weak_rules(tree, numeric_columns(names), f / n, min_rows)
     if not found:
         return None, f, n, f"no box of at least {min_rows} of its {n} examined scenes fails more often than all"
     return max(found, key=lambda r: (r[2] / r[1], r[1])), f, n, ""

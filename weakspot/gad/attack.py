@@ -12,6 +12,8 @@ Caveats first:
   reading). With sign steps the distance is quantised to whole steps, so after the flip the last step is bisected
   ``refine_iters`` times (one black-box call each, over all flipped instances at once); the returned point is always
   on the flipped side.
+* Columns in ``fixed`` (a table's categorical columns, held as codes) never move: a category is not a quantity
+  one can step along, so the partner keeps the instance's categories.
 * The loop stops at ``max_steps``; instances the black box never flips keep their last point, ``flipped`` is False for
   them and their distance is a lower bound (censored).
 """
@@ -19,7 +21,7 @@ Caveats first:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -53,6 +55,7 @@ def gad_attack(
     refine_iters: int = 8,
     device: str = "auto",
     progress: Optional[Progress] = None,
+    fixed: Sequence[int] = (),
 ) -> AttackResult:
     """Algorithm 2 for every row of ``X`` at once: signed-gradient steps on the pseudo-model until the black box flips.
 
@@ -72,6 +75,8 @@ def gad_attack(
         Per-feature step unit (default ones: epsilon in raw units).
     refine_iters : int
         Bisection iterations on the final step (0: plain Algorithm 2).
+    fixed : sequence of int
+        Columns that never move (categorical codes).
     """
     import torch
 
@@ -92,6 +97,7 @@ def gad_attack(
     dev = resolve_device(device)
     model = pseudo_model.to(dev)
     step_vec = step_size * scale
+    step_vec[list(fixed)] = 0.0
 
     pred0 = black_box.predict_proba(X).argmax(axis=1)
     # +1: push the class-of-interest logit down (instance predicted as the class of interest), -1: push it up

@@ -46,6 +46,9 @@ class Split:
         How the split was made (e.g. :func:`weakspot.data.biased_split_indices`'s ``info``).
     classes : list of str, optional
         Class names by code (for findings); empty: codes are shown.
+    categories : dict of str to list of str, optional
+        The categorical columns (held as codes) and their texts: the design draws them from observed rows, the
+        attack holds them fixed, the findings name them by text.
     """
 
     name: str
@@ -58,6 +61,25 @@ class Split:
     description: str = ""
     info: Dict[str, Any] = field(default_factory=dict)
     classes: List[str] = field(default_factory=list)
+    categories: Dict[str, List[str]] = field(default_factory=dict)
+
+    @property
+    def categorical(self) -> List[int]:
+        """Indices of the categorical columns."""
+        return [j for j, c in enumerate(self.feature_names) if c in self.categories]
+
+    def one_hot(self, X: np.ndarray) -> np.ndarray:
+        """``X`` with each categorical column replaced by one indicator per category (what distance-based searches
+        compare: a code's size means nothing)."""
+        cols = [X[:, [j]] if c not in self.categories else
+                (X[:, [j]] == np.arange(len(self.categories[c]))[None, :]).astype(X.dtype)
+                for j, c in enumerate(self.feature_names)]
+        return np.hstack(cols) if cols else X
+
+    def text_of(self, j: int, value: Any) -> Any:
+        """Column ``j``'s value as a person reads it: a category's text, else the number."""
+        name = self.feature_names[j]
+        return self.categories[name][int(round(float(value)))] if name in self.categories else float(value)
 
     def class_name(self, code: Any) -> str:
         """The name of class ``code`` (the code itself as text when the names are unknown)."""

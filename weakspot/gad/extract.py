@@ -8,7 +8,9 @@ Caveats first:
   may stand in for the design. With many features a pure hypercube lies almost wholly far from the data, where a
   black box is flat, and the pseudo-model learns nothing the attack walks through (30 features of breast_cancer,
   spanning 0.001 to 4,000, an RBF SVM: R^2 -0.8 on the data; with half the design near the data, 1.0).
-  ``data_fraction=0`` is Algorithm 1 as written. The pseudo-model is trusted only inside the box.
+  ``data_fraction=0`` is Algorithm 1 as written. A categorical column (``fixed``) is never spread over a range: the
+  hypercube's points take it from random evaluation rows and the jittered rows keep their own, so the black box is
+  only asked about categories that exist (the network reads the code as a number, standardised like the rest). The pseudo-model is trusted only inside the box.
 * The network standardises its input with the evaluation data's mean and standard deviation, so features in any
   units reach it on one scale; gradients are still taken in the data's own units. Widths, optimiser and batch size
   are ours (the paper gives "5 dense layers", "20 epochs" and N = 50,000 only).
@@ -19,7 +21,7 @@ Caveats first:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -126,6 +128,7 @@ def extract_pseudo_model(
     seed: int = 0,
     device: str = "auto",
     progress: Optional[Progress] = None,
+    fixed: Sequence[int] = (),
 ) -> Extraction:
     """Algorithm 1: a design over the evaluation data's ranges (LHS + jittered rows), labelled by the black box,
     fitted by MSE.
@@ -150,6 +153,8 @@ def extract_pseudo_model(
         Share of the design that is jittered evaluation rows (ours: 0.5; 0 = the paper's pure hypercube).
     jitter : float
         Each jittered row moves by ``N(0, s^2)`` per feature, in standard deviations, ``s ~ U(0, jitter)`` per row.
+    fixed : sequence of int
+        Categorical columns: drawn from evaluation rows, never jittered.
     """
     import torch
 
@@ -164,6 +169,7 @@ def extract_pseudo_model(
         raise ConfigError(f"extract_pseudo_model: data_fraction = {data_fraction} must lie in [0, 1) and jitter = "
                           f"{jitter} be >= 0")
     dev = resolve_device(device)
+    fixed = [int(j) for j in fixed]
     lo, hi = X_eval.min(axis=0), X_eval.max(axis=0)
     mean, std = X_eval.mean(axis=0), X_eval.std(axis=0)
     std = np.where(std > 0, std, 1.0)
@@ -171,9 +177,13 @@ def extract_pseudo_model(
     design = latin_hypercube(lo, hi, n_points - n_data, seed=seed) if n_points > n_data else np.empty((0, len(lo)))
     if n_data:
         jr = np.random.default_rng([seed, 1])
-        near = X_eval[jr.integers(len(X_eval), size=n_data)]
-        near = near + jr.normal(size=near.shape) * std * jr.uniform(0.0, jitter, size=(n_data, 1))
+        rows = X_eval[jr.integers(len(X_eval), size=n_data)]
+        near = rows + jr.normal(size=rows.shape) * std * jr.uniform(0.0, jitter, size=(n_data, 1))
+        near[:, fixed] = rows[:, fixed]
         design = np.vstack([design, np.clip(near, lo, hi)])
+    if len(fixed) and n_points > n_data:
+        fr = np.random.default_rng([seed, 2])
+        design[: n_points - n_data, fixed] = X_eval[fr.integers(len(X_eval), size=n_points - n_data)][:, fixed]
     target = black_box.predict_proba(design)
     if not 0 <= class_index < target.shape[1]:
         raise ConfigError(f"class_index {class_index} out of range for {target.shape[1]} classes")

@@ -28,9 +28,11 @@ def _feature_columns(names: List[str]) -> List[str]:
     return [f"feature:{n}" if n in RESERVED_COLUMNS else str(n) for n in names]
 
 
-def _example(names: List[str], x: np.ndarray) -> str:
-    """A row's feature values as a JSON object (7 significant digits: the data are float32)."""
-    return json.dumps({str(c): float(f"{float(v):.7g}") for c, v in zip(names, x)})
+def _example(split: Any, x: np.ndarray) -> str:
+    """A row's feature values as a JSON object (7 significant digits: the data are float32; a category's text)."""
+    values = [split.text_of(j, v) for j, v in enumerate(x)]
+    return json.dumps({str(c): v if isinstance(v, str) else float(f"{v:.7g}")
+                       for c, v in zip(split.feature_names, values)})
 
 
 def unreliable_reason(o: DatasetOutcome) -> str:
@@ -119,7 +121,9 @@ def _to_label(o: DatasetOutcome, order: np.ndarray, score: np.ndarray) -> Any:
 
     rows = np.asarray(o.eligible, dtype=np.int64)[order]
     X = np.asarray(o.split.X_test, dtype=np.float64)[rows]
-    to_label = pd.DataFrame(X, columns=_feature_columns(list(o.split.feature_names)))
+    cats = set(o.split.categorical)  # a category as its text, as the user's table has it
+    to_label = pd.DataFrame({c: [o.split.text_of(j, v) for v in X[:, j]] if j in cats else X[:, j]
+                             for j, c in enumerate(_feature_columns(list(o.split.feature_names)))})
     to_label.insert(0, "rank", np.arange(1, len(rows) + 1, dtype=np.int64))
     to_label["prediction"] = o.test_prediction[rows].astype(np.int64)
     to_label["confidence"] = o.test_confidence[rows]
@@ -160,15 +164,24 @@ def _feature_range_spot(o: DatasetOutcome, ranked: np.ndarray, top: int) -> Dict
     iqr_top, iqr_all = q_top[1] - q_top[0], q_all[1] - q_all[0]
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(iqr_all > 0, iqr_top / iqr_all, np.inf)
+    for j in split.categorical:  # a category: the top rows' commonest, its share of all rows over its share of the top
+        codes, counts = np.unique(X[:k, j], return_counts=True)
+        mode = codes[np.argmax(counts)]
+        q_top[:, j] = mode
+        ratio[j] = float((X[:, j] == mode).mean()) / (counts.max() / k)
     ranked_features = np.argsort(ratio, kind="stable")
     chosen = [j for j in ranked_features[:3] if ratio[j] < 0.5] or [int(ranked_features[0])]
     spot = "feature range: " + ", ".join(
+        f"{split.feature_names[j]} = {split.text_of(j, q_top[0, j])}" if j in split.categorical else
         f"{split.feature_names[j]} in [{fmt(q_top[0, j], 4)}, {fmt(q_top[1, j], 4)}]" for j in chosen
     )
     base = float(wrong.mean())
     share = float(wrong[:k].mean())
     vals, counts = np.unique(truth[:k], return_counts=True)
-    conc = ", ".join(f"{split.feature_names[j]} IQR {ratio[j]:.0%} of the eligible rows'" for j in chosen)
+    conc = ", ".join(f"{split.feature_names[j]} " + (
+        f"= {split.text_of(j, q_top[0, j])} in {float((X[:k, j] == q_top[0, j]).mean()):.0%} of the top rows and "
+        f"{float((X[:, j] == q_top[0, j]).mean()):.0%} of the eligible rows" if j in split.categorical
+        else f"IQR {ratio[j]:.0%} of the eligible rows'") for j in chosen)
     # confirmed on the eligible rows the box was not drawn from (all but the top k) against as many random ones
     inside = np.ones(n, bool)
     for j in chosen:
@@ -190,7 +203,7 @@ def _feature_range_spot(o: DatasetOutcome, ranked: np.ndarray, top: int) -> Dict
         "label": split.class_name(vals[np.argmax(counts)]),
         "prediction": o.class_name,
         "confidence": float(o.test_confidence[ranked][:k].mean()),
-        "example": _example(split.feature_names, X[0]),
+        "example": _example(split, X[0]),
     }
 
 
@@ -218,6 +231,6 @@ def _input_spots(o: DatasetOutcome, to_label: Any) -> List[Dict[str, Any]]:
             "label": split.class_name(np.asarray(split.y_test)[rows[i]]),
             "prediction": split.class_name(to_label["prediction"].iloc[i]),
             "confidence": float(to_label["confidence"].iloc[i]),
-            "example": _example(split.feature_names, X[i]),
+            "example": _example(split, X[i]),
         })
     return spots

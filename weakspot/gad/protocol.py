@@ -200,6 +200,8 @@ def run_target(
     """
     t0 = time.perf_counter()
     seconds: Dict[str, float] = {}
+    if len(split.categorical) >= len(split.feature_names):
+        raise DataError(f"{split.name}: every feature is categorical; GAD's attack moves numeric features only")
     k, train_acc, test_pred, test_conf, correct = _predictions(clf, split, class_index)
     ci = int(class_index)
     X_test = np.asarray(split.X_test, dtype=np.float64)
@@ -210,7 +212,7 @@ def run_target(
         clf, X_test, class_index=ci, n_points=params.design_points, epochs=params.epochs,
         hidden=params.hidden_units, batch_size=params.batch_size, lr=params.lr,
         holdout_fraction=params.holdout_fraction, data_fraction=params.design_data_fraction,
-        jitter=params.design_jitter, seed=seed, device=device, progress=progress,
+        jitter=params.design_jitter, seed=seed, device=device, progress=progress, fixed=split.categorical,
     )
     seconds["extract"] = time.perf_counter() - t
 
@@ -221,9 +223,10 @@ def run_target(
     X_el = X_test[eligible]
     att = gad_attack(
         clf, ext.model, X_el, class_index=ci, step_size=params.step_size, max_steps=params.max_steps,
-        scale=scale, refine_iters=params.refine_iters, device=device, progress=progress,
+        scale=scale, refine_iters=params.refine_iters, device=device, progress=progress, fixed=split.categorical,
     )
-    dist = mae(X_el, att.x_adv, scale=scale)
+    moved = np.setdiff1d(np.arange(X_el.shape[1]), split.categorical)  # categories are held: MAE over the rest
+    dist = mae(X_el[:, moved], att.x_adv[:, moved], scale=scale[moved])
     seconds["attack"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -240,7 +243,7 @@ def run_target(
         pool_size=pool_n, budget=min(params.budget, pool_n), split_seed=int(split_seed),
         min_pseudo_r2=params.min_pseudo_r2, pools=np.zeros((params.replicates, pool_n), dtype=np.int64),
     )
-    _search_pools(out, X_el, params, seed=seed, progress=progress)
+    _search_pools(out, split.one_hot(X_el), params, seed=seed, progress=progress)
     seconds["searches"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - t0
     out.seconds = seconds

@@ -23,7 +23,7 @@ def target_split(target: AuditTarget) -> Split:
                  X_test=test.X.astype("float64"), y_test=test.y, feature_names=list(test.feature_names or []),
                  log_mae=bool(info.get("log_mae", True)), description=str(info.get("description", "")),
                  info={**info.get("bias", {}), **info, "n_train": len(train), "n_test": len(test)},
-                 classes=list(test.classes))
+                 classes=list(test.classes), categories=dict(test.categories))
 
 
 def seed_outcome(target: Optional[AuditTarget], params: Dict[str, Any], split_seed: int, *, name: str, device: str,

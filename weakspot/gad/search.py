@@ -6,7 +6,8 @@ Every search is registered in :data:`SEARCHES`, the one list of valid names (the
 a class's ``label`` names it in figures.
 All searches only ever see the pool's features, the black box's confidences and -- for the adaptive ones -- the
 oracle's answers for points already queried; ``gad`` also sees the adversarial distances. Features are standardised
-within the pool for every distance-based step. Ties are broken by index (stable sorts), so a search is
+within the pool for every distance-based step (a table's categorical column arrives as one indicator per category,
+:meth:`weakspot.gad.datasets.Split.one_hot`). Ties are broken by index (stable sorts), so a search is
 deterministic for its ``random_state``. k-means and the logistic meta-model are scikit-learn's (:func:`kmeans`,
 :func:`fit_logistic`).
 

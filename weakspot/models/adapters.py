@@ -4,7 +4,7 @@ Caveats first: every ``predict_proba`` output passes :func:`check_probabilities`
 values or rows not summing to one raise :class:`~weakspot.errors.ModelError`). Only :class:`TorchClassifier` is
 white-box (``logits``, ``input_gradient``); a torch module that outputs probabilities gets ``log p`` as its logits
 (equal to the true logits up to a per-row constant, so softmax and every gradient of a softmax loss agree).
-scikit-learn estimators see inputs flattened to ``(n, -1)``.
+scikit-learn estimators see inputs flattened to ``(n, -1)``, or the DataFrame a table model is given.
 """
 
 from __future__ import annotations
@@ -203,9 +203,11 @@ class SklearnClassifier:
             self._columns = classes.astype(np.int64)
 
     def predict_proba(self, x: Any) -> np.ndarray:
-        arr = np.asarray(x)
-        n = arr.shape[0]
-        p = np.asarray(self.estimator.predict_proba(arr.reshape(n, -1)))
+        """``(n, k)`` checked probabilities; a DataFrame (a table model's rows, :mod:`weakspot.models.table`) is passed
+        as it is, anything else flattened to ``(n, -1)``."""
+        n = len(x)
+        arr = x if hasattr(x, "columns") else np.asarray(x).reshape(n, -1)
+        p = np.asarray(self.estimator.predict_proba(arr))
         if self._columns is not None and p.ndim == 2 and p.shape == (n, len(self._columns)):
             full = np.zeros((n, self.n_classes), dtype=np.float64)
             full[:, self._columns] = p
@@ -244,8 +246,9 @@ class CallableClassifier:
         self.name = f"CallableClassifier({getattr(fn, '__name__', type(fn).__name__)})"
 
     def predict_proba(self, x: Any) -> np.ndarray:
-        arr = np.asarray(x)
-        return check_probabilities(self.fn(arr), arr.shape[0], self.n_classes, self.name)
+        """The function's output on ``x`` (an array; a DataFrame for a table model), checked."""
+        arr = x if hasattr(x, "columns") else np.asarray(x)
+        return check_probabilities(self.fn(arr), len(arr), self.n_classes, self.name)
 
     def predict(self, x: Any) -> np.ndarray:
         return self.predict_proba(x).argmax(axis=1).astype(np.int64)

@@ -1,6 +1,7 @@
 """The features a segment is written in: what a person reads in a rule.
 
-Caveats first: a tabular target's own columns (numeric, as the model takes them); an image target's brightness (mean
+Caveats first: a tabular target's own columns (numeric in their units, a categorical column as its categories: the
+tree splits on one indicator per category, so a rule reads "country = FR", never a code range); an image target's brightness (mean
 pixel), RMS contrast (the standard deviation of the grey image) and, in colour, each channel's share of the mean
 intensity (Deepchecks' image properties). The true class is a feature of every target; the predicted class is not,
 because a rule on both the true and the predicted class is an error by definition.
@@ -14,10 +15,12 @@ because a rule on both the true and the predicted class is an error by definitio
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import List
+from dataclasses import dataclass, field
+from typing import Dict, List
 
 import numpy as np
+
+from weakspot.rules import Column
 
 
 @dataclass(frozen=True)
@@ -29,11 +32,27 @@ class Features:
     names: List[str]
     y: np.ndarray
     classes: List[str]
+    categories: Dict[str, List[str]] = field(default_factory=dict)  # a categorical column's texts by code
+
+    def columns(self) -> List[Column]:
+        """What each column of :meth:`matrix` is: the numeric features, one indicator per class, then one indicator
+        per category of each categorical feature."""
+        cols = [Column("num", n) for n in self.names if n not in self.categories]
+        cols += [Column("class", code=c, n=len(self.classes)) for c in range(len(self.classes))]
+        for name, texts in self.categories.items():
+            cols += [Column("cat", name, code=i, n=len(texts)) for i in range(len(texts))]
+        return cols
 
     def matrix(self) -> np.ndarray:
-        """The tree's input: the numeric features, then one indicator column per class."""
-        onehot = (self.y[:, None] == np.arange(len(self.classes))[None, :]).astype(np.float64)
-        return np.column_stack([self.values.astype(np.float64), onehot])
+        """The tree's input, column by column as :meth:`columns` says."""
+        out = []
+        for col in self.columns():
+            if col.kind == "num":
+                out.append(self.values[:, self.names.index(col.name)].astype(np.float64))
+            else:
+                codes = self.y if col.kind == "class" else self.values[:, self.names.index(col.name)]
+                out.append((codes == col.code).astype(np.float64))
+        return np.column_stack(out) if out else np.zeros((len(self.y), 0))
 
 
 def image_properties(X: np.ndarray) -> "tuple[np.ndarray, List[str]]":
@@ -53,9 +72,12 @@ def image_properties(X: np.ndarray) -> "tuple[np.ndarray, List[str]]":
 def features_of(ds) -> Features:
     """The :class:`Features` of a :class:`~weakspot.data.dataset.Dataset` (tabular or images)."""
     X = np.asarray(ds.X)
+    categories = {}
     if X.ndim == 4:
         values, names = image_properties(X)
     else:
         values = X.reshape(len(X), -1).astype(np.float64)
         names = list(ds.feature_names or [f"x{i}" for i in range(values.shape[1])])
-    return Features(values=values, names=names, y=np.asarray(ds.y, np.int64), classes=[str(c) for c in ds.classes])
+        categories = dict(getattr(ds, "categories", None) or {})
+    return Features(values=values, names=names, y=np.asarray(ds.y, np.int64), classes=[str(c) for c in ds.classes],
+                    categories=categories)

@@ -59,7 +59,9 @@ def _example(result: SegmentsResult, target: AuditTarget, i: int) -> Dict[str, A
     if result.image:
         out["image"] = to_png(np.asarray(ds.X[i]), scale=4)
     else:
-        out["example"] = json.dumps({n: rounded(v) for n, v in zip(result.features.names, result.features.values[i])})
+        cats = result.features.categories
+        out["example"] = json.dumps({n: cats[n][int(v)] if n in cats else rounded(v)
+                                     for n, v in zip(result.features.names, result.features.values[i])})
     return out
 
 

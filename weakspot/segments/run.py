@@ -107,14 +107,14 @@ def run(target: Any, params: SegmentsParams, runtime: Any) -> SegmentsResult:
     if failed[search].any():
         tree = DecisionTreeClassifier(max_depth=params.max_depth, min_samples_leaf=min_rows,
                                       random_state=params.seed).fit(feats.matrix()[search], failed[search])
-        found = weak_rules(tree, feats.names, len(feats.classes), float(failed[search].mean()), min_rows)
+        found = weak_rules(tree, feats.columns(), float(failed[search].mean()), min_rows)
         found = sorted(found, key=lambda r: (-r[2] / r[1], -r[1]))[: params.max_segments]
         values, y = feats.values[confirm], feats.y[confirm]
         for i, (rule, rows, fails) in enumerate(found):
             inside = rule.mask(values, feats.names, y)
             ev = on_masks(failed[confirm], inside, seed=[params.seed, i])
             examples = confirm[inside & failed[confirm]][:3]
-            segments.append(Segment(rule, rule.text(feats.classes), rows, fails, ev, examples))
+            segments.append(Segment(rule, rule.text(feats.classes, feats.categories), rows, fails, ev, examples))
     segments.sort(key=lambda s: (not s.evidence.confirmed, -np.nan_to_num(s.evidence.lift, nan=-1.0)))
     return SegmentsResult(segments=segments, features=feats, failed=failed, predicted=predicted,
                           confidence=confidence, search=search, confirm=confirm, min_rows=min_rows, image=image)
