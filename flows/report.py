@@ -52,8 +52,10 @@ def collect():
     return sections, figures, tables, metrics
 
 
-def weak_spots(targets: dict, metrics: dict) -> list:
-    """Per target: a line on its model and every method's findings (or why the method did not run)."""
+def weak_spots(targets: dict, metrics: dict, sections: list = ()) -> list:
+    """Per target: a line on its model and every method's findings (or why the method did not run) and what each
+    ran on (its section's ``sample``)."""
+    samples = {(s.get("stage"), s.get("target")): s.get("sample", "") for s in sections}
     out = []
     for name, t in targets.items():
         m = metrics.get(f"train/{name}", {})
@@ -68,6 +70,7 @@ def weak_spots(targets: dict, metrics: dict) -> list:
                 entry["reason"] = reason
             elif paths.findings(name, method).is_file():
                 entry["findings"] = pd.read_parquet(paths.findings(name, method))
+                entry["sample"] = samples.get((method, name), "")
             cards.append(entry)
         model = f"{t.model.kind} {t.model.arch or Path(str(t.model.weights or t.model.factory)).name}"
         out.append({"name": name, "intro": intro + ".", "methods": cards, "model": model,
@@ -116,7 +119,7 @@ def report_flow(top: dict, p, targets, hp) -> str:
     since, trend_png = since_last_audit(hp)
     page = render_report(sections, figures=figures, tables=tables, metrics=metrics, title=p.title,
                          run_info=run_info, max_table_rows=p.max_table_rows,
-                         targets=weak_spots(targets.root, metrics), groups=groups(), since=since, trend_png=trend_png)
+                         targets=weak_spots(targets.root, metrics, sections), groups=groups(), since=since, trend_png=trend_png)
     write_text(paths.REPORT, page)
     print(f"report: {len(targets.root)} targets, {len(sections)} sections -> {Path(paths.REPORT).resolve()}")
     return str(paths.REPORT)

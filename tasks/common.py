@@ -168,6 +168,7 @@ def write_stage_result(stage: str, result: StageResult, lin: Dict[str, Any], *, 
         "items": list(result.items),
         "headline": list(result.headline),
         "key_metrics": list(result.key_metrics),
+        "sample": result.sample,
         "lineage": lin,
     }
     write_json(plots / "section.json", section)

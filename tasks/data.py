@@ -13,6 +13,7 @@ from weakspot.data import Dataset, read_split_parquet, to_frame, write_split_par
 from weakspot.io import write_json
 
 SPLITS = ("train", "val", "test")
+UNLABELLED = "unlabelled"  # written only when the target's data name an unlabelled part
 
 
 @cached_task
@@ -34,7 +35,10 @@ def load_and_split(data: Dict[str, Any], class_of_interest: Any, inputs_digest: 
 def write_prepared(target: str, ds: Dataset, splits: Dict[str, Any], lin: Dict[str, Any], info: Dict[str, Any]
                    ) -> Dict[str, int]:
     counts = {}
-    for name in SPLITS:
+    for name in SPLITS + (UNLABELLED,):
+        if name not in splits:  # no unlabelled part (any more): no stale file of it
+            (paths.prepared(target) / f"{name}.parquet").unlink(missing_ok=True)
+            continue
         df = to_frame(ds, splits[name])
         write_split_parquet(paths.prepared(target) / f"{name}.parquet", df)
         counts[name] = int(len(df))
@@ -45,6 +49,12 @@ def write_prepared(target: str, ds: Dataset, splits: Dict[str, Any], lin: Dict[s
 
 def read_prepared(target: str, name: str) -> Dataset:
     return read_split_parquet(paths.prepared(target) / f"{name}.parquet")
+
+
+def read_unlabelled(target: str) -> Any:
+    """The target's unlabelled rows, or None when its data name none."""
+    f = paths.prepared(target) / f"{UNLABELLED}.parquet"
+    return read_split_parquet(f) if f.is_file() else None
 
 
 def read_prepared_info(target: str) -> Dict[str, Any]:

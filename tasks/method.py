@@ -57,7 +57,7 @@ def inputs_of(method: Method, target: str) -> List[Any]:
 def load_audit_target(method: Method, name: str, t: Any, device: str) -> AuditTarget:
     """The target as ``method`` is given it: the model as the train stage left it, the prepared splits, what the
     preparation recorded, a digest of data and weights, and the rendered scenes for a method that renders."""
-    from tasks.data import read_prepared, read_prepared_info
+    from tasks.data import read_prepared, read_prepared_info, read_unlabelled
     from tasks.target import load_target_model
 
     splits = {s: read_prepared(name, s) for s in ("train", "val", "test")}
@@ -69,7 +69,7 @@ def load_audit_target(method: Method, name: str, t: Any, device: str) -> AuditTa
         images, table, settings = read_render()
         scene = SceneData(images=images, table=table, settings=settings)
     return AuditTarget(name=name, model=clf, classes=[str(c) for c in spec["classes"]], test=splits["test"],
-                       val=splits["val"], train=splits["train"], params=t, spec=spec,
+                       val=splits["val"], train=splits["train"], unlabelled=read_unlabelled(name), params=t, spec=spec,
                        info=read_prepared_info(name).get("split", {}),
                        digest=combined_digest(digest([paths.prepared(name), paths.model_dir(name)])), scene=scene)
 

@@ -38,6 +38,7 @@ def test_a_notebook_audit_names_the_planted_blind_spot_and_writes_the_report(bli
     assert "corner" in res.skipped and "gad" in res.skipped  # gad was not asked for
     page = res.to_html(tmp_path / "report.html").read_text()
     assert "Weak segments" in page and "forest" in page and html.escape(top["weak_spot"][:20]) in page
+    assert "Ran on all 2500 test rows: the error tree searched" in page  # each card says what its method ran on
 
 
 def test_every_method_that_fits_runs_by_default_and_the_train_rows_are_not_judged(blind_model):

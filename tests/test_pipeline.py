@@ -264,6 +264,8 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
     train = rng.random(len(df)) < 0.3  # the user's model saw a third of the rows: its train part
     df[train].to_csv(r.path / "data/mine/train.csv", index=False)
     df[~train].to_csv(r.path / "data/mine/test.csv", index=False)
+    production = df[~train].drop(columns="target").iloc[::2]  # rows no one has labelled (GAD ranks them to label)
+    production.to_csv(r.path / "data/mine/production.csv", index=False)
     numeric = [c for c in df.columns if c not in ("clinic", "scanner", "target")]
     model = make_pipeline(ColumnTransformer([("num", StandardScaler(), numeric),
                                              ("cat", OneHotEncoder(handle_unknown="ignore"), ["clinic", "scanner"])]),
@@ -278,7 +280,7 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
 
     params = set_targets(yaml.safe_load((r.path / "params.yaml").read_text()),
                          {"mine": {"data": {"train": "csv:data/mine/train.csv", "test": "csv:data/mine/test.csv",
-                                            "label": "target"},
+                                            "unlabelled": "csv:data/mine/production.csv", "label": "target"},
                                    "model": {"kind": "sklearn", "weights": "data/mine/model.pkl"}}})
     params["gad"].update(design_points=2000, epochs=3, max_steps=300, replicates=5, budget=10, pool_size=40)
     params["examine"]["study"] = {"m_study": {"enabled": False}, "artificial_weakness": {"enabled": False},
@@ -289,11 +291,17 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
     assert "gad-mine" in dvc_yaml and "data/mine/model.pkl" in dvc_yaml and "examine-mine" not in dvc_yaml
     assert "data/mine/train.csv" in dvc_yaml and "data/mine/test.csv" in dvc_yaml  # both parts hashed as deps
     prepared = json.loads((r.path / "data/targets/mine/prepared/lineage.json").read_text())
-    assert prepared["counts"] == {"train": int(train.sum()), "val": 0, "test": int((~train).sum())}
+    assert prepared["counts"] == {"train": int(train.sum()), "val": 0, "test": int((~train).sum()),
+                                  "unlabelled": len(production)}
+    assert "data/mine/production.csv" in dvc_yaml
     found = pd.read_parquet(r.path / "findings/mine/gad.parquet")
     assert len(found) >= 1 and {"weak_spot", "severity", "prediction", "confidence"} <= set(found.columns)
     to_label = pd.read_csv(r.path / "findings/mine/gad_to_label.csv")
     assert set(to_label["clinic"]) <= {"north", "south", "east", "west"}  # the texts, as the user's table has them
+    assert (to_label["part"] == "unlabelled").all() and to_label["row"].max() < len(production)
+    gad_metrics = json.loads((r.path / "metrics/gad/mine.json").read_text())
+    m = gad_metrics.get("mine", gad_metrics)
+    assert m["n_unlabelled"] == len(production) and m["n_to_label"] == len(to_label)
     segments = pd.read_parquet(r.path / "findings/mine/segments.parquet")
     named = segments[segments["confirmed"] & segments["weak_spot"].str.contains("clinic = east")]
     assert len(named), segments[["weak_spot", "confirmed", "lift"]].to_string()
@@ -307,7 +315,7 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
     test = df[~train]
     res = weakspot.audit(model, test.drop(columns="target"), test["target"].to_numpy(), df[train].drop(columns="target"),
                          df[train]["target"].to_numpy(), methods=["gad", "segments"], params=params, name="mine",
-                         device="cpu")
+                         device="cpu", X_unlabelled=production)
     for method in ("gad", "segments"):
         api = res.findings[res.findings["method"] == method].drop(columns="method").reset_index(drop=True)
         write_parquet(r.path / f"api_{method}.parquet", api)

@@ -174,6 +174,7 @@ class Audit:
                 entry["reason"] = self.skipped[name]
             elif name in self.metrics:
                 entry["findings"] = self.findings[self.findings["method"] == name].drop(columns=["method"])
+                entry["sample"] = self.results[name].sample
             cards.append(entry)
         acc = self.metrics.get("train", {}).get("test_accuracy")
         return {"name": self.name, "intro": f"Model audited in process; test accuracy {acc:.1%}.", "methods": cards,
@@ -189,7 +190,7 @@ def _groups() -> Dict[str, str]:
 def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: Any = None, *,
           methods: Optional[Sequence[str]] = None, params: Optional[Dict[str, Any]] = None,
           classes: Optional[Sequence[Any]] = None, name: str = "model", class_of_interest: Any = None,
-          device: str = "auto", progress: bool = False) -> Audit:
+          device: str = "auto", progress: bool = False, X_unlabelled: Any = None) -> Audit:
     """Audit ``model`` on ``X_test``/``y_test`` (rows it never trained on) with every method that fits.
 
     Parameters
@@ -202,6 +203,7 @@ def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: An
     classes : the model's class names in its output order (default: ``model.classes_``, or the sorted labels)
     name : the target's name (it seeds GAD, as a target's name does in the pipeline)
     class_of_interest : GAD's class (name or code; default code 1)
+    X_unlabelled : optional, production rows without labels (a table): GAD's to-label list ranks them
 
     Returns
     -------
@@ -223,12 +225,18 @@ def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: An
     from weakspot.models.table import for_data
 
     labels = _classes_of(model, y_test, classes)
-    cats = text_columns(X_test, X_train)
+    cats = text_columns(X_test, X_train, X_unlabelled)
     test = as_dataset(X_test, y_test, labels, what="X_test", categories=cats)
     if (X_train is None) != (y_train is None):
         raise ConfigError("weakspot.audit: give both X_train and y_train, or neither")
     train = (as_dataset(X_train, y_train, labels, what="X_train", categories=cats) if X_train is not None
              else test.subset(np.arange(0)))
+    unlabelled = None
+    if X_unlabelled is not None:
+        if test.is_image:
+            raise DataError("X_unlabelled: production rows are ranked by GAD, which audits tables; the data are images")
+        unlabelled = as_dataset(X_unlabelled, np.full(len(X_unlabelled), labels[0], dtype=object), labels,
+                                what="X_unlabelled", categories=cats)
     clf = for_data(as_classifier(model, len(labels), device), test, trained_here=False)
     t = _target_params(clf, test.is_image, X_train is not None, class_of_interest)
     coi = resolve_class(1 if class_of_interest is None else class_of_interest, test.classes)
@@ -238,9 +246,10 @@ def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: An
     for m in chosen:
         if fits.get(m, "unknown method") is not None:
             raise ConfigError(f"method {m} does not run on this model: {fits.get(m, 'unknown method')}")
-    digest = hashlib.sha256(test.X.tobytes() + test.y.tobytes() + train.X.tobytes()).hexdigest()
+    digest = hashlib.sha256(test.X.tobytes() + test.y.tobytes() + train.X.tobytes()
+                            + (b"" if unlabelled is None else b"unlabelled" + unlabelled.X.tobytes())).hexdigest()
     target = AuditTarget(name=name, model=clf, classes=test.classes, test=test, val=test.subset(np.arange(0)),
-                         train=train, params=t, spec={"kind": t.model.kind, "classes": test.classes},
+                         train=train, unlabelled=unlabelled, params=t, spec={"kind": t.model.kind, "classes": test.classes},
                          info={"kind": "named", "log_mae": True, "class_of_interest": coi, "trains": False,
                                "class_of_interest_name": test.classes[coi]}, digest=digest)
     results = {"train": target_section(name, clf, train, target.val, test, spec={"kind": t.model.kind})}

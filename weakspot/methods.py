@@ -211,6 +211,8 @@ class AuditTarget:
         Class names, in the model's output order.
     test, val, train : Dataset
         The evaluation rows the model never trained on (``test``, ``val``) and what it trained on (``train``).
+    unlabelled : Dataset or None
+        Production rows without labels (``data.unlabelled``; their label column is a placeholder), or None.
     params : TargetParams or None
         Its params.yaml entry (data, model, training), for methods that retrain it.
     spec : dict
@@ -229,6 +231,7 @@ class AuditTarget:
     test: Any
     val: Any = None
     train: Any = None
+    unlabelled: Any = None
     params: Any = None
     spec: Dict[str, Any] = field(default_factory=dict)
     info: Dict[str, Any] = field(default_factory=dict)

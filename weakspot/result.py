@@ -33,6 +33,9 @@ class StageResult:
         One-sentence findings for the report's "At a glance" box (the numbers a reader must not miss).
     key_metrics : list of str
         The metrics shown as cards at the top of the section, in this order (default: the first scalar metrics).
+    sample : str
+        A method's: what it ran on, in words (which rows, inputs, seeds or renders, how many of how many, drawn with
+        which seed), shown on its card in the target's weak spots ("Ran on ...").
     """
 
     metrics: Dict[str, Any] = field(default_factory=dict)
@@ -43,6 +46,7 @@ class StageResult:
     items: List[Dict[str, str]] = field(default_factory=list)
     headline: List[str] = field(default_factory=list)
     key_metrics: List[str] = field(default_factory=list)
+    sample: str = ""
 
     def check(self) -> "StageResult":
         """Raise ``ValueError`` if an item names a figure or table that is not there."""

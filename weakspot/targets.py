@@ -101,6 +101,9 @@ class DataParams(_Section):
                                                    "trained on (a source spec, as source)")
     val: Optional[str] = Field(None, description="named parts: validation rows the model never trained on")
     test: Optional[str] = Field(None, description="named parts: the evaluation rows the model never saw")
+    unlabelled: Optional[str] = Field(None, description="csv:PATH | parquet:PATH: production rows without labels "
+                                                        "(the same feature columns; a label column is ignored), which "
+                                                        "GAD's to-label list ranks for a person to label")
 
     @model_validator(mode="after")
     def _one_source_or_parts(self) -> "DataParams":
@@ -120,6 +123,12 @@ class DataParams(_Section):
                 raise ValueError(f"the named parts come from different kinds of source ({sorted(kinds)}); give one kind")
             if kinds & {SCENE_SOURCE}:
                 raise ValueError("the rendered scenes are split by the render (data.source: scenes), not in named parts")
+        if self.unlabelled is not None:
+            if self.unlabelled.split(":", 1)[0] not in ("csv", "parquet"):
+                raise ValueError(f"data.unlabelled {self.unlabelled!r}: give a table (csv:PATH or parquet:PATH); GAD's "
+                                 "to-label list, which ranks these rows, audits tables")
+            if self.modality != "tabular":
+                raise ValueError("data.unlabelled holds table rows, but the target's data are images")
         return self
 
     @property
@@ -131,7 +140,8 @@ class DataParams(_Section):
     def described(self) -> str:
         """The source, or the named parts ("train csv:a.csv, test csv:b.csv"), for the report's prose."""
         parts = self.named_parts
-        return ", ".join(f"{k} {v}" for k, v in parts.items()) if parts else self.source
+        out = ", ".join(f"{k} {v}" for k, v in parts.items()) if parts else self.source
+        return out + (f", unlabelled {self.unlabelled}" if self.unlabelled else "")
 
     @property
     def spec(self) -> str:
@@ -156,7 +166,7 @@ class DataParams(_Section):
     def files(self) -> List[str]:
         """Files of the user's own data (csv:/parquet:) that the pipeline must hash to rerun on change."""
         out = []
-        for spec in list(self.named_parts.values()) or [self.source]:
+        for spec in (list(self.named_parts.values()) or [self.source]) + ([self.unlabelled] if self.unlabelled else []):
             kind, _, arg = spec.partition(":")
             if kind in FILE_SOURCES and arg:
                 out.append(arg)

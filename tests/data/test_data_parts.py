@@ -232,3 +232,33 @@ def test_named_parts_survive_the_stage_s_dump_and_revalidation():
     again = DataParams.model_validate(d.model_dump(mode="json"))
     assert again.named_parts == {"train": "npz:a.npz", "test": "npz:b.npz"} and again.source is None
     assert DataParams.model_validate(DataParams().model_dump(mode="json")).source == "digits"
+
+
+def test_unlabelled_rows_join_as_their_own_part_coded_like_the_labelled_rows(tmp_path):
+    rng = np.random.default_rng(4)
+    train, test = _table(rng, 200), _table(rng, 300)
+    for df in (train, test):
+        df["shop"] = rng.choice(["mall", "web"], len(df))
+    prod = _table(rng, 50).drop(columns="label")
+    prod["shop"] = rng.choice(["mall", "kiosk"], len(prod))  # kiosk: a text the labelled rows never had
+    prod = __import__("pandas").concat([prod, train.drop(columns="label").iloc[:3]])  # 3 rows it trained on
+    for name, df in (("train", train), ("test", test), ("prod", prod)):
+        df.to_csv(tmp_path / f"{name}.csv", index=False)
+    t = TargetParams.model_validate({"data": {"train": f"csv:{tmp_path / 'train.csv'}", "test": f"csv:{tmp_path / 'test.csv'}",
+                                              "unlabelled": f"csv:{tmp_path / 'prod.csv'}", "label": "label"},
+                                     "model": {"kind": "sklearn", "weights": "m.pkl"}})
+    assert str(tmp_path / "prod.csv") in t.data.files() and "unlabelled csv:" in t.data.described
+    ds, splits, info = prepare_target_data(t.data, trains=t.trains)
+    assert info["counts"]["unlabelled"] == 50 and info["dropped"] == {"unlabelled": 3}  # its training rows left out
+    assert ds.categories["shop"] == ["mall", "web", "kiosk"]  # the labelled codes kept, the new text after them
+    u = ds.subset(splits["unlabelled"])
+    kiosk = (u.X[:, ds.feature_names.index("shop")] == 2).sum()
+    assert kiosk == (prod["shop"].iloc[:50] == "kiosk").sum()
+    assert not set(splits["unlabelled"]) & (set(splits["test"]) | set(splits["train"]))
+    # a missing feature column and a part given for images are named errors
+    prod.drop(columns="a").to_csv(tmp_path / "bad.csv", index=False)
+    bad = t.data.model_copy(update={"unlabelled": f"csv:{tmp_path / 'bad.csv'}"})
+    with pytest.raises(DataError, match=r"column\(s\) \['a'\] of the labelled data are missing"):
+        prepare_target_data(bad, trains=False)
+    with pytest.raises(ValueError, match="give a table"):
+        TargetParams.model_validate({"data": {"source": "digits", "unlabelled": "npz:x.npz"}})

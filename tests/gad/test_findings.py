@@ -16,7 +16,8 @@ def test_to_label_is_ranked_by_gad_score_without_ground_truth(target, outcome):
     _, split, _ = target
     weak, to_label = findings_of(outcome)
     assert list(to_label.columns) == ["rank", *split.feature_names, "prediction", "confidence",
-                                      "adversarial_distance", "gad_score", "row", "ranked_by"]
+                                      "adversarial_distance", "gad_score", "row", "part", "ranked_by"]
+    assert (to_label["part"] == "test").all()  # no unlabelled part: the eligible test rows
     assert (to_label["ranked_by"] == "gad").all()  # no ranking chosen: GAD's own, where it is reliable
     assert "label" not in to_label.columns and len(to_label) == len(outcome.eligible)
     s = to_label["gad_score"].to_numpy()

@@ -94,3 +94,25 @@ def test_a_target_with_non_finite_inputs_is_refused(trained):
     bad[3, 0, 0, 0] = np.nan
     with pytest.raises(DataError, match="toy: the inputs hold NaN"):
         run(_target(models["none"], bad, y), small_params(defences=[]), Runtime(device="cpu"))
+
+
+def test_psi_and_the_attacks_never_run_on_a_training_input(monkeypatch):
+    """The pool psi, the attacks and Fig. 6 draw from is the test split, then validation: a model is never judged
+    on what it trained on, even where n_inputs asks for more inputs than those two hold."""
+    from types import SimpleNamespace
+
+    import weakspot.intrinsic.run as run_module
+    from weakspot.data.dataset import Dataset
+    from weakspot.intrinsic.config import IntrinsicParams
+
+    def part(value, n):
+        return Dataset(X=np.full((n, 1, 4, 4), value, np.float32), y=np.arange(n) % 2, classes=["a", "b"],
+                       image_shape=(1, 4, 4))
+
+    seen = {}
+    monkeypatch.setattr(run_module, "measure", lambda models, X, y, *a, **k: seen.update(X=X, n_test=k["n_test"]))
+    monkeypatch.setattr(run_module, "defended_models", lambda *a, **k: ({}, {}, 0.1))  # no defence to train
+    target = SimpleNamespace(name="t", test=part(0.1, 20), val=part(0.2, 10), train=part(0.9, 500), classes=["a", "b"],
+                             model=SimpleNamespace(module=None))
+    run_module.run(target, IntrinsicParams(defences=[], n_inputs=300), SimpleNamespace(device="cpu", progress=None))
+    assert seen["n_test"] == 20 and len(seen["X"]) == 30 and not np.isclose(seen["X"], 0.9).any()

@@ -44,7 +44,8 @@ def select_features(ds: Dataset, features: Optional[list]) -> Dataset:
         raise ConfigError(f"data.features {missing} not found; columns: {', '.join(ds.feature_names)}")
     idx = [ds.feature_names.index(f) for f in features]
     return Dataset(X=ds.X[:, idx], y=ds.y, classes=ds.classes, feature_names=list(features),
-                   provenance=dict(ds.provenance))
+                   provenance=dict(ds.provenance),
+                   categories={c: v for c, v in ds.categories.items() if c in features})
 
 
 def scene_dataset(images: np.ndarray, table: Any, scene: Dict[str, Any]) -> Tuple[Dataset, Dict[str, np.ndarray]]:
@@ -73,6 +74,20 @@ def scene_dataset(images: np.ndarray, table: Any, scene: Dict[str, Any]) -> Tupl
     return ds, splits
 
 
+def _add_unlabelled(ds: Dataset, splits: Dict[str, np.ndarray], info: Dict[str, Any], p: Any
+                    ) -> Tuple[Dataset, Dict[str, np.ndarray]]:
+    """The ``unlabelled`` part appended (:mod:`weakspot.data.unlabelled`), less rows that are training inputs."""
+    from weakspot.data.parts import overlapping
+    from weakspot.data.unlabelled import with_unlabelled
+
+    ds, rows = with_unlabelled(ds, p.unlabelled, root=p.root)
+    dup = overlapping(ds.X, rows, splits["train"])
+    if len(dup):
+        info["dropped"] = {**info.get("dropped", {}), "unlabelled": int(len(dup))}
+        rows = np.setdiff1d(rows, dup)
+    return ds, {**splits, "unlabelled": rows}
+
+
 def prepare_target_data(p: Any, *, class_of_interest: Any = None, scene: Any = None, trains: bool = True
                         ) -> Tuple[Dataset, Dict[str, np.ndarray], Dict[str, Any]]:
     """Load and split a target's data (a :class:`~weakspot.targets.DataParams`).
@@ -82,7 +97,7 @@ def prepare_target_data(p: Any, *, class_of_interest: Any = None, scene: Any = N
 
     Returns
     -------
-    (Dataset, {"train", "val", "test"} -> index arrays, info)
+    (Dataset, {"train", "val", "test"} (and "unlabelled" when given) -> index arrays, info)
         ``info`` says how the split was made: ``kind`` (stratified, biased, scene, official, named, evaluation),
         the class of interest's code, the bias rules with their cuts, ``log_mae`` (GAD's LOESS target), what each
         split is (``parts``), rows left out of the evaluation as training inputs (``dropped``) and a description.
@@ -154,6 +169,8 @@ def prepare_target_data(p: Any, *, class_of_interest: Any = None, scene: Any = N
             info.update(kind="biased", bias=binfo, val="rows the bias or subsampling left out of training")
             if preset is not None:
                 info.update(log_mae=bool(preset.log_mae), description=preset.description, preset=p.bias.preset)
+    if getattr(p, "unlabelled", None):
+        ds, splits = _add_unlabelled(ds, splits, info, p)
     coi = resolve_class(1 if class_of_interest is None else class_of_interest, ds.classes)
     info["class_of_interest"] = coi
     info["class_of_interest_name"] = ds.classes[coi]

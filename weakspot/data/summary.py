@@ -36,6 +36,9 @@ def data_section(target: str, source: str, ds: Dataset, splits: Dict[str, np.nda
     summary = [f"Target {target}: source {source}, {len(ds)} samples, {ds.n_classes} classes, {shape}; {how}: "
                f"{counts['train']} train, {counts['val']} validation, {counts['test']} test rows."
                + (f" Files: {files}." if files else "")]
+    if "unlabelled" in counts:
+        summary.append(f"Unlabelled rows (data.unlabelled, no labels): {counts['unlabelled']}; GAD's to-label list "
+                       "ranks them for labelling.")
     if info.get("dropped"):
         left = ", ".join(f"{n} {k}" for k, n in info["dropped"].items())
         summary.append(f"Left out of the evaluation: {left} rows whose input is byte-identical to a training row "

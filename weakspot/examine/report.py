@@ -369,7 +369,20 @@ def target_section(result: ExamineResult, params: ExamineParams) -> StageResult:
     return StageResult(metrics=metrics, tables=tables,
                        title="Adversarial examiner: worst rendering conditions per class",
                        summary=_summary(params, result.space, metrics, t0, tables["settings"]),
-                       items=_items(params), headline=_headline(params, metrics, t0, result.regions))
+                       items=_items(params), headline=_headline(params, metrics, t0, result.regions),
+                       sample=_sample(result, params))
+
+
+def _sample(result: ExamineResult, params: ExamineParams) -> str:
+    """What the examination ran on, in words: classes, instances, iterations, repeats, renders."""
+    renders = sum(int(np.size(p)) for s in result.sessions for p in s.probs)
+    classes = sorted({s.cls for s in result.sessions})
+    out = (f"{len(classes)} classes, each on its unseen instance the model is surest of; T = {params.T} iterations, "
+           f"{params.repeats} repeat(s) each for {', '.join(params.examiners)}: {renders} renders")
+    if result.regions:
+        out += (f"; each class's region confirmed on {params.regions.n_confirm} fresh renders on its other unseen "
+                "instances against as many random ones")
+    return out
 
 
 # ------------------------------------------------------------------------------------------ findings

@@ -49,6 +49,8 @@ class Split:
     categories : dict of str to list of str, optional
         The categorical columns (held as codes) and their texts: the design draws them from observed rows, the
         attack holds them fixed, the findings name them by text.
+    X_unlabelled : numpy array, optional
+        Rows without labels (the target's ``unlabelled`` part): the to-label list ranks these instead of the test rows.
     """
 
     name: str
@@ -62,6 +64,7 @@ class Split:
     info: Dict[str, Any] = field(default_factory=dict)
     classes: List[str] = field(default_factory=list)
     categories: Dict[str, List[str]] = field(default_factory=dict)
+    X_unlabelled: Optional[np.ndarray] = None  # production rows without labels (data.unlabelled), ranked to label
 
     @property
     def categorical(self) -> List[int]:

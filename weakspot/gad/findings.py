@@ -19,7 +19,7 @@ from weakspot.evidence import on_masks
 from weakspot.gad.ranking import Ranking, order_by
 from weakspot.fmt import fmt
 
-RESERVED_COLUMNS = ("rank", "prediction", "confidence", "adversarial_distance", "gad_score", "row", "ranked_by")
+RESERVED_COLUMNS = ("rank", "prediction", "confidence", "adversarial_distance", "gad_score", "row", "ranked_by", "part")
 FINDING_COLUMNS = ("weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence", "example")
 
 
@@ -74,7 +74,8 @@ def findings_of(outcome: DatasetOutcome, *, top: int = 20, ranking: Optional[Ran
         (original names and units; a name clashing with another column gets the prefix ``feature:``),
         ``prediction`` (class code), ``confidence``, ``adversarial_distance`` (MAE to the adversarial partner, in
         units of each feature's range when ``feature_scale="range"``), ``gad_score``, ``row`` (index into the test
-        split). No ground truth. ``gad_score = F(p) - (log-)MAE``, i.e. minus the GAD of Eq. 2 with the LOESS ``F``
+        split, or into the unlabelled part) and ``part`` (``test``, or ``unlabelled`` where the target has an
+        unlabelled part: then the list is those rows, the ones no one has labelled). No ground truth. ``gad_score = F(p) - (log-)MAE``, i.e. minus the GAD of Eq. 2 with the LOESS ``F``
         fitted on all eligible rows: how much less perturbation than the confidence leads one to expect flipped the
         prediction. It is sorted descending (the paper queries the lowest GAD first); rows the attack never flipped
         get ``-inf`` and come last. The rows come in the order of ``ranking`` (named in the column ``ranked_by``):
@@ -99,13 +100,21 @@ def findings_of(outcome: DatasetOutcome, *, top: int = 20, ranking: Optional[Ran
     chosen = ranking.chosen if ranking is not None else own
     if chosen == "gad" and not o.gad_reliable:
         chosen = "low_confidence"
+    test = _view(o, "test")
     listed = order if chosen == own else order_by(chosen, o.test_confidence[rows], score, rows, seed=o.split_seed)
-    to_label = _to_label(o, listed, score[listed])
+    if o.unlabelled is not None:  # the rows no one has labelled: these are what a person labels
+        u = _view(o, "unlabelled")
+        u_score = -np.asarray(u["gad"], np.float64) if o.gad_reliable else np.full(len(u["eligible"]), np.nan)
+        u_order = order_by(chosen, u["confidence"][u["eligible"]], u_score, u["eligible"], seed=o.split_seed)
+        to_label = _to_label(o, u, u_order, u_score[u_order])
+    else:
+        to_label = _to_label(o, test, listed, score[listed])
     to_label["ranked_by"] = chosen
     if not o.gad_reliable:
         spots = [_caveat_spot(o, rows)]
     elif len(order):
-        in_gad_order = to_label if chosen == "gad" else _to_label(o, order, score[order])
+        in_gad_order = (to_label if chosen == "gad" and o.unlabelled is None
+                        else _to_label(o, test, order, score[order]))
         spots = [_feature_range_spot(o, rows[order], int(top)), *_input_spots(o, in_gad_order)]
     else:
         spots = []
@@ -115,21 +124,34 @@ def findings_of(outcome: DatasetOutcome, *, top: int = 20, ranking: Optional[Ran
     return pd.DataFrame(spots, columns=list(FINDING_COLUMNS) + list(UNCHECKED)), to_label
 
 
-def _to_label(o: DatasetOutcome, order: np.ndarray, score: np.ndarray) -> Any:
-    """The eligible rows in rank ``order`` (positions in ``o.eligible``), with their ``score``: the to-label table."""
+def _view(o: DatasetOutcome, part: str) -> Dict[str, Any]:
+    """The rows a to-label list can be made of: the test split's or the unlabelled part's, with the audited model's
+    answers and (for the eligible ones) the adversarial distances and GAD's Eq. 2."""
+    if part == "unlabelled":
+        u = o.unlabelled
+        return {"part": part, "X": o.split.X_unlabelled, "eligible": u.eligible, "prediction": u.prediction,
+                "confidence": u.confidence, "distance": u.distance, "gad": u.gad}
+    return {"part": part, "X": o.split.X_test, "eligible": o.eligible, "prediction": o.test_prediction,
+            "confidence": o.test_confidence, "distance": o.distance, "gad": o.gad}
+
+
+def _to_label(o: DatasetOutcome, view: Dict[str, Any], order: np.ndarray, score: np.ndarray) -> Any:
+    """The eligible rows of ``view`` in rank ``order`` (positions among them), with their ``score``: the to-label
+    table."""
     import pandas as pd
 
-    rows = np.asarray(o.eligible, dtype=np.int64)[order]
-    X = np.asarray(o.split.X_test, dtype=np.float64)[rows]
+    rows = np.asarray(view["eligible"], dtype=np.int64)[order]
+    X = np.asarray(view["X"], dtype=np.float64)[rows]
     cats = set(o.split.categorical)  # a category as its text, as the user's table has it
     to_label = pd.DataFrame({c: [o.split.text_of(j, v) for v in X[:, j]] if j in cats else X[:, j]
                              for j, c in enumerate(_feature_columns(list(o.split.feature_names)))})
     to_label.insert(0, "rank", np.arange(1, len(rows) + 1, dtype=np.int64))
-    to_label["prediction"] = o.test_prediction[rows].astype(np.int64)
-    to_label["confidence"] = o.test_confidence[rows]
-    to_label["adversarial_distance"] = np.asarray(o.distance, dtype=np.float64)[order]
+    to_label["prediction"] = np.asarray(view["prediction"])[rows].astype(np.int64)
+    to_label["confidence"] = np.asarray(view["confidence"])[rows]
+    to_label["adversarial_distance"] = np.asarray(view["distance"], dtype=np.float64)[order]
     to_label["gad_score"] = score
     to_label["row"] = rows
+    to_label["part"] = view["part"]
     return to_label
 
 

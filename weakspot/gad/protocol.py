@@ -38,6 +38,7 @@ from weakspot.gad.extract import extract_pseudo_model
 from weakspot.gad.loess import gad_scores
 from weakspot.gad.sdr import sdr_curve
 from weakspot.gad.search import Pool, make_search
+from weakspot.gad.unlabelled import UnlabelledRows, score_unlabelled
 from weakspot.progress import Progress
 
 #: fewest queries per search for which the Sec. V-C protocol still runs (ours)
@@ -86,6 +87,7 @@ class DatasetOutcome:
     split_seed: int = 0  # the split / black-box seed offset (gad.seeds); 0 = the target as trained
     min_pseudo_r2: float = 0.5  # the gate this run was judged by (gad.min_pseudo_r2)
     pools: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))  # (R, pool) into eligible
+    unlabelled: Optional[UnlabelledRows] = None  # the unlabelled part's scores, when the target has one
 
     @property
     def class_name(self) -> str:
@@ -245,6 +247,11 @@ def run_target(
     )
     _search_pools(out, split.one_hot(X_el), params, seed=seed, progress=progress)
     seconds["searches"] = time.perf_counter() - t
+    if split.X_unlabelled is not None and len(split.X_unlabelled):
+        t = time.perf_counter()
+        out.unlabelled = score_unlabelled(clf, ext.model, split.X_unlabelled, split=split, params=params,
+                                          class_index=ci, scale=scale, device=device, progress=progress)
+        seconds["unlabelled"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - t0
     out.seconds = seconds
     return out

@@ -335,7 +335,7 @@ def _headline(name: str, m: Dict[str, Any]) -> str:
                "a lot; read the error counts." if few else ""))
 
 
-def _add_ranking(sec: StageResult, ranking: Ranking, name: str, n_rows: int) -> None:
+def _add_ranking(sec: StageResult, ranking: Ranking, name: str, n_rows: int, unlabelled: Any = None) -> None:
     """The to-label list's ranking in the section: a table of every search's errors per label, a paragraph and a
     headline naming the search that orders the list."""
     import pandas as pd
@@ -347,11 +347,29 @@ def _add_ranking(sec: StageResult, ranking: Ranking, name: str, n_rows: int) -> 
         "Which search orders the to-label list: errors found in the first queries of each search (mean over pools "
         "and split seeds); only a label-free search can rank rows no one has labelled, and the one with the most "
         "errors per label does.")})
-    text = (f"The to-label list of {name} ({n_rows} rows: the to_label.csv next to GAD's findings, column "
+    if unlabelled is not None:
+        rows = (f"{n_rows} of the {len(unlabelled.prediction)} unlabelled rows (data.unlabelled), those predicted "
+                "as the class of interest with confidence above the threshold")
+        sec.metrics[name]["n_unlabelled"] = int(len(unlabelled.prediction))
+        sec.metrics[name]["n_to_label"] = int(n_rows)
+    else:
+        rows = f"{n_rows} eligible test rows; give data.unlabelled to rank rows no one has labelled"
+    text = (f"The to-label list of {name} ({rows}: the to_label.csv next to GAD's findings, column "
             f"ranked_by) is {ranking.sentence()}.")
     sec.summary.append(text + " The ranking is chosen on the protocol's labelled pools; GAD orders the list only "
                               "where it found the most errors per label.")
     sec.headline.append(text)
+
+
+def _sample(o: DatasetOutcome, m: Dict[str, Any]) -> str:
+    """What GAD ran on, in words: the test rows, the eligible ones, the pools and seeds, the unlabelled rows."""
+    out = (f"all {len(o.split.X_test)} test rows, of which {len(o.eligible)} eligible (predicted "
+           f"{o.class_name!r} with confidence > {o.confidence_threshold:g}); {m['replicates']} pools of "
+           f"{m['pool_size']} drawn from them per split seed, {m['n_seeds']} split seed(s)")
+    if o.unlabelled is not None:
+        out += (f"; the to-label list ranks {len(o.unlabelled.eligible)} eligible of the {len(o.unlabelled.prediction)} "
+                "unlabelled rows")
+    return out
 
 
 def _parquet(df: Any) -> bytes:
@@ -370,7 +388,8 @@ def report(outcomes: List[DatasetOutcome], params: GadParams, target: AuditTarge
     errors = {s: v for s, v in m["errors"].items() if v is not None}
     ranking = choose(errors, m["budget"], m["gad_reliable"])
     weak_spots, to_label = findings_of(audited, ranking=ranking)
-    _add_ranking(sec, ranking, audited.name, len(to_label))
+    _add_ranking(sec, ranking, audited.name, len(to_label), audited.unlabelled)
+    sec.sample = _sample(audited, m)
     return MethodReport(section=sec, findings=weak_spots,
                         extras={"to_label.parquet": _parquet(to_label),
                                 "to_label.csv": to_label.to_csv(index=False).encode()})

@@ -15,6 +15,11 @@ from weakspot.gad.protocol import DatasetOutcome, dataset_seed, run_target
 from weakspot.methods import AuditTarget
 
 
+def _unlabelled_X(target: AuditTarget) -> Any:
+    rows = getattr(target, "unlabelled", None)
+    return None if rows is None else rows.X.astype("float64")
+
+
 def target_split(target: AuditTarget) -> Split:
     """The target's prepared split as GAD's :class:`~weakspot.gad.datasets.Split` (train for Table I, test audited)."""
     info = target.info
@@ -23,7 +28,8 @@ def target_split(target: AuditTarget) -> Split:
                  X_test=test.X.astype("float64"), y_test=test.y, feature_names=list(test.feature_names or []),
                  log_mae=bool(info.get("log_mae", True)), description=str(info.get("description", "")),
                  info={**info.get("bias", {}), **info, "n_train": len(train), "n_test": len(test)},
-                 classes=list(test.classes), categories=dict(test.categories))
+                 classes=list(test.classes), categories=dict(test.categories),
+                 X_unlabelled=_unlabelled_X(target))
 
 
 def seed_outcome(target: Optional[AuditTarget], params: Dict[str, Any], split_seed: int, *, name: str, device: str,

@@ -48,7 +48,11 @@ def report(result: HdaResult, params: HdaParams, target: AuditTarget) -> MethodR
                           summary=_summary(result, p, tables), items=_items(result, p, tables),
                           headline=[_headline(result, m, p) + "."],
                           key_metrics=["hda_ae_prop", "hda_fid"] + (["pgd_ae_prop", "pgd_fid"] if "pgd_ae_prop" in m
-                                                                    else []))
+                                                                    else []),
+                          sample=(f"{m['n_seeds']} seeds selected among {len(result.seeds.X)} correctly classified "
+                                  f"test and validation inputs (never a training input), against "
+                                  f"{len(result.seeds.random)} random ones of them (seed {p.seed}); its VAE and KDE "
+                                  "fitted on the train split"))
     lineage: Dict[str, Any] = {"adversarial_model": result.adversarial_info} if result.adversarial_info else {}
     repaired = repaired_model(result, p)
     if repaired["state_dict"] is not None:

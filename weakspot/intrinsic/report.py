@@ -40,10 +40,21 @@ def report(result: IntrinsicResult, params: IntrinsicParams, target: Any) -> Met
     section = StageResult(metrics=m, tables=tables, title=f"{TITLE} ({target.name})",
                           summary=summary(result, p, m, claim_t, settings_t), items=items(result, p),
                           headline=[headline(result, p, m)],
-                          key_metrics=["psi", "psi_softmax", "pgd30_acc", "cw30_acc"])
+                          key_metrics=["psi", "psi_softmax", "pgd30_acc", "cw30_acc"], sample=sample(result, p))
     found = findings(result.evals["none"], result.X, result.y, result.classes, p, result.eps)
     # what ran, its settings and training time (timings stay out of the metrics)
     return MethodReport(section=section, findings=found, lineage={"defences": result.defence_info})
+
+
+def sample(result: IntrinsicResult, p: IntrinsicParams) -> str:
+    """What psi and the attacks ran on, in words (never a training input)."""
+    n = len(result.X)
+    from_test = min(n, int(result.n_test))
+    rest = f" and {n - from_test} validation inputs" if n > from_test else ""
+    pool = int(result.stability["batch_size"].max()) if len(result.stability) else 0
+    return (f"{from_test} of the {result.n_test} test inputs{rest} for psi (drawn with seed {p.seed}), the first "
+            f"{result.n_attack} of them attacked per model; Fig. 6 draws batches of up to {pool} from a pool of at most "
+            f"{p.stability.pool} test and validation inputs; the defended copies trained on the train split")
 
 
 def metrics(result: IntrinsicResult, claim_metrics: Dict[str, Any]) -> Dict[str, Any]:

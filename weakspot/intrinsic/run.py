@@ -5,7 +5,8 @@ through the runtime: cached, shared with HDA). It measures only; :mod:`weakspot.
 
 Caveats first:
 
-* psi is computed on ``n_inputs`` inputs (the test split first, then val, then train), the attacks on the first
+* psi is computed on ``n_inputs`` inputs (the test split first, then val; never a training input: the model is not
+  judged on what it trained on, so fewer inputs are used where the two hold fewer), the attacks on the first
   ``n_attack`` of them, Fig. 6 on the first ``stability.pool``; each part is shuffled (seeded), so the first inputs
   are a sample, not the first classes of a split stored class by class. Input numbers count in this shuffled order.
 * None of the models is changed here (Table 4's rescaled models are copies).
@@ -85,8 +86,8 @@ class IntrinsicResult:
 
 
 def run(target: AuditTarget, params: IntrinsicParams, runtime: Any) -> IntrinsicResult:
-    """Measure the target's model and its defended copies (the pool: test, then val, then train split)."""
-    splits = [target.test, target.val, target.train]
+    """Measure the target's model and its defended copies (the pool: the test split, then val; never train)."""
+    splits = [s for s in (target.test, target.val) if s is not None]
     X_pool = np.concatenate([np.asarray(s.X, np.float32) for s in splits])
     y_pool = np.concatenate([np.asarray(s.y, np.int64) for s in splits])
     if not np.isfinite(X_pool).all():
@@ -119,8 +120,8 @@ def measure(models: Dict[str, torch.nn.Module], X_pool: np.ndarray, y_pool: np.n
     models : dict name -> torch.nn.Module
         ``"none"`` (required) and any of ``fgsm_at``, ``minmax``, ``gradreg``, ``distillation``.
     X_pool, y_pool : arrays
-        Inputs in the data's range and their labels, the test split first (``n_test`` of them), then val, then
-        train (see the module's caveats for how they are shuffled and used).
+        Inputs in the data's range and their labels, the test split first (``n_test`` of them), then val (see the
+        module's caveats for how they are shuffled and used).
     classes : list of str
     eps : float
         The L-inf radius (the data's units). ``clip``: the data's range.

@@ -126,7 +126,7 @@ def method_card(m: Mapping[str, Any], max_findings: int) -> Dict[str, Any]:
     """One method's card in a target's weak spots: why it did not run, that its findings are missing, or its top
     ``max_findings`` findings."""
     card = {"name": m.get("name", ""), "title": m["title"], "paper": m.get("paper", ""),
-            "reason": m.get("reason") or "", "anchor": m.get("anchor") or "",
+            "reason": m.get("reason") or "", "anchor": m.get("anchor") or "", "sample": m.get("sample") or "",
             "missing": False, "findings": [], "unconfirmed": [], "meaning": "", "count": 0,
             "control": {"kind": "none", "text": ""}}
     df = m.get("findings")

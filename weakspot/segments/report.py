@@ -126,5 +126,8 @@ def report(result: SegmentsResult, params: SegmentsParams, target: AuditTarget) 
                                       "(1 = no more failures than random rows) the confirmed ones."} for f in figures]
     section = StageResult(metrics=m, tables={"segments": table_of(result)}, title=f"Weak segments ({target.name})",
                           summary=summary_of(m, result, params), items=items, headline=headline,
-                          key_metrics=KEY_METRICS)
+                          key_metrics=KEY_METRICS,
+                          sample=(f"all {m['n_eval']} test rows: the error tree searched {m['n_search']}, the other "
+                                  f"{m['n_confirm']} confirmed (halves drawn with seed {params.seed})"
+                                  if not result.note else f"{m['n_eval']} test rows, too few to search"))
     return MethodReport(section=section, findings=findings_of(result, target))

@@ -1,0 +1,94 @@
+"""The ``unlabelled`` part: production rows no one has labelled, which GAD's to-label list ranks for a person.
+
+Caveats first: the rows must have the labelled data's feature columns (by name; others, the label column among them,
+are left out and said so). A categorical column's texts are coded as in the labelled data; a text the labelled data
+never had gets a new code after theirs (the user's model decides what it makes of it). The rows carry no label: in
+the prepared data their label column holds the placeholder 0, which no method reads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from weakspot.data.dataset import Dataset
+from weakspot.errors import DataError
+from weakspot.hashing import sha256_file
+
+
+def _read(spec: str, root: Optional[Any]) -> Tuple["Any", Path]:
+    import pandas as pd
+
+    from weakspot.data.image_sources import source_path
+
+    kind, _, arg = spec.partition(":")
+    path = source_path(spec, arg, root)
+    if not path.is_file():
+        raise DataError(f"data.unlabelled {spec}: file not found: {path.resolve()}")
+    try:
+        df = pd.read_csv(path) if kind == "csv" else pd.read_parquet(path, engine="pyarrow")
+    except Exception as exc:  # pandas and pyarrow raise many kinds for a bad file
+        raise DataError(f"data.unlabelled {spec}: cannot read {path}: {exc}") from None
+    df.columns = [str(c) for c in df.columns]
+    return df, path
+
+
+def load_unlabelled(spec: str, like: Dataset, *, root: Optional[Any] = None
+                    ) -> Tuple[np.ndarray, Dict[str, List[str]], Dict[str, Any]]:
+    """The rows of ``spec`` as ``like``'s features: ``(X float32 (n, d), like's categories extended by new texts,
+    provenance)``.
+
+    Raises
+    ------
+    DataError
+        A missing file or feature column, an empty, NaN or infinite cell, no rows.
+    """
+    import pandas as pd
+
+    if like.feature_names is None:
+        raise DataError("data.unlabelled holds table rows, but the labelled data are images")
+    df, path = _read(spec, root)
+    names = list(like.feature_names)
+    missing = [c for c in names if c not in df.columns]
+    if missing:
+        raise DataError(f"data.unlabelled {spec}: column(s) {missing} of the labelled data are missing from {path}")
+    if not len(df):
+        raise DataError(f"data.unlabelled {spec}: {path} has no rows")
+    ignored = [c for c in df.columns if c not in names]
+    cats = {c: list(v) for c, v in like.categories.items()}
+    X = np.zeros((len(df), len(names)), np.float64)
+    for j, c in enumerate(names):
+        col = df[c]
+        if col.isna().any():
+            raise DataError(f"data.unlabelled {spec}: column {c!r} has {int(col.isna().sum())} empty cells")
+        if c in cats:
+            texts = col.astype(str).tolist()
+            cats[c] += [t for t in dict.fromkeys(texts) if t not in cats[c]]
+            lookup = {t: i for i, t in enumerate(cats[c])}
+            X[:, j] = [lookup[t] for t in texts]
+        elif not pd.api.types.is_numeric_dtype(col):
+            raise DataError(f"data.unlabelled {spec}: column {c!r} holds text, but it is numeric in the labelled data")
+        else:
+            X[:, j] = col.to_numpy(np.float64)
+    if not np.isfinite(X).all():
+        raise DataError(f"data.unlabelled {spec}: {int((~np.isfinite(X)).any(axis=1).sum())} rows hold infinite values")
+    new = {c: cats[c][len(like.categories[c]):] for c in cats if len(cats[c]) > len(like.categories[c])}
+    desc = f"unlabelled: {path.name}, {len(df)} rows without labels"
+    if ignored:
+        desc += f" (columns left out: {', '.join(ignored[:8])})"
+    if new:
+        desc += "; categories the labelled data lack: " + "; ".join(f"{c}: {', '.join(v[:5])}" for c, v in new.items())
+    return X.astype(np.float32), cats, {"files": {str(path): sha256_file(path)}, "description": desc}
+
+
+def with_unlabelled(ds: Dataset, spec: str, *, root: Optional[Any] = None) -> Tuple[Dataset, np.ndarray]:
+    """``ds`` with the unlabelled rows appended (label placeholder 0) and their indices in it."""
+    X, cats, prov = load_unlabelled(spec, ds, root=root)
+    files = {**(ds.provenance.get("files") or {}), **prov["files"]}
+    desc = "; ".join(d for d in (ds.provenance.get("description"), prov["description"]) if d)
+    out = Dataset(X=np.concatenate([ds.X, X]), y=np.concatenate([ds.y, np.zeros(len(X), np.int64)]),
+                  classes=list(ds.classes), feature_names=list(ds.feature_names), categories=cats,
+                  provenance={**ds.provenance, "files": files, "description": desc})
+    return out, np.arange(len(ds), len(out), dtype=np.int64)
