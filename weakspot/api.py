@@ -178,7 +178,16 @@ class Audit:
             cards.append(entry)
         acc = self.metrics.get("train", {}).get("test_accuracy")
         return {"name": self.name, "intro": f"Model audited in process; test accuracy {acc:.1%}.", "methods": cards,
-                "model": type(self.target.model).__name__ if self.target is not None else "", "accuracy": acc}
+                "model": _model_name(getattr(self.target, "model", None)), "accuracy": acc}
+
+
+def _model_name(model: Any) -> str:
+    """The user's model as a person names it: its class (inside weakspot's adapters), "(in memory)"."""
+    if model is None:
+        return ""
+    inner = getattr(model, "inner", model)  # a table model's adapter
+    inner = getattr(inner, "estimator", None) or getattr(inner, "module", None) or getattr(inner, "fn", None) or inner
+    return f"{getattr(inner, '__name__', type(inner).__name__)} (in memory)"
 
 
 def _groups() -> Dict[str, str]:
@@ -252,7 +261,8 @@ def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: An
                          train=train, unlabelled=unlabelled, params=t, spec={"kind": t.model.kind, "classes": test.classes},
                          info={"kind": "named", "log_mae": True, "class_of_interest": coi, "trains": False,
                                "class_of_interest_name": test.classes[coi]}, digest=digest)
-    results = {"train": target_section(name, clf, train, target.val, test, spec={"kind": t.model.kind})}
+    results = {"train": target_section(name, clf, train, target.val, test,
+                                       spec={"kind": t.model.kind, "weights": _model_name(model)})}
     frames, metrics = [], {"train": results["train"].metrics}
     for m in chosen:
         meta = registry.get(m)

@@ -21,7 +21,7 @@ def describe_model(spec: Dict[str, Any]) -> str:
     if spec.get("kind") == "builtin":
         return f"built-in {spec.get('arch')} with weights {spec.get('weights')}"
     what = spec.get("weights") or spec.get("factory")
-    return f"your {spec.get('kind')} model {what}"
+    return f"your {spec.get('kind')} model" + (f" {what}" if what else "")
 
 
 def _acc(value: Optional[float], pct: bool = False) -> str:

@@ -75,7 +75,7 @@ def reseeded_target(target: Any, offset: int, *, name: str, device: str = "auto"
         feature_names=list(ds.feature_names or []), log_mae=bool(info.get("log_mae", True)),
         description=str(info.get("description", "")),
         info={**info.get("bias", {}), **info, "n_train": int(len(tr)), "n_test": int(len(te)), "seed_offset": int(offset)},
-        classes=list(ds.classes),
+        classes=list(ds.classes), categories=dict(ds.categories),
     )
     return clf, split, model_info
 
