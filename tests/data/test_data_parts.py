@@ -262,3 +262,14 @@ def test_unlabelled_rows_join_as_their_own_part_coded_like_the_labelled_rows(tmp
         prepare_target_data(bad, trains=False)
     with pytest.raises(ValueError, match="give a table"):
         TargetParams.model_validate({"data": {"source": "digits", "unlabelled": "npz:x.npz"}})
+
+
+def test_a_training_sample_is_seeded_in_order_and_all_rows_when_they_fit():
+    from weakspot.data.parts import sample_rows
+
+    np.testing.assert_array_equal(sample_rows(1257, 10_000, 0), np.arange(1257))  # digits: every row, as before
+    np.testing.assert_array_equal(sample_rows(500, None, 0), np.arange(500))
+    a = sample_rows(60_000, 10_000, 0)
+    assert len(a) == len(np.unique(a)) == 10_000 and np.all(np.diff(a) > 0) and a.max() < 60_000
+    np.testing.assert_array_equal(a, sample_rows(60_000, 10_000, 0))  # the same seed, the same sample
+    assert not np.array_equal(a, sample_rows(60_000, 10_000, 1))

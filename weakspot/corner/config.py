@@ -14,7 +14,7 @@ step), ``fgsm_eps`` on the latent side and ``kde_bandwidth`` are in units of the
 
 from __future__ import annotations
 
-from typing import List, Literal, Union
+from typing import List, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -34,6 +34,8 @@ class CornerParams(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
     seed: int = 0  # ours
+    # ours: the autoencoder fits a seeded sample of at most this many training images (None: all, as the paper)
+    train_sample: Optional[int] = Field(10_000, ge=100)
 
     # Generator (Sec. 4.2): a symmetric convolutional autoencoder, 4 conv layers each side, trained without labels
     # Sec. 4.1: MNIST "can be scattered in 2D", so 2 for grey-scale; "auto" = 2 when C == 1, 8 when C == 3 (ours:

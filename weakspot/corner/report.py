@@ -53,8 +53,9 @@ def report(result: CornerResult, params: CornerParams, target: AuditTarget) -> M
         metrics=m, tables=tables, title=f"Corner cases: generated inputs on the decision boundary ({target.name})",
         summary=summary_of(m, params, result.use_discriminator, differ, poor),
         items=items_of(m, result.latent_dim, params), headline=headline_of(m, params, poor), key_metrics=KEY_METRICS,
-        sample=(f"{m['n_seeds']} random latent seeds (seed {params.seed}) decoded by an autoencoder fitted on the "
-                f"{result.n_train} training images" + (f"; the weak class pairs confirmed on all "
+        sample=(f"{m['n_seeds']} random latent seeds (seed {params.seed}) decoded by an autoencoder fitted on "
+                f"{result.n_train} training images (corner.train_sample: at most {params.train_sample}, a seeded "
+                "sample)" + (f"; the weak class pairs confirmed on all "
                 f"{len(result.heldout['y'])} test inputs" if result.heldout is not None else "")))
     times = {**result.seconds, "report": time.perf_counter() - t0}
     times["total"] = sum(times.values())

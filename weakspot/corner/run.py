@@ -30,6 +30,7 @@ from weakspot.corner.autoencoder import Generator
 from weakspot.corner.config import CornerParams
 from weakspot.corner.generator import check_generator, check_images, generator_bytes, generator_params
 from weakspot.corner.realism import LatentDensity, latent_density, nearest_train_distance
+from weakspot.data.parts import sample_rows
 from weakspot.corner.search import CornerSearch, FgsmComparison, fgsm_vs_latent, search_corner_cases
 from weakspot.device import resolve_device, single_thread
 from weakspot.errors import ConfigError, DataError
@@ -109,6 +110,8 @@ def run(target: AuditTarget, params: CornerParams, runtime: Any) -> CornerResult
     :func:`corner_cases`."""
     t0 = time.perf_counter()
     X, y = check_training_data(target.train.X, target.train.y, target.classes, target.model)
+    keep = sample_rows(len(X), params.train_sample, params.seed)  # at real sizes the sample sets the cost
+    X, y = X[keep], y[keep]
     gp = generator_params(params)
     # keyed on the pixels, not the target: two targets on the same training images share one generator
     pixels = hashlib.sha256(str(X.shape).encode() + X.tobytes()).hexdigest()

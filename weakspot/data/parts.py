@@ -15,7 +15,7 @@ Caveats first:
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -38,6 +38,14 @@ def overlapping(X: np.ndarray, rows: np.ndarray, train_rows: np.ndarray) -> np.n
     seen = set(row_digests(X[train_rows]))
     hit = np.array([d in seen for d in row_digests(X[rows])], dtype=bool)
     return np.asarray(rows, np.int64)[hit]
+
+
+def sample_rows(n: int, limit: Optional[int], seed: int) -> np.ndarray:
+    """Indices of at most ``limit`` of ``n`` rows, drawn with ``seed`` and kept in order (all ``n`` when ``limit`` is
+    None or not smaller): what a method that fits a model of the data trains on, so its cost is its sample's."""
+    if limit is None or n <= int(limit):
+        return np.arange(n, dtype=np.int64)
+    return np.sort(np.random.default_rng([int(seed) % (2**32), 11]).choice(n, size=int(limit), replace=False))
 
 
 def carve_val(y: np.ndarray, rows: np.ndarray, fractions: Sequence[float], seed: int) -> Tuple[np.ndarray, np.ndarray]:

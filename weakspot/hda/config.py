@@ -116,6 +116,8 @@ class HdaParams(_Section):
     """params.yaml ``hda`` section."""
 
     seed: int = 0
+    # ours: the VAE, the KDE and RQ4 use a seeded sample of at most this many training inputs (None: all, as the paper)
+    train_sample: Optional[int] = Field(10_000, ge=100)
     radius: Optional[float] = Field(None, gt=0, lt=1e6)  # L-inf radius, data units (None: Table 1's by colour)
     pool: int = Field(1000, ge=2)  # candidate seeds: correctly classified inputs, test split first (paper: test set)
     n_seeds: int = Field(50, ge=1)  # k (paper: 100)

@@ -52,7 +52,8 @@ def report(result: HdaResult, params: HdaParams, target: AuditTarget) -> MethodR
                           sample=(f"{m['n_seeds']} seeds selected among {len(result.seeds.X)} correctly classified "
                                   f"test and validation inputs (never a training input), against "
                                   f"{len(result.seeds.random)} random ones of them (seed {p.seed}); its VAE and KDE "
-                                  "fitted on the train split"))
+                                  f"fitted on the train split (hda.train_sample: at most {p.train_sample} inputs, "
+                                  "a seeded sample)"))
     lineage: Dict[str, Any] = {"adversarial_model": result.adversarial_info} if result.adversarial_info else {}
     repaired = repaired_model(result, p)
     if repaired["state_dict"] is not None:

@@ -65,13 +65,17 @@ def audit(module: Any, proba_fn: ProbaFn, data: Splits, classes: Sequence[str], 
                      clock.seconds)
 
 
-def _splits(target: AuditTarget) -> Splits:
+def _splits(target: AuditTarget, p: HdaParams) -> Splits:
+    from weakspot.data.parts import sample_rows
+
     arrays = {}
     for name, s in (("test", target.test), ("val", target.val), ("train", target.train)):
         X = np.asarray(s.X, np.float32)
         if not np.isfinite(X).all():
             raise DataError(f"{target.name}: the {name} inputs hold NaN or infinite values")
         arrays[name] = (X, np.asarray(s.y, np.int64))
+    keep = sample_rows(len(arrays["train"][1]), p.train_sample, p.seed)  # at real sizes the sample sets the cost
+    arrays["train"] = (arrays["train"][0][keep], arrays["train"][1][keep])
     if not len(arrays["val"][1]):  # a model weakspot did not train comes without validation rows: half the test
         (X, y), half = arrays["test"], np.random.default_rng(0).permutation(len(arrays["test"][1]))
         cut = len(half) // 2
@@ -89,7 +93,7 @@ def run(target: AuditTarget, params: HdaParams, runtime: Any) -> HdaResult:
 
     p = params
     dev = resolve_device(runtime.device)
-    data = _splits(target)
+    data = _splits(target, p)
     X_tr = data.train[0]
     clip = image_range(X_tr)
     radius = radius_of(p, X_tr.shape[1] if X_tr.ndim == 4 else 1, clip)
