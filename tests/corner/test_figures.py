@@ -82,3 +82,19 @@ def test_rgb_images_run_end_to_end_with_a_larger_code_and_the_discriminator():
     assert "PCA" in ax.get_title() and not ax.images  # an 8-D code: projected, no decision regions
     for f in out.section.figures.values():
         pyplot().close(f)
+
+
+def test_a_training_sample_smaller_than_the_train_split_runs_and_draws(toy):
+    """corner.train_sample below the training images: the generator, the search and every figure use the same
+    seeded sample (a figure drawn over all training images against the sample's codes fails)."""
+    from weakspot.corner.run import run
+
+    from .conftest import RecordingRuntime
+
+    params = CornerParams(**{**TINY, "train_sample": 100, "n_seeds": 12, "epochs": 5})
+    res = run(toy, params, RecordingRuntime())
+    assert res.n_train == 100
+    figs = figures(res, params, toy)
+    assert {"latent_plane", "reconstructions"} <= set(figs)
+    for f in figs.values():
+        pyplot().close(f)

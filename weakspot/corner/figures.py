@@ -25,8 +25,11 @@ def figures(result: CornerResult, params: CornerParams, target: AuditTarget) -> 
     """``{name: Figure}``: ``reconstructions``, ``optimisation_paths``, ``latent_plane``, ``fgsm_vs_latent``,
     ``margin_curve`` (the names the report's items refer to)."""
     clf, g, search = target.model, result.generator, result.search
-    X = np.ascontiguousarray(target.train.X, np.float32)
-    y = np.asarray(target.train.y).astype(np.int64)
+    from weakspot.data.parts import sample_rows
+
+    keep = sample_rows(len(target.train.X), params.train_sample, params.seed)  # the images the generator fitted
+    X = np.ascontiguousarray(np.asarray(target.train.X)[keep], np.float32)
+    y = np.asarray(target.train.y)[keep].astype(np.int64)
     classes = [str(c) for c in target.classes]
     with single_thread(g.device):
         return {
