@@ -40,15 +40,14 @@ def _classes_of(model: Any, y: Sequence[Any], classes: Optional[Sequence[Any]]) 
 
 def text_columns(*tables: Any) -> Dict[str, List[str]]:
     """The categories of every non-numeric column of the DataFrames among ``tables`` (sorted texts over all)."""
+    from weakspot.data.categories import is_text, texts_of
+
     cats: Dict[str, set] = {}
     for X in tables:
         if hasattr(X, "columns"):
             for c in X.columns:
-                if not np.issubdtype(np.asarray(X[c]).dtype, np.number):
-                    if X[c].isna().any():
-                        raise DataError(f"categorical column {str(c)!r} has {int(X[c].isna().sum())} empty cells; "
-                                        "fill them (e.g. with 'missing') first")
-                    cats.setdefault(str(c), set()).update(X[c].astype(str).tolist())
+                if is_text(X[c]):
+                    cats.setdefault(str(c), set()).update(texts_of(X[c], where="weakspot.audit"))
     return {c: sorted(v) for c, v in cats.items()}
 
 
@@ -56,6 +55,8 @@ def as_dataset(X: Any, y: Any, classes: List[Any], *, what: str,
                categories: Optional[Dict[str, List[str]]] = None) -> Dataset:
     """An array or DataFrame and its labels -> :class:`Dataset` (images ``(n, H, W)``/``(n, C, H, W)``, or a table;
     a DataFrame's text columns as codes into ``categories``, by default their own sorted texts)."""
+    from weakspot.data.categories import encode
+
     names = None
     cats = text_columns(X) if categories is None else dict(categories)
     if hasattr(X, "columns"):
@@ -63,7 +64,7 @@ def as_dataset(X: Any, y: Any, classes: List[Any], *, what: str,
         X = X.copy()
         X.columns = names
         for c, texts in cats.items():
-            X[c] = X[c].astype(str).map({t: float(i) for i, t in enumerate(texts)})
+            X[c] = encode(X[c], texts)
         X = X.to_numpy(dtype=np.float64)
     X = np.asarray(X, dtype=np.float32)
     if X.ndim == 3:

@@ -3,7 +3,8 @@
 Caveats first: ``X`` is always float32 and ``y`` always int64 codes ``0..k-1`` into ``classes``; images are
 ``(n, C, H, W)`` scaled to [0, 1]; tabular data is ``(n, d)`` in its own units (nothing is standardised here).
 A text (categorical) column of a table is held as its integer code ``0..m-1`` into ``categories[column]``; the
-user's own model gets the text back (:mod:`weakspot.models.table`). The constructor checks this and raises :class:`~weakspot.errors.DataError` naming the field that is wrong.
+user's own model gets the text back (:mod:`weakspot.models.table`). The constructor checks this and raises
+:class:`~weakspot.errors.DataError` naming the field that is wrong.
 """
 
 from __future__ import annotations

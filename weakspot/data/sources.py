@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from weakspot.data.categories import encode, is_text, texts_of
 from weakspot.data.dataset import Dataset
 from weakspot.data.image_sources import load_imagefolder, load_npz, source_path
 from weakspot.errors import ConfigError, DataError
@@ -263,7 +264,8 @@ def _load_sklearn(arg: str, *, label: Optional[str] = None, root: Optional[PathL
 
 
 def _table_to_dataset(df: "Any", *, label: Optional[str], spec: str, path: Path, sha: str) -> Dataset:
-    """A DataFrame with a label column and numeric feature columns -> Dataset (NaN/inf and text are errors)."""
+    """A DataFrame with a label column and feature columns -> Dataset (NaN/inf are errors; a text column becomes a
+    categorical one, :mod:`weakspot.data.categories`)."""
     import pandas as pd
 
     columns = [str(c) for c in df.columns]
@@ -276,8 +278,9 @@ def _table_to_dataset(df: "Any", *, label: Optional[str], spec: str, path: Path,
     features = [c for c in columns if c != label]
     if not features:
         raise DataError(f"{spec}: {path} has no feature columns besides the label column {label!r}")
-    categories = {c: _category_codes(df, c, spec=spec, path=path) for c in features
-                  if not pd.api.types.is_numeric_dtype(df[c])}  # bools count as 0/1
+    categories = {c: texts_of(df[c], where=f"{spec}: {path}") for c in features if is_text(df[c])}
+    for c, texts in categories.items():
+        df[c] = encode(df[c], texts)
     X = df[features].to_numpy(dtype=np.float64)
     bad = ~np.isfinite(X)
     if bad.any():
@@ -308,18 +311,6 @@ def _table_to_dataset(df: "Any", *, label: Optional[str], spec: str, path: Path,
     )
 
 
-def _category_codes(df: "Any", column: str, *, spec: str, path: Path) -> List[str]:
-    """Replace a text column of ``df`` (in place) by its codes into the sorted distinct texts, which it returns."""
-    col = df[column]
-    if col.isna().any():
-        raise DataError(f"{spec}: categorical column {column!r} in {path} has {int(col.isna().sum())} empty cells; "
-                        "fill them (e.g. with 'missing') first")
-    text = col.astype(str).to_numpy()
-    cats, codes = np.unique(text, return_inverse=True)
-    df[column] = codes.astype(np.float64)
-    return [str(c) for c in cats]
-
-
 def _existing_file(spec: str, arg: str, root: Optional[PathLike]) -> Path:
     path = source_path(spec, arg, root)
     if not path.is_file():
@@ -327,33 +318,40 @@ def _existing_file(spec: str, arg: str, root: Optional[PathLike]) -> Path:
     return path
 
 
-@register_source("csv")
-def _load_csv(arg: str, *, label: Optional[str] = None, root: Optional[PathLike] = None) -> Dataset:
-    """A comma-separated file with a header row, a label column and numeric feature columns (relative to root)."""
+def read_table(spec: str, root: Optional[PathLike] = None) -> Tuple["Any", Path]:
+    """The DataFrame of a ``csv:PATH`` or ``parquet:PATH`` spec and its path (named errors for a missing or unreadable
+    file)."""
     import pandas as pd
 
-    spec = f"csv:{arg}"
+    kind, _, arg = spec.partition(":")
     path = _existing_file(spec, arg, root)
+    if kind == "csv":
+        try:
+            return pd.read_csv(path), path
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            raise DataError(f"{spec}: cannot parse {path} as CSV: {exc}") from None
     try:
-        df = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise DataError(f"{spec}: cannot parse {path} as CSV: {exc}") from None
+        return pd.read_parquet(path, engine="pyarrow"), path
+    except Exception as exc:  # pyarrow raises several unrelated types for a corrupt file
+        raise DataError(f"{spec}: cannot read {path} as Parquet: {exc}") from None
+
+
+@register_source("csv")
+def _load_csv(arg: str, *, label: Optional[str] = None, root: Optional[PathLike] = None) -> Dataset:
+    """A comma-separated file with a header row, a label column and numeric or text feature columns (relative to
+    root)."""
+    spec = f"csv:{arg}"
+    df, path = read_table(spec, root)
     return _table_to_dataset(df, label=label, spec=spec, path=path, sha=sha256_file(path))
 
 
 @register_source("parquet")
 def _load_parquet(arg: str, *, label: Optional[str] = None, root: Optional[PathLike] = None) -> Dataset:
     """A Parquet table; one written by :func:`weakspot.data.write_split_parquet` keeps its images and classes."""
-    import pandas as pd
-
     from weakspot.data.frames import META_KEY, from_frame
 
     spec = f"parquet:{arg}"
-    path = _existing_file(spec, arg, root)
-    try:
-        df = pd.read_parquet(path, engine="pyarrow")
-    except Exception as exc:  # pyarrow raises several unrelated types for a corrupt file
-        raise DataError(f"{spec}: cannot read {path} as Parquet: {exc}") from None
+    df, path = read_table(spec, root)
     if META_KEY in df.attrs and label in (None, "label"):
         ds = from_frame(df)
         ds.provenance = {**ds.provenance, "spec": spec, "files": {str(path): sha256_file(path)}}

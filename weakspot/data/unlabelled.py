@@ -8,31 +8,14 @@ the prepared data their label column holds the placeholder 0, which no method re
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from weakspot.data.categories import encode, is_text, texts_of
 from weakspot.data.dataset import Dataset
 from weakspot.errors import DataError
 from weakspot.hashing import sha256_file
-
-
-def _read(spec: str, root: Optional[Any]) -> Tuple["Any", Path]:
-    import pandas as pd
-
-    from weakspot.data.image_sources import source_path
-
-    kind, _, arg = spec.partition(":")
-    path = source_path(spec, arg, root)
-    if not path.is_file():
-        raise DataError(f"data.unlabelled {spec}: file not found: {path.resolve()}")
-    try:
-        df = pd.read_csv(path) if kind == "csv" else pd.read_parquet(path, engine="pyarrow")
-    except Exception as exc:  # pandas and pyarrow raise many kinds for a bad file
-        raise DataError(f"data.unlabelled {spec}: cannot read {path}: {exc}") from None
-    df.columns = [str(c) for c in df.columns]
-    return df, path
 
 
 def load_unlabelled(spec: str, like: Dataset, *, root: Optional[Any] = None
@@ -45,11 +28,12 @@ def load_unlabelled(spec: str, like: Dataset, *, root: Optional[Any] = None
     DataError
         A missing file or feature column, an empty, NaN or infinite cell, no rows.
     """
-    import pandas as pd
+    from weakspot.data.sources import read_table
 
     if like.feature_names is None:
         raise DataError("data.unlabelled holds table rows, but the labelled data are images")
-    df, path = _read(spec, root)
+    df, path = read_table(spec, root)
+    df.columns = [str(c) for c in df.columns]
     names = list(like.feature_names)
     missing = [c for c in names if c not in df.columns]
     if missing:
@@ -61,15 +45,13 @@ def load_unlabelled(spec: str, like: Dataset, *, root: Optional[Any] = None
     X = np.zeros((len(df), len(names)), np.float64)
     for j, c in enumerate(names):
         col = df[c]
-        if col.isna().any():
-            raise DataError(f"data.unlabelled {spec}: column {c!r} has {int(col.isna().sum())} empty cells")
         if c in cats:
-            texts = col.astype(str).tolist()
-            cats[c] += [t for t in dict.fromkeys(texts) if t not in cats[c]]
-            lookup = {t: i for i, t in enumerate(cats[c])}
-            X[:, j] = [lookup[t] for t in texts]
-        elif not pd.api.types.is_numeric_dtype(col):
+            cats[c] += [t for t in texts_of(col, where=f"data.unlabelled {spec}") if t not in cats[c]]
+            X[:, j] = encode(col, cats[c])
+        elif is_text(col):
             raise DataError(f"data.unlabelled {spec}: column {c!r} holds text, but it is numeric in the labelled data")
+        elif col.isna().any():
+            raise DataError(f"data.unlabelled {spec}: column {c!r} has {int(col.isna().sum())} empty cells")
         else:
             X[:, j] = col.to_numpy(np.float64)
     if not np.isfinite(X).all():

@@ -30,10 +30,9 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from weakspot.errors import ConfigError, DataError
-from weakspot.gad.attack import gad_attack
+from weakspot.gad.attack import attack_distances
 from weakspot.gad.config import GadParams
 from weakspot.gad.datasets import Split
-from weakspot.gad.distance import mae
 from weakspot.gad.extract import extract_pseudo_model
 from weakspot.gad.loess import gad_scores
 from weakspot.gad.sdr import sdr_curve
@@ -223,12 +222,8 @@ def run_target(
     t = time.perf_counter()
     scale = _scale(X_test, params.feature_scale)
     X_el = X_test[eligible]
-    att = gad_attack(
-        clf, ext.model, X_el, class_index=ci, step_size=params.step_size, max_steps=params.max_steps,
-        scale=scale, refine_iters=params.refine_iters, device=device, progress=progress, fixed=split.categorical,
-    )
-    moved = np.setdiff1d(np.arange(X_el.shape[1]), split.categorical)  # categories are held: MAE over the rest
-    dist = mae(X_el[:, moved], att.x_adv[:, moved], scale=scale[moved])
+    att, dist = attack_distances(clf, ext.model, X_el, split=split, params=params, class_index=ci, scale=scale,
+                                 device=device, progress=progress)
     seconds["attack"] = time.perf_counter() - t
 
     t = time.perf_counter()

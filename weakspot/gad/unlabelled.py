@@ -13,8 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from weakspot.gad.attack import gad_attack
-from weakspot.gad.distance import mae
+from weakspot.gad.attack import attack_distances
 from weakspot.gad.loess import gad_scores
 
 
@@ -40,11 +39,8 @@ def score_unlabelled(clf: Any, pseudo_model: Any, X: np.ndarray, *, split: Any, 
     if not len(eligible):
         empty = np.zeros(0)
         return UnlabelledRows(pred, conf, eligible, empty, empty.astype(bool), empty)
-    att = gad_attack(clf, pseudo_model, X[eligible], class_index=class_index, step_size=params.step_size,
-                     max_steps=params.max_steps, scale=scale, refine_iters=params.refine_iters, device=device,
-                     progress=progress, fixed=split.categorical)
-    moved = np.setdiff1d(np.arange(X.shape[1]), split.categorical)
-    dist = mae(X[eligible][:, moved], att.x_adv[:, moved], scale=scale[moved])
+    att, dist = attack_distances(clf, pseudo_model, X[eligible], split=split, params=params, class_index=class_index,
+                                 scale=scale, device=device, progress=progress)
     gad = gad_scores(conf[eligible], dist, log=split.log_mae, frac=params.loess_frac,
                      iterations=params.loess_iterations, flipped=att.flipped)
     return UnlabelledRows(pred, conf, eligible, dist, att.flipped, gad)
