@@ -9,7 +9,7 @@ method sections with a profile merged in (``--profile paper`` on a GPU; the defa
 images are class-dependent bright patches on noise: the point is the cost of the data's size, not a weakness.
 
     .venv/bin/python benchmarks/bench_size.py [--sizes digits mnist cifar] [--methods segments intrinsic corner hda]
-        [--profile paper] [--device cpu|cuda] [--timeout 1500] [--out benchmarks/size.json]
+        [--profile paper] [--methods all] [--device cpu|cuda] [--timeout 1500] [--out benchmarks/size.json]
 """
 
 from __future__ import annotations
@@ -111,8 +111,8 @@ def one(npz: str, weights: str, method: str, params_json: str, device: str) -> d
     net.load_state_dict(torch.load(weights, weights_only=True))
     params = json.loads(Path(params_json).read_text())
     t0 = time.perf_counter()
-    res = weakspot.audit(net.eval(), z["X_test"], z["y_test"], z["X_train"], z["y_train"], methods=[method],
-                         params=params, name=Path(npz).stem, device=device)
+    res = weakspot.audit(net.eval(), z["X_test"], z["y_test"], z["X_train"], z["y_train"],
+                         methods=None if method == "all" else [method], params=params, name=Path(npz).stem, device=device)
     seconds = time.perf_counter() - t0
     peak_gpu = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else None
     return {"seconds": round(seconds, 1), "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
@@ -132,7 +132,8 @@ def params_of(profile: str | None) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
-    ap.add_argument("--methods", nargs="+", default=list(IMAGE_METHODS), choices=list(IMAGE_METHODS))
+    ap.add_argument("--methods", nargs="+", default=list(IMAGE_METHODS), choices=list(IMAGE_METHODS) + ["all"],
+                    help="'all': every method that fits in one weakspot.audit call, one process (a whole audit)")
     ap.add_argument("--profile", default=None, help="merge profiles/NAME.yaml into params.yaml's sections")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--cnn-epochs", type=int, default=None, help="default: 40 for digits, 2 for the large sizes")

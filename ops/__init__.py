@@ -11,6 +11,7 @@ the ``history`` and ``execution`` sections of params.yaml with :mod:`weakspot.co
     ops/audit.py     ``weakspot audit``: the lock, dvc repro, the history record and comparison, the report
     ops/pipeline.py  dvc.yaml, generated from params.yaml
     ops/dvc.py       the dvc executable, the pipeline's environment, dvc repro, the DVC remote, push
+    ops/parallel.py  dvc repro with independent stages side by side
     ops/server.py    the Prefect server every stage of a run shares
     ops/serve.py     ``weakspot serve``: the nightly flow (flows/audit.py) on a cron schedule
     ops/profile.py   ``weakspot profile``: a profile merged into params.yaml

@@ -84,6 +84,7 @@ def _audit(stages: List[str], *, force: bool, pull: bool, push: bool) -> int:
     if regenerate_pipeline():
         print("weakspot: dvc.yaml regenerated from params.yaml (targets or methods changed)", flush=True)
     _, hp = load_section("history", PARAMS)
+    _, ex = load_section("execution", PARAMS)
     Path(hp.dir).mkdir(parents=True, exist_ok=True)  # the report stage depends on it
     swept = sweep_partials(".")
     if swept:
@@ -101,7 +102,7 @@ def _audit(stages: List[str], *, force: bool, pull: bool, push: bool) -> int:
 
     with prefect_server(dvc.env()) as env:
         if first:
-            rc = dvc.repro(flags + first, env)
+            rc = dvc.repro(flags + first, env, jobs=ex.stages_at_once)
             if rc != 0:
                 return rc
         if not _metrics_exist():

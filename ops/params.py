@@ -57,6 +57,9 @@ class ExecutionParams(_Section):
     threads_per_worker: int = Field(1, ge=1, le=256, description="the local cluster's tasks at a time per worker: "
                                                                   "keep 1 (tasks side by side share torch's global "
                                                                   "random state)")
+    stages_at_once: int = Field(
+        2, ge=1, le=64, description="stages of the audit run side by side when neither needs the other's outputs "
+                                    "(ops/parallel.py; 1: `dvc repro`, one stage at a time)")
     retries: int = Field(1, ge=0, le=10, description="times a task whose Dask worker died is resubmitted before the "
                                                      "stage fails naming it")
     resources: Dict[str, float] = Field(
