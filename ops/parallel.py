@@ -118,9 +118,9 @@ def _schedule(steps: List[Any], graph: Any, *, jobs: int, force: bool, pull: boo
                     done.add(stage)
                     ready = [s for s in todo if all(u in done for u in ups[s])]
                     continue
-                print(f"Running stage '{stage.addressing}':" + (f" ({len(running) + 1} at once)" if running else "")
-                      + f"\n> {stage.cmd}", flush=True)
-                running[pool.submit(_run_command, stage)] = stage
+                running[pool.submit(_run_command, stage)] = stage  # DVC prints "Running stage 'x':" and the command
+                if len(running) > 1:
+                    _say(f"{len(running)} stages at once: " + ", ".join(s.addressing for s in running.values()))
             if not running:
                 if todo and not failed:  # every remaining stage waits on a stage that was not planned
                     failed.extend(todo)

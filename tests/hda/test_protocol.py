@@ -134,3 +134,24 @@ def test_rq4_finetunes_copies_and_keeps_the_hda_one(toy):
     assert all(torch.equal(v, fresh[k]) for k, v in net.state_dict().items())  # the audited model is untouched
     assert set(ft.repaired) == set(fresh) and not all(torch.equal(ft.repaired[k], fresh[k]) for k in fresh)
     assert ft.test_cases["pgd"] == ft.test_cases["coverage"] == 5 * p.finetune.cases_per_seed
+
+
+def test_rq4_fine_tuning_and_validation_seeds_are_disjoint(toy):
+    """The repair is judged on AEs around seeds no method fine-tuned with: the pool's two halves never meet."""
+    ft = toy["white"][0].finetuning
+    tune, held = set(ft.split["tune"]), set(ft.split["held"])
+    assert tune and held and not tune & held and len(tune | held) == ft.validation["pool"] == 30
+    assert ft.validation["held_seeds"] == len(held) == 15
+    for mname, ids in ft.split["seeds"].items():
+        assert set(ids) <= tune and not set(ids) & held, mname
+    ra = ft.reattack  # the repaired model attacked again: a fresh search around the held-out seeds, PGD on test inputs
+    assert ra["hda_search"]["before"]["n"] > 0 and ra["hda_search"]["after"]["n"] > 0
+    assert ra["pgd_accuracy"]["before"]["n"] == ra["pgd_accuracy"]["after"]["n"] > 0
+
+
+def test_split_pool_halves_every_index_once():
+    from weakspot.hda.protocol import split_pool
+
+    for n in (2, 3, 30, 301):
+        tune, held = split_pool(n, np.random.default_rng(n))
+        assert sorted(np.concatenate([tune, held]).tolist()) == list(range(n)) and len(held) == n // 2

@@ -25,8 +25,14 @@ def test_metrics_are_the_rounded_results_and_strict_json(toy):
     h = result.generators.evals[("hda", "selected")]
     assert m["hda"]["ae_prop"] == rounded(h.ae_prop) == m["hda_ae_prop"] and m["n_seeds"] == 6 and m["radius"] == 0.1
     assert m["random_seeds"]["pgd"]["test_cases"] == result.generators.evals[("pgd", "random")].n_cases
-    assert m["finetune"]["none"] == {k: rounded(v) for k, v in result.finetuning.before.items()}
-    assert list(m["finetune"]) == ["hda", "pgd", "coverage", "none", "validation"]
+    none = dict(m["finetune"]["none"])
+    ci = none.pop("intervals")
+    assert none == {k: rounded(v) for k, v in result.finetuning.before.items()}
+    assert list(m["finetune"]) == ["hda", "pgd", "coverage", "none", "validation", "reattack"]
+    assert ci["global_robustness"][0] <= (none["global_robustness"] or 0) <= ci["global_robustness"][1]
+    for att, row in m["finetune"]["reattack"].items():  # the repaired model attacked again, with intervals
+        assert set(row) == {"before", "after"} and all(v["n"] > 0 for v in row.values()), att
+        assert all(v["interval"][0] <= v["rate"] <= v["interval"][1] for v in row.values()), att
     assert list(m["adversarial_model"]) == ["normal", "adversarial"]
     json.dumps(m, allow_nan=False)  # NaN is null, never NaN: the file stays strict JSON
     black = metrics(toy["black"][0])
@@ -60,8 +66,8 @@ def test_the_report_section_tables_and_lineage(toy):
     out = report(result, p, TARGET)
     sec = out.section
     assert sec.title.endswith("(toy)") and sec.key_metrics == ["hda_ae_prop", "hda_fid", "pgd_ae_prop", "pgd_fid"]
-    assert set(sec.tables) == {"table3", "fig3_fid", "table4", "table5", "table6", "table8", "table9", "claims",
-                               "settings", "seconds"}
+    assert set(sec.tables) == {"table3", "fig3_fid", "table4", "table5", "table6", "table8", "table9", "reattack",
+                               "claims", "settings", "seconds"}
     assert len(sec.tables["table6"]) == 8 and len(sec.tables["table8"]) == 8 and len(sec.tables["table9"]) == 4
     assert list(sec.tables["seconds"]["step"])[-1] == "total" and "Table 9 (fine-tuning)" in list(
         sec.tables["seconds"]["step"])
@@ -165,4 +171,6 @@ def test_the_repaired_model_is_the_hda_finetuned_weights(toy):
     spec = rep["spec"]
     assert spec["after"] == metrics(result)["finetune"]["hda"] and spec["settings"]["seeds"] == 5
     assert spec["settings"]["validation_pool"] == 30 and spec["settings"]["train_inputs"] == 50
+    assert spec["settings"]["held_out_seeds"] == 15 and "by construction" in spec["caveat"]
+    assert spec["reattack"] == metrics(result)["finetune"]["reattack"]
     assert rep["state_dict"] == repaired_model(result, p)["state_dict"]  # the same bytes every time

@@ -59,6 +59,7 @@ def test_independent_stages_overlap_and_the_lock_is_dvc_s(here):
     (b0, b1), (c0, c1), (d0, _) = _times(here, "b"), _times(here, "c"), _times(here, "d")
     assert max(b0, c0) < min(b1, c1), "b and c (2 s each, both needing only a) did not run at the same time"
     assert d0 >= max(b1, c1), "d started before the stages it needs had finished"
+    assert "Running stage 'b':" in run.stdout and "2 stages at once: " in run.stdout, run.stdout
     assert (here / "d.out").read_text() == "a;b;a;c;d;"
     status = subprocess.run([DVC, "status", "--json"], cwd=here, capture_output=True, text=True, check=True)
     assert json.loads(status.stdout) == {}, status.stdout  # dvc.lock records every stage as `dvc repro` would

@@ -332,9 +332,10 @@ def _validation_pool(bench: Bench, X_val: np.ndarray, y_val: np.ndarray, rng: np
     return X_val[pool], y_val[pool]
 
 
-def _validation_aes(bench: Bench, Xv: np.ndarray, yv: np.ndarray) -> Tuple[Pair, Pair]:
-    """The AEs of global robustness around the pool, where the model errs: the HDA GA's (another random seed,
-    ``finetune.cases_per_seed`` test cases per input) and PGD's (one per input)."""
+def _validation_aes(bench: Bench, Xv: np.ndarray, yv: np.ndarray) -> Tuple[Pair, Pair, G.LocalResult]:
+    """The AEs of global robustness around the held-out seeds ``Xv``, where the audited model errs: the HDA GA's
+    (another random seed, ``finetune.cases_per_seed`` test cases per input) and PGD's (one per input); and the GA's
+    whole search (its AE rate is the fresh search's "before")."""
     n_val = np.full(len(Xv), int(bench.p.finetune.cases_per_seed), np.int64)
     vres = bench.ga(bench.proba_fn, Xv, yv, n_val, bench.p.seed + 1)
     vy = yv[vres.seed_index]
@@ -342,7 +343,34 @@ def _validation_aes(bench: Bench, Xv: np.ndarray, yv: np.ndarray) -> Tuple[Pair,
     val_hda = (vres.X_cases[keep], vy[keep])
     pres = bench.pgd(bench.module, Xv, yv, np.ones(len(Xv), np.int64), bench.p.seed + 1)
     keep = predict(bench.proba_fn, pres.X_cases, bench.batch).argmax(1) != yv[pres.seed_index]
-    return val_hda, (pres.X_cases[keep], yv[pres.seed_index][keep])
+    return val_hda, (pres.X_cases[keep], yv[pres.seed_index][keep]), vres
+
+
+def _search_ae_rate(bench: Bench, proba_fn: G.ProbaFn, res: G.LocalResult, y: np.ndarray) -> Dict[str, Any]:
+    """The share of a search's test cases that ``proba_fn`` gets wrong, with the count it rests on."""
+    n = int(len(res.X_cases))
+    wrong = predict(proba_fn, res.X_cases, bench.batch).argmax(1) != y[res.seed_index] if n else np.zeros(0, bool)
+    return {"rate": float(wrong.mean()) if n else None, "n": n}
+
+
+def reattack(bench: Bench, repaired: torch.nn.Module, X_held: np.ndarray, y_held: np.ndarray, before: G.LocalResult,
+             X_test: np.ndarray, y_test: np.ndarray) -> Dict[str, Dict[str, Any]]:
+    """The repaired model attacked again, next to the audited one: a fresh HDA search (the same GA and random seed)
+    around the held-out seeds, its AE rate before and after; PGD-``pgd_steps`` accuracy on test inputs (inputs
+    neither model was fine-tuned on)."""
+    fixed = G.module_proba(repaired)
+    after = bench.ga(fixed, X_held, y_held, np.full(len(X_held), int(bench.p.finetune.cases_per_seed), np.int64),
+                     bench.p.seed + 1)
+    out = {"hda_search": {"before": _search_ae_rate(bench, bench.proba_fn, before, y_held),
+                          "after": _search_ae_rate(bench, fixed, after, y_held)}}
+    ones = np.ones(len(X_test), np.int64)
+    pgd = {}
+    for name, mod, fn in (("before", bench.module, bench.proba_fn), ("after", repaired, fixed)):
+        res = bench.pgd(mod, X_test, y_test, ones, bench.p.seed + 2)
+        ok = predict(fn, res.X_cases, bench.batch).argmax(1) == y_test[res.seed_index]
+        pgd[name] = {"rate": float(ok.mean()) if len(ok) else None, "n": int(len(ok))}
+    out["pgd_accuracy"] = pgd
+    return out
 
 
 def _finetune_cases(bench: Bench, mname: str, Xs: np.ndarray, ys: np.ndarray, lds: np.ndarray,
@@ -368,34 +396,48 @@ def _accuracy(bench: Bench, mod: torch.nn.Module, X: np.ndarray, y: np.ndarray) 
     return float((predict(G.module_proba(mod), X, bench.batch).argmax(1) == y).mean())
 
 
+def split_pool(n: int, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
+    """The validation pool's two disjoint halves: (fine-tuning seeds are drawn from, held-out seeds) indices."""
+    perm = rng.permutation(n)
+    return np.sort(perm[n // 2:]), np.sort(perm[:n // 2])
+
+
 def rq4_finetune(bench: Bench, data: Splits, rng: np.random.Generator) -> Finetuning:
-    """Table 9: fine-tune a copy of the audited model with each method's test cases (around seeds of a validation
-    pool drawn by density: HDA's by density x gradient indicator, the others' at random) mixed with training
-    inputs; the accuracies before and after, and the HDA-fine-tuned model's weights."""
+    """Table 9: fine-tune a copy of the audited model with each method's test cases (around seeds of one half of a
+    validation pool drawn by density: HDA's by density x gradient indicator, the others' at random) mixed with
+    training inputs; the accuracies before and after on AEs around the other half (held-out seeds, disjoint by
+    construction), the HDA-fine-tuned model attacked again, and its weights."""
     from weakspot.hda.finetune import finetune
 
     p, ft = bench.p, bench.p.finetune
     (X_train, y_train), (X_test, y_test) = data.train, data.test
     Xv, yv = _validation_pool(bench, *data.val, rng)
-    ldp = bench.density.log_density(Xv)
-    k = min(int(ft.seeds), len(Xv))
-    grad = G.gradient_indicator(bench.module, Xv, yv, device=bench.device)
-    seeds = {"hda": G.select_seeds(ldp, grad, k, normalise=p.normalise),
-             "pgd": rng.choice(len(Xv), k, replace=False), "coverage": rng.choice(len(Xv), k, replace=False)}
-    val_hda, val_pgd = _validation_aes(bench, Xv, yv)
+    tune, held = split_pool(len(Xv), rng)
+    ldp = bench.density.log_density(Xv[tune])
+    k = min(int(ft.seeds), len(tune))
+    grad = G.gradient_indicator(bench.module, Xv[tune], yv[tune], device=bench.device)
+    seeds = {"hda": tune[G.select_seeds(ldp, grad, k, normalise=p.normalise)],
+             "pgd": tune[rng.choice(len(tune), k, replace=False)],
+             "coverage": tune[rng.choice(len(tune), k, replace=False)]}
+    val_hda, val_pgd, search_before = _validation_aes(bench, Xv[held], yv[held])
     sub = rng.choice(len(X_train), min(int(ft.train), len(X_train)), replace=False)
     tr_eval = rng.choice(len(X_train), min(2000, len(X_train)), replace=False)
+    te = rng.choice(len(X_test), min(int(ft.pool), len(X_test)), replace=False)
 
     def accuracies(mod: torch.nn.Module) -> Dict[str, Optional[float]]:
         return {"train_acc": _accuracy(bench, mod, X_train[tr_eval], y_train[tr_eval]),
                 "test_acc": _accuracy(bench, mod, X_test, y_test),
                 "global_robustness": _accuracy(bench, mod, *val_hda), "pgd_robustness": _accuracy(bench, mod, *val_pgd)}
 
-    out = Finetuning(accuracies(bench.module), {}, {}, {}, {"pool": int(len(Xv)), "hda_aes": int(len(val_hda[0])),
-                                                             "pgd_aes": int(len(val_pgd[0]))}, int(len(sub)))
+    out = Finetuning(accuracies(bench.module), {}, {}, {},
+                     {"pool": int(len(Xv)), "held_seeds": int(len(held)), "tune_pool": int(len(tune)),
+                      "hda_aes": int(len(val_hda[0])), "pgd_aes": int(len(val_pgd[0]))}, int(len(sub)),
+                     split={"tune": tune.tolist(), "held": held.tolist(),
+                            "seeds": {mn: np.asarray(ids).tolist() for mn, ids in seeds.items()}})
     for mname in ft.methods:
         ids = seeds[mname]
-        res = _finetune_cases(bench, mname, Xv[ids], yv[ids], ldp[ids], X_train[sub[:1000]])
+        res = _finetune_cases(bench, mname, Xv[ids], yv[ids], bench.density.log_density(Xv[ids]),
+                              X_train[sub[:1000]])
         X_ft = np.concatenate([X_train[sub], res.X_cases]).astype(np.float32)
         y_ft = np.concatenate([y_train[sub], yv[ids][res.seed_index]])
         m = finetune(bench.module, X_ft, y_ft, epochs=ft.epochs, lr=ft.lr, batch_size=ft.batch_size, seed=p.seed,
@@ -404,4 +446,5 @@ def rq4_finetune(bench: Bench, data: Splits, rng: np.random.Generator) -> Finetu
         out.test_cases[mname], out.seeds[mname] = int(len(res.X_cases)), int(len(ids))
         if mname == "hda":
             out.repaired = {kk: vv.detach().cpu() for kk, vv in m.state_dict().items()}
+            out.reattack = reattack(bench, m, Xv[held], yv[held], search_before, X_test[te], y_test[te])
     return out

@@ -93,6 +93,13 @@ class Finetuning:
     validation: Dict[str, int]  # pool, hda_aes, pgd_aes: the validation set of global robustness
     train_inputs: int  # training inputs mixed in
     repaired: Optional[Dict[str, Any]] = None  # the HDA-fine-tuned model's state_dict (CPU tensors)
+    #: indices into the validation pool: ``tune`` (the half fine-tuning seeds come from), ``held`` (the half the
+    #: validation AEs are made around; disjoint from ``tune``), ``seeds`` (method -> the seeds it fine-tuned with)
+    split: Dict[str, Any] = field(default_factory=dict)
+    #: the HDA-repaired model attacked again next to the audited one: ``hda_search`` (a fresh GA search around the
+    #: held-out seeds: AE rate of its test cases) and ``pgd_accuracy`` (PGD on test inputs), each ``before``/``after``
+    #: as ``{"rate", "n"}``
+    reattack: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
