@@ -146,7 +146,8 @@ def test_rq4_fine_tuning_and_validation_seeds_are_disjoint(toy):
         assert set(ids) <= tune and not set(ids) & held, mname
     ra = ft.reattack  # the repaired model attacked again: a fresh search around the held-out seeds, PGD on test inputs
     assert ra["hda_search"]["before"]["n"] > 0 and ra["hda_search"]["after"]["n"] > 0
-    assert ra["pgd_accuracy"]["before"]["n"] == ra["pgd_accuracy"]["after"]["n"] > 0
+    for att in ("pgd_accuracy", "autoattack_accuracy"):
+        assert ra[att]["before"]["n"] == ra[att]["after"]["n"] > 0, att
 
 
 def test_split_pool_halves_every_index_once():

@@ -354,22 +354,24 @@ def _search_ae_rate(bench: Bench, proba_fn: G.ProbaFn, res: G.LocalResult, y: np
 
 
 def reattack(bench: Bench, repaired: torch.nn.Module, X_held: np.ndarray, y_held: np.ndarray, before: G.LocalResult,
-             X_test: np.ndarray, y_test: np.ndarray) -> Dict[str, Dict[str, Any]]:
+             X_test: np.ndarray, y_test: np.ndarray, n_classes: int) -> Dict[str, Dict[str, Any]]:
     """The repaired model attacked again, next to the audited one: a fresh HDA search (the same GA and random seed)
-    around the held-out seeds, its AE rate before and after; PGD-``pgd_steps`` accuracy on test inputs (inputs
-    neither model was fine-tuned on)."""
+    around the held-out seeds, its AE rate before and after; PGD-``pgd_steps`` and AutoAttack accuracy on test
+    inputs (inputs neither model was fine-tuned on)."""
     fixed = G.module_proba(repaired)
     after = bench.ga(fixed, X_held, y_held, np.full(len(X_held), int(bench.p.finetune.cases_per_seed), np.int64),
                      bench.p.seed + 1)
     out = {"hda_search": {"before": _search_ae_rate(bench, bench.proba_fn, before, y_held),
                           "after": _search_ae_rate(bench, fixed, after, y_held)}}
     ones = np.ones(len(X_test), np.int64)
-    pgd = {}
-    for name, mod, fn in (("before", bench.module, bench.proba_fn), ("after", repaired, fixed)):
-        res = bench.pgd(mod, X_test, y_test, ones, bench.p.seed + 2)
-        ok = predict(fn, res.X_cases, bench.batch).argmax(1) == y_test[res.seed_index]
-        pgd[name] = {"rate": float(ok.mean()) if len(ok) else None, "n": int(len(ok))}
-    out["pgd_accuracy"] = pgd
+    for att in ("pgd", "autoattack"):
+        row = {}
+        for name, mod, fn in (("before", bench.module, bench.proba_fn), ("after", repaired, fixed)):
+            res = bench.pgd(mod, X_test, y_test, ones, bench.p.seed + 2) if att == "pgd" else \
+                _attack(bench, att, mod, fn, X_test, y_test, ones, n_classes)
+            ok = predict(fn, res.X_cases, bench.batch).argmax(1) == y_test[res.seed_index]
+            row[name] = {"rate": float(ok.mean()) if len(ok) else None, "n": int(len(ok))}
+        out[f"{att}_accuracy"] = row
     return out
 
 
@@ -402,7 +404,7 @@ def split_pool(n: int, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray
     return np.sort(perm[n // 2:]), np.sort(perm[:n // 2])
 
 
-def rq4_finetune(bench: Bench, data: Splits, rng: np.random.Generator) -> Finetuning:
+def rq4_finetune(bench: Bench, data: Splits, rng: np.random.Generator, n_classes: int) -> Finetuning:
     """Table 9: fine-tune a copy of the audited model with each method's test cases (around seeds of one half of a
     validation pool drawn by density: HDA's by density x gradient indicator, the others' at random) mixed with
     training inputs; the accuracies before and after on AEs around the other half (held-out seeds, disjoint by
@@ -446,5 +448,5 @@ def rq4_finetune(bench: Bench, data: Splits, rng: np.random.Generator) -> Finetu
         out.test_cases[mname], out.seeds[mname] = int(len(res.X_cases)), int(len(ids))
         if mname == "hda":
             out.repaired = {kk: vv.detach().cpu() for kk, vv in m.state_dict().items()}
-            out.reattack = reattack(bench, m, Xv[held], yv[held], search_before, X_test[te], y_test[te])
+            out.reattack = reattack(bench, m, Xv[held], yv[held], search_before, X_test[te], y_test[te], n_classes)
     return out

@@ -194,7 +194,8 @@ def _reattack_rows(result: HdaResult) -> List[Dict[str, Any]]:
     if ft is None or not ft.reattack:
         return []
     what = {"hda_search": "a fresh HDA search around the held-out seeds: share of its test cases that are AEs",
-            "pgd_accuracy": "PGD accuracy on test inputs (share still correct)"}
+            "pgd_accuracy": "PGD accuracy on test inputs (share still correct)",
+            "autoattack_accuracy": "AutoAttack (APGD-CE + APGD-DLR, IBM ART) accuracy on test inputs"}
     rows = []
     for att, row in ft.reattack.items():
         cells = {}
@@ -394,8 +395,8 @@ def _items(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[Dict
             "(held-out seeds, disjoint by construction), which the audited model gets wrong by construction (its "
             "0%). The HDA fine-tuned model is saved as the repaired model."}] if "table9" in tables else []),
         *([{"table": "reattack", "caption": "The repaired model attacked again, next to the audited one: a fresh HDA "
-            "search (the same GA and random seed) around the held-out seeds, and PGD on test inputs neither was "
-            "fine-tuned on."}] if "reattack" in tables else []),
+            "search (the same GA and random seed) around the held-out seeds, and PGD and AutoAttack on test inputs "
+            "neither was fine-tuned on."}] if "reattack" in tables else []),
         {"table": "settings", "caption": "What ran against the paper's settings."},
         {"table": "seconds", "caption": "Time per step of this stage (seconds, this machine)."},
     ]
@@ -417,9 +418,10 @@ def _headline(result: HdaResult, m: Dict[str, Any], p: HdaParams) -> str:
         if "hda_search" in ra and ra["hda_search"]["before"]["rate"] is not None:
             b, a = ra["hda_search"]["before"], ra["hda_search"]["after"]
             head += f"; a fresh HDA search finds AEs in {b['rate']:.0%} -> {a['rate'] or 0:.0%} of its test cases"
-        if "pgd_accuracy" in ra and ra["pgd_accuracy"]["before"]["rate"] is not None:
-            b, a = ra["pgd_accuracy"]["before"], ra["pgd_accuracy"]["after"]
-            head += f", PGD-{p.pgd_steps} accuracy {b['rate']:.0%} -> {a['rate'] or 0:.0%}"
+        for att, name in (("pgd_accuracy", f"PGD-{p.pgd_steps}"), ("autoattack_accuracy", "AutoAttack")):
+            if att in ra and ra[att]["before"]["rate"] is not None:
+                b, a = ra[att]["before"], ra[att]["after"]
+                head += f", {name} accuracy {b['rate']:.0%} -> {a['rate'] or 0:.0%}"
     return head
 
 

@@ -59,7 +59,7 @@ def audit(module: Any, proba_fn: ProbaFn, data: Splits, classes: Sequence[str], 
             adv = rq3_adversarial_model(bench, seeds, generators, len(classes), adversarial, adversarial_label)
         if p.finetune.enabled and p.finetune.methods:
             with clock("Table 9 (fine-tuning)"):
-                ft = rq4_finetune(bench, data, rng)
+                ft = rq4_finetune(bench, data, rng, len(classes))
     clock.seconds["total"] = round(time.perf_counter() - t_all, 2)
     return HdaResult([str(c) for c in classes], float(radius), clip, distribution, seeds, generators, adv, ft,
                      clock.seconds)
