@@ -52,11 +52,12 @@ def test_prose_quotes_the_numbers(out, measured):
     s = out.section.summary
     assert len(s) == 5  # what psi is, the audited model, the ART check, the defended models, the caveats
     assert "eps = 0.15" in s[0] and f"psi {none.psi:.1f}" in s[1] and "PGD-10 checked against IBM ART's" in s[2]
-    assert f"the largest psi is minmax's ({mm.psi:.1f})" in s[3] and s[4].startswith("Caveats")
+    assert f"the largest psi is minmax's ({mm.psi:.1f}, at clean accuracy {mm.acc['clean']:.1%})" in s[3]
+    assert s[4].startswith("Caveats")
     assert "pgd_steps 10 (paper: 30" in s[4]
     (head,) = out.section.headline
     assert head.startswith(f"Intrinsic robustness: psi {none.psi:.1f};")
-    assert f"min-max training: psi {mm.psi:.1f}" in head
+    assert f"min-max training: psi {mm.psi:.1f} at clean accuracy {mm.acc['clean']:.0%}" in head  # never psi alone
 
 
 def test_findings_are_the_audited_models(out, measured):

@@ -122,7 +122,8 @@ def summary(result: IntrinsicResult, params: IntrinsicParams, m: Dict[str, Any],
         f"eps, steps and step size: accuracy {art['ours']:.1%} (ours) and {art['art']:.1%} (ART), the attacked "
         f"inputs differing by at most {art['max_abs_diff']:.2g}.",
         *([f"Defended models ({', '.join(defended)}), each from the audited model's architecture and seed: the largest "
-           f"psi is {best}'s ({evals[best].psi:.1f}). The paper's claims, checked: "
+           f"psi is {best}'s ({evals[best].psi:.1f}, at clean accuracy {evals[best].acc['clean']:.1%}). The paper's "
+           "claims, checked: "
            + "; ".join(f"{r['claim']}: {r['holds']}" for r in claim_t.to_dict("records")) + "."] if defended else []),
         "Caveats: psi and every accuracy come from gradient-based searches, so they bound the model's worst case from "
         "one side only (a stronger search can only lower the accuracy and raise the KL). Eq. 5 gives the most "
@@ -172,7 +173,7 @@ def items(result: IntrinsicResult, params: IntrinsicParams) -> List[Dict[str, st
 
 def headline(result: IntrinsicResult, params: IntrinsicParams, m: Dict[str, Any]) -> str:
     """One sentence for the report's "At a glance" box: the audited model's psi, its strongest attack, its least
-    stable classes, and the min-max model's psi and CW accuracy when it ran."""
+    stable classes, and the min-max model's psi with its clean and CW accuracy when it ran."""
     p, evals = params, result.evals
     n0 = evals["none"]
     least = [result.classes[c] for c in m["least_stable_classes"]]
@@ -182,5 +183,6 @@ def headline(result: IntrinsicResult, params: IntrinsicParams, m: Dict[str, Any]
             f"{', '.join(least)}")
     if "minmax" in evals:
         mm = evals["minmax"]
-        head += f"; min-max training: psi {mm.psi:.1f}, CW-{p.cw_steps} {mm.acc['cw30']:.0%}"
+        head += (f"; min-max training: psi {mm.psi:.1f} at clean accuracy {mm.acc['clean']:.0%} (the audited model's "
+                 f"{n0.acc['clean']:.0%}), CW-{p.cw_steps} {mm.acc['cw30']:.0%}")  # a defence's psi never without it
     return head + "."
