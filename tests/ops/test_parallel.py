@@ -30,7 +30,7 @@ def _project(root: Path, fail: str = "") -> None:
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     subprocess.run([DVC, "init", "-q"], cwd=root, check=True)
     (root / "seed.txt").write_text("seed")
-    stages = {"a": stage("a", [], 0), "b": stage("b", ["a"], 2), "c": stage("c", ["a"], 2),
+    stages = {"a": stage("a", [], 0), "b": stage("b", ["a"], 3), "c": stage("c", ["a"], 1.5),
               "d": stage("d", ["b", "c"], 0)}
     (root / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}, sort_keys=False))
 
@@ -57,7 +57,7 @@ def test_independent_stages_overlap_and_the_lock_is_dvc_s(here):
     run = reproduce(here, 2)
     assert run.returncode == 0, run.stderr
     (b0, b1), (c0, c1), (d0, _) = _times(here, "b"), _times(here, "c"), _times(here, "d")
-    assert max(b0, c0) < min(b1, c1), "b and c (2 s each, both needing only a) did not run at the same time"
+    assert max(b0, c0) < min(b1, c1), "b and c (3 s and 1.5 s, both needing only a) did not run at the same time"
     assert d0 >= max(b1, c1), "d started before the stages it needs had finished"
     assert "Running stage 'b':" in run.stdout and "2 stages at once: " in run.stdout, run.stdout
     assert (here / "d.out").read_text() == "a;b;a;c;d;"
@@ -65,6 +65,11 @@ def test_independent_stages_overlap_and_the_lock_is_dvc_s(here):
     assert json.loads(status.stdout) == {}, status.stdout  # dvc.lock records every stage as `dvc repro` would
     lock = yaml.safe_load((here / "dvc.lock").read_text())["stages"]
     assert set(lock) == {"a", "b", "c", "d"} and all("md5" in o for s in lock.values() for o in s["outs"])
+    alone = here.with_name(here.name + "-alone")  # the same project through plain `dvc repro`: its dvc.lock lists the stages in plan order
+    _project(alone)
+    subprocess.run([DVC, "repro", "-q"], cwd=alone, check=True, capture_output=True)
+    assert list(lock) == list(yaml.safe_load((alone / "dvc.lock").read_text())["stages"]), \
+        "dvc.lock's order followed the finish order (c before b), not the plan's"
     again = reproduce(here, 2)
     assert again.returncode == 0, again.stderr
     out = again.stdout
