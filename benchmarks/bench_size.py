@@ -112,7 +112,8 @@ def one(npz: str, weights: str, method: str, params_json: str, device: str) -> d
     params = json.loads(Path(params_json).read_text())
     t0 = time.perf_counter()
     res = weakspot.audit(net.eval(), z["X_test"], z["y_test"], z["X_train"], z["y_train"],
-                         methods=None if method == "all" else [method], params=params, name=Path(npz).stem, device=device)
+                         methods=None if method == "all" else [method], params=params, name=Path(npz).stem,
+                         device=device)
     seconds = time.perf_counter() - t0
     peak_gpu = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else None
     return {"seconds": round(seconds, 1), "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),

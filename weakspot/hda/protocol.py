@@ -332,45 +332,43 @@ def _validation_pool(bench: Bench, X_val: np.ndarray, y_val: np.ndarray, rng: np
     return X_val[pool], y_val[pool]
 
 
-def _validation_aes(bench: Bench, Xv: np.ndarray, yv: np.ndarray) -> Tuple[Pair, Pair, G.LocalResult]:
+def _validation_aes(bench: Bench, Xv: np.ndarray, yv: np.ndarray) -> Tuple[Pair, Pair, Dict[str, Any]]:
     """The AEs of global robustness around the held-out seeds ``Xv``, where the audited model errs: the HDA GA's
-    (another random seed, ``finetune.cases_per_seed`` test cases per input) and PGD's (one per input); and the GA's
-    whole search (its AE rate is the fresh search's "before")."""
+    (another random seed, ``finetune.cases_per_seed`` test cases per input) and PGD's (one per input); and the GA
+    search's AE rate on the audited model (the fresh search's "before", :func:`_rate`)."""
     n_val = np.full(len(Xv), int(bench.p.finetune.cases_per_seed), np.int64)
     vres = bench.ga(bench.proba_fn, Xv, yv, n_val, bench.p.seed + 1)
     vy = yv[vres.seed_index]
     keep = predict(bench.proba_fn, vres.X_cases, bench.batch).argmax(1) != vy
-    val_hda = (vres.X_cases[keep], vy[keep])
+    val_hda, search_rate = (vres.X_cases[keep], vy[keep]), _rate(keep)
     pres = bench.pgd(bench.module, Xv, yv, np.ones(len(Xv), np.int64), bench.p.seed + 1)
     keep = predict(bench.proba_fn, pres.X_cases, bench.batch).argmax(1) != yv[pres.seed_index]
-    return val_hda, (pres.X_cases[keep], yv[pres.seed_index][keep]), vres
+    return val_hda, (pres.X_cases[keep], yv[pres.seed_index][keep]), search_rate
 
 
-def _search_ae_rate(bench: Bench, proba_fn: G.ProbaFn, res: G.LocalResult, y: np.ndarray) -> Dict[str, Any]:
-    """The share of a search's test cases that ``proba_fn`` gets wrong, with the count it rests on."""
-    n = int(len(res.X_cases))
-    wrong = predict(proba_fn, res.X_cases, bench.batch).argmax(1) != y[res.seed_index] if n else np.zeros(0, bool)
-    return {"rate": float(wrong.mean()) if n else None, "n": n}
+def _rate(mask: np.ndarray) -> Dict[str, Any]:
+    """The share of True in ``mask`` with the count it rests on (``rate`` None when empty)."""
+    return {"rate": float(mask.mean()) if len(mask) else None, "n": int(len(mask))}
 
 
-def reattack(bench: Bench, repaired: torch.nn.Module, X_held: np.ndarray, y_held: np.ndarray, before: G.LocalResult,
-             X_test: np.ndarray, y_test: np.ndarray, n_classes: int) -> Dict[str, Dict[str, Any]]:
+def reattack(bench: Bench, repaired: torch.nn.Module, X_held: np.ndarray, y_held: np.ndarray,
+             before: Dict[str, Any], X_test: np.ndarray, y_test: np.ndarray,
+             n_classes: int) -> Dict[str, Dict[str, Any]]:
     """The repaired model attacked again, next to the audited one: a fresh HDA search (the same GA and random seed)
     around the held-out seeds, its AE rate before and after; PGD-``pgd_steps`` and AutoAttack accuracy on test
     inputs (inputs neither model was fine-tuned on)."""
     fixed = G.module_proba(repaired)
     after = bench.ga(fixed, X_held, y_held, np.full(len(X_held), int(bench.p.finetune.cases_per_seed), np.int64),
                      bench.p.seed + 1)
-    out = {"hda_search": {"before": _search_ae_rate(bench, bench.proba_fn, before, y_held),
-                          "after": _search_ae_rate(bench, fixed, after, y_held)}}
+    wrong = predict(fixed, after.X_cases, bench.batch).argmax(1) != y_held[after.seed_index]
+    out = {"hda_search": {"before": before, "after": _rate(wrong)}}
     ones = np.ones(len(X_test), np.int64)
     for att in ("pgd", "autoattack"):
         row = {}
         for name, mod, fn in (("before", bench.module, bench.proba_fn), ("after", repaired, fixed)):
             res = bench.pgd(mod, X_test, y_test, ones, bench.p.seed + 2) if att == "pgd" else \
                 _attack(bench, att, mod, fn, X_test, y_test, ones, n_classes)
-            ok = predict(fn, res.X_cases, bench.batch).argmax(1) == y_test[res.seed_index]
-            row[name] = {"rate": float(ok.mean()) if len(ok) else None, "n": int(len(ok))}
+            row[name] = _rate(predict(fn, res.X_cases, bench.batch).argmax(1) == y_test[res.seed_index])
         out[f"{att}_accuracy"] = row
     return out
 
@@ -415,10 +413,10 @@ def rq4_finetune(bench: Bench, data: Splits, rng: np.random.Generator, n_classes
     (X_train, y_train), (X_test, y_test) = data.train, data.test
     Xv, yv = _validation_pool(bench, *data.val, rng)
     tune, held = split_pool(len(Xv), rng)
-    ldp = bench.density.log_density(Xv[tune])
+    ldp = bench.density.log_density(Xv)
     k = min(int(ft.seeds), len(tune))
     grad = G.gradient_indicator(bench.module, Xv[tune], yv[tune], device=bench.device)
-    seeds = {"hda": tune[G.select_seeds(ldp, grad, k, normalise=p.normalise)],
+    seeds = {"hda": tune[G.select_seeds(ldp[tune], grad, k, normalise=p.normalise)],
              "pgd": tune[rng.choice(len(tune), k, replace=False)],
              "coverage": tune[rng.choice(len(tune), k, replace=False)]}
     val_hda, val_pgd, search_before = _validation_aes(bench, Xv[held], yv[held])
@@ -438,8 +436,7 @@ def rq4_finetune(bench: Bench, data: Splits, rng: np.random.Generator, n_classes
                             "seeds": {mn: np.asarray(ids).tolist() for mn, ids in seeds.items()}})
     for mname in ft.methods:
         ids = seeds[mname]
-        res = _finetune_cases(bench, mname, Xv[ids], yv[ids], bench.density.log_density(Xv[ids]),
-                              X_train[sub[:1000]])
+        res = _finetune_cases(bench, mname, Xv[ids], yv[ids], ldp[ids], X_train[sub[:1000]])
         X_ft = np.concatenate([X_train[sub], res.X_cases]).astype(np.float32)
         y_ft = np.concatenate([y_train[sub], yv[ids][res.seed_index]])
         m = finetune(bench.module, X_ft, y_ft, epochs=ft.epochs, lr=ft.lr, batch_size=ft.batch_size, seed=p.seed,

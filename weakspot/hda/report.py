@@ -74,7 +74,7 @@ def finetune_metrics(result: HdaResult) -> Dict[str, Any]:
         met[mname]["test_cases"] = ft.test_cases[mname]
     met["none"] = {kk: rounded(vv) for kk, vv in ft.before.items()}
     met["validation"] = dict(ft.validation)
-    n_aes = {"global_robustness": ft.validation.get("hda_aes", 0), "pgd_robustness": ft.validation.get("pgd_aes", 0)}
+    n_aes = _n_aes(ft)
     for mname in [*ft.after, "none"]:  # the 95% intervals of the held-out accuracies, on the AEs they rest on
         r = ft.before if mname == "none" else ft.after[mname]
         met[mname]["intervals"] = {kk: wilson(r[kk], n) for kk, n in n_aes.items() if r.get(kk) is not None}
@@ -82,6 +82,17 @@ def finetune_metrics(result: HdaResult) -> Dict[str, Any]:
         met["reattack"] = {att: {when: {"rate": rounded(v["rate"]), "n": v["n"], "interval": wilson(v["rate"], v["n"])}
                                  for when, v in row.items()} for att, row in ft.reattack.items()}
     return met
+
+
+def _n_aes(ft: Any) -> Dict[str, int]:
+    """How many held-out AEs each of Table 9's robustness accuracies rests on."""
+    return {"global_robustness": ft.validation.get("hda_aes", 0), "pgd_robustness": ft.validation.get("pgd_aes", 0)}
+
+
+def _pct_ci(rate: Optional[float], n: int) -> str:
+    """``"39.4% (33.1%-46.1%)"``: a proportion with its 95% Wilson interval ("" without a count)."""
+    w = wilson(rate, n)
+    return "" if w is None else f"{rate:.1%} ({w[0]:.1%}-{w[1]:.1%})"
 
 
 def wilson(rate: Optional[float], n: int) -> Optional[List[float]]:
@@ -171,13 +182,9 @@ def _case_row(e: CaseEval) -> Dict[str, Any]:
 
 def _ft_cols(r: Dict[str, Any], n: Dict[str, int]) -> Dict[str, Any]:
     f = lambda v: "" if v is None else f"{v:.1%}"  # noqa: E731
-
-    def ci(key: str) -> str:
-        w = wilson(r[key], n[key])
-        return "" if w is None else f"{r[key]:.1%} ({w[0]:.1%}-{w[1]:.1%})"
     return {"train acc.": f(r["train_acc"]), "test acc.": f(r["test_acc"]),
-            "accuracy on HDA AEs of held-out seeds (95%)": ci("global_robustness"),
-            "accuracy on PGD AEs of held-out seeds (95%)": ci("pgd_robustness")}
+            "accuracy on HDA AEs of held-out seeds (95%)": _pct_ci(r["global_robustness"], n["global_robustness"]),
+            "accuracy on PGD AEs of held-out seeds (95%)": _pct_ci(r["pgd_robustness"], n["pgd_robustness"])}
 
 
 def _table8_rows(result: HdaResult) -> List[Dict[str, Any]]:
@@ -198,12 +205,9 @@ def _reattack_rows(result: HdaResult) -> List[Dict[str, Any]]:
             "autoattack_accuracy": "AutoAttack (APGD-CE + APGD-DLR, IBM ART) accuracy on test inputs"}
     rows = []
     for att, row in ft.reattack.items():
-        cells = {}
-        for when in ("before", "after"):
-            v = row[when]
-            w = wilson(v["rate"], v["n"])
-            cells[f"{'audited' if when == 'before' else 'repaired'} model (95%)"] = \
-                "" if w is None else f"{v['rate']:.1%} ({w[0]:.1%}-{w[1]:.1%}) of {v['n']}"
+        cells = {f"{model} model (95%)": (_pct_ci(row[when]["rate"], row[when]["n"]) + f" of {row[when]['n']}"
+                                          if row[when]["rate"] is not None else "")
+                 for when, model in (("before", "audited"), ("after", "repaired"))}
         rows.append({"attack": what[att], **cells})
     return rows
 
@@ -212,7 +216,7 @@ def _table9_rows(result: HdaResult) -> List[Dict[str, Any]]:
     ft = result.finetuning
     if ft is None:
         return []
-    n = {"global_robustness": ft.validation.get("hda_aes", 0), "pgd_robustness": ft.validation.get("pgd_aes", 0)}
+    n = _n_aes(ft)
     return [{"fine-tuned with": "nothing (the audited model)", "test cases": 0, **_ft_cols(ft.before, n)}] + \
         [{"fine-tuned with": METHOD_TITLES[mn], "test cases": ft.test_cases[mn], **_ft_cols(r, n)}
          for mn, r in ft.after.items()]
@@ -515,14 +519,14 @@ def repaired_model(result: HdaResult, p: HdaParams) -> Dict[str, Any]:
 
     buf = io.BytesIO()
     torch.save(ft.repaired, buf)
-    after: Optional[Dict[str, Any]] = finetune_metrics(result)["hda"]
+    met = finetune_metrics(result)
     return {"state_dict": buf.getvalue(),
             "spec": {"repaired_by": "hda: adversarial fine-tuning on HDA's test cases (seeds/004 RQ4)",
                      "caveat": "global_robustness is the accuracy on AEs made around held-out validation seeds "
                                "(disjoint from the fine-tuning seeds); the audited model's is 0 by construction "
                                "(only AEs it gets wrong are kept). reattack: the repaired model attacked again.",
-                     "before": {kk: rounded(vv) for kk, vv in ft.before.items()}, "after": after,
-                     "reattack": finetune_metrics(result).get("reattack", {}),
+                     "before": {kk: rounded(vv) for kk, vv in ft.before.items()}, "after": met["hda"],
+                     "reattack": met.get("reattack", {}),
                      "settings": {"seeds": ft.seeds["hda"], "test_cases": ft.test_cases["hda"],
                                   "train_inputs": ft.train_inputs, "epochs": int(p.finetune.epochs),
                                   "lr": float(p.finetune.lr), "schedule": "slow start, fast decay (Jeddi et al. 2021)",

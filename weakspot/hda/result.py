@@ -97,8 +97,8 @@ class Finetuning:
     #: validation AEs are made around; disjoint from ``tune``), ``seeds`` (method -> the seeds it fine-tuned with)
     split: Dict[str, Any] = field(default_factory=dict)
     #: the HDA-repaired model attacked again next to the audited one: ``hda_search`` (a fresh GA search around the
-    #: held-out seeds: AE rate of its test cases) and ``pgd_accuracy`` (PGD on test inputs), each ``before``/``after``
-    #: as ``{"rate", "n"}``
+    #: held-out seeds: AE rate of its test cases), ``pgd_accuracy`` and ``autoattack_accuracy`` (on test inputs), each
+    #: ``before``/``after`` as ``{"rate", "n"}``
     reattack: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
 
