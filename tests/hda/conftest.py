@@ -11,7 +11,8 @@ CLASSES = ["a", "b", "c"]
 TINY = {"pool": 80, "n_seeds": 6, "vae": {"epochs": 3, "max_steps": 30},
         "robustness": {"n_balls": 10, "particles": 8, "mh_steps": 1, "log_p_min": -8},
         "ga": {"population": 6, "generations": 5}, "fid_samples": 40, "coverage": {"iterations": 3, "mutants": 4},
-        "autoattack_iters": 2, "finetune": {"pool": 30, "seeds": 5, "train": 50, "epochs": 1}}
+        "autoattack_iters": 2, "finetune": {"pool": 30, "seeds": 5, "train": 50, "epochs": 1},
+        "fid": {"width": 4, "train": 200, "epochs": 1, "bootstrap": 20, "min_aes": 3}, "ooda": {"samples": 2}}
 
 
 class Pixel0(torch.nn.Module):

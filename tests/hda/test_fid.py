@@ -1,10 +1,11 @@
-"""weakspot.hda.fid: the Fréchet distance on known answers and the features it is computed on."""
+"""weakspot.hda.fid: the Fréchet distance on known answers, paired FID with its interval, and the ruler it is
+computed on (:mod:`weakspot.hda.reference`) ranking visible noise below near-invisible AEs."""
 
 import numpy as np
 import pytest
 import torch
 
-from weakspot.hda.fid import Featurizer, fid, frechet_distance
+from weakspot.hda.fid import FidEstimate, fid, frechet_distance, paired_fid
 
 
 def test_frechet_distance_known_answers():
@@ -18,31 +19,9 @@ def test_frechet_distance_known_answers():
     assert np.isnan(frechet_distance(A[:1], B))  # one sample has no covariance
 
 
-class _Features:
-    """A stand-in for the Density: features are the first two pixels, doubled."""
-
-    def features(self, X):
-        return 2.0 * np.asarray(X, np.float64).reshape(len(X), -1)[:, :2]
-
-
-def test_featurizer_reads_the_input_of_the_last_linear_layer():
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3))
-    X = np.random.default_rng(0).random((7, 1, 4, 4)).astype(np.float32)
-    feat = Featurizer(net, _Features(), batch=3)
-    with torch.no_grad():
-        expected = torch.tanh(net[1](torch.as_tensor(X).reshape(7, -1))).numpy()
-    np.testing.assert_allclose(feat(X), expected, rtol=1e-6)
-    assert feat.name == "the audited model's penultimate layer"
-    assert not net[3]._forward_hooks  # the hook is removed after each call
-
-
-def test_without_a_linear_layer_or_a_model_the_vae_features_serve():
-    X = np.random.default_rng(0).random((5, 1, 4, 4)).astype(np.float32)
-    for module in (None, torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.Flatten())):
-        feat = Featurizer(module, _Features())
-        assert feat.name == "the VAE encoder's hidden layer"
-        np.testing.assert_array_equal(feat(X), _Features().features(X))
+def _first_two(X):
+    """Features: the first two pixels, doubled."""
+    return 2.0 * np.asarray(X, np.float64).reshape(len(X), -1)[:, :2]
 
 
 def test_fid_of_inputs_on_the_features():
@@ -50,5 +29,58 @@ def test_fid_of_inputs_on_the_features():
     A = g.random((500, 1, 2, 2))
     shifted = A.copy()
     shifted[:, 0, 0, 0] += 0.5  # feature 0 doubled: means 1 apart, same covariance
-    assert fid(_Features().features, A, shifted) == pytest.approx(1.0, abs=1e-6)
-    assert np.isnan(fid(_Features().features, A[:1], shifted))
+    assert fid(_first_two, A, shifted) == pytest.approx(1.0, abs=1e-6)
+    assert np.isnan(fid(_first_two, A[:1], shifted))
+
+
+def test_paired_fid_known_answer_interval_and_minimum():
+    g = np.random.default_rng(3)
+    S = g.random((400, 1, 2, 2)).astype(np.float32)
+    C = S.copy()
+    C[:, 0, 0, 0] += 0.5  # every pair moved by the same shift: FID exactly 1
+    est = paired_fid(_first_two, S, C, bootstrap=50, seed=0)
+    assert est.value == pytest.approx(1.0, abs=1e-5) and est.n == 400
+    assert est.lo <= est.value <= est.hi and est.hi - est.lo < 0.5
+    same = paired_fid(_first_two, S, S, bootstrap=20)
+    assert same.value == pytest.approx(0.0, abs=1e-6) and same.lo == 0.0
+    assert est.enough(400) and not est.enough(401)
+    assert not FidEstimate(float("nan"), 0, 0, 500).enough(2)
+    one = paired_fid(_first_two, S[:1], C[:1])
+    assert np.isnan(one.value) and one.n == 1
+    no_ci = paired_fid(_first_two, S, C, bootstrap=0)
+    assert np.isnan(no_ci.lo) and no_ci.value == pytest.approx(est.value)
+
+
+def test_sign_noise_scores_worse_than_near_invisible_aes():
+    """Issue 24: visible +-0.1 sign noise (SSIM about 0.90) must score a worse FID than AEs at SSIM above 0.95 on the
+    reference CNN's features (on the audited model's own features the AEs scored 97.6 against the noise's 5.0)."""
+    from sklearn.datasets import load_digits
+
+    from weakspot.adversarial.attacks import pgd
+    from weakspot.hda.generate import perceptual
+    from weakspot.hda.reference import train_reference
+
+    d = load_digits()
+    X, y = (d.images / 16.0).astype(np.float32)[:, None], d.target.astype(np.int64)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    opt = torch.optim.Adam(net.parameters(), 1e-2)
+    Xt, yt = torch.as_tensor(X[:1200]), torch.as_tensor(y[:1200])
+    for _ in range(150):
+        loss = torch.nn.functional.cross_entropy(net(Xt), yt)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    net.eval()
+    ref = train_reference(X[:1200], y[:1200], 10, width=16, train=1200, epochs=5, seed=0, X_test=X[1200:],
+                          y_test=y[1200:])
+    assert ref.test_accuracy > 0.8
+    Xs, ys = X[1200:], y[1200:]
+    xa = pgd(net, torch.as_tensor(Xs), torch.as_tensor(ys), eps=0.03, steps=30).detach()
+    i = np.where(net(xa).argmax(1).numpy() != ys)[0]
+    noise = np.clip(Xs + 0.1 * np.random.default_rng(0).choice([-1, 1], size=Xs.shape), 0, 1).astype(np.float32)
+    ssim = lambda A: float(perceptual(torch.as_tensor(A[i]), torch.as_tensor(Xs[i]), "ssim", 1.0, 1.0).mean())  # noqa
+    assert len(i) >= 30 and ssim(xa.numpy()) > 0.95 and ssim(noise) < 0.91
+    aes = paired_fid(ref.features, Xs[i], xa.numpy()[i], bootstrap=50)
+    noisy = paired_fid(ref.features, Xs[i], noise[i], bootstrap=50)
+    assert noisy.lo > aes.hi, (noisy, aes)

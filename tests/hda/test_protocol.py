@@ -61,8 +61,8 @@ def test_rq1_distribution_tables_and_samples(toy):
     assert list(d.table3["compression"]) == ["PCA", "VAE encoder"] and set(d.fid) == {"kde", "uniform"}
     assert d.samples_kde.shape == d.samples_uniform.shape == (8, 1, 8, 8)
     assert 0.0 <= d.samples_kde.min() and d.samples_kde.max() <= 1.0
-    assert d.featurizer == "the audited model's penultimate layer"
-    assert toy["black"][0].distribution.featurizer == "the VAE encoder's hidden layer"
+    assert d.featurizer.startswith("a reference CNN trained by this stage")  # never the audited model
+    assert toy["black"][0].distribution.featurizer == d.featurizer  # the same ruler for a black box
 
 
 def test_rq1_seeds_are_correct_dense_fragile_candidates(toy):
@@ -96,7 +96,8 @@ def test_rq1_on_a_black_box_uses_the_separation_indicator(toy):
 def test_rq2_every_generator_on_both_seed_sets(toy):
     result, p, _, _ = toy["white"]
     g, s = result.generators, result.seeds
-    assert list(g.evals) == [(m, sn) for sn in ("selected", "random") for m in ("hda", "foda", "pgd", "coverage")]
+    assert list(g.evals) == [(m, sn) for sn in ("selected", "random")
+                             for m in ("hda", "foda", "pgd", "ooda", "coverage")]
     for (m, sn), e in g.evals.items():
         res = g.results[(m, sn)]
         assert e.n_cases == len(res.X_cases) == g.allocation[sn].sum() and e.seeds == sn
@@ -104,6 +105,14 @@ def test_rq2_every_generator_on_both_seed_sets(toy):
             seeds = s.X[s.selected if sn == "selected" else s.random]
             assert np.abs(res.X_cases - seeds[res.seed_index]).max() <= 0.1 + 1e-5
     assert 0.0 <= g.coverage_rate <= 1.0
+    for sn in ("selected", "random"):  # OODA: PGD's test cases, only the AEs the VAE's threshold accepts
+        o, pg = g.evals[("ooda", sn)], g.evals[("pgd", sn)]
+        assert g.results[("ooda", sn)].X_cases is g.results[("pgd", sn)].X_cases
+        np.testing.assert_array_equal(o.ae_mask, pg.ae_mask & pg.valid)
+        assert o.valid_ae_share in (1.0,) or np.isnan(o.valid_ae_share)
+    e = g.evals[("hda", "selected")]  # every FID rests on the AEs it names, with an interval around it
+    assert e.fid_est.n == e.ae_mask.sum() and (e.fid_est.n < 2 or e.fid_est.lo <= e.fid <= e.fid_est.hi)
+    assert e.queries_per_seed == p.ga.population * (p.ga.generations + 1)
     assert list(toy["black"][0].generators.evals) == [("hda", "selected"), ("foda", "selected"), ("hda", "random"),
                                                       ("foda", "random")]
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from weakspot.findings import REQUIRED
-from weakspot.hda.report import claims, findings, metrics, repaired_model, report
+from weakspot.hda.report import findings, metrics, repaired_model, report
 from weakspot.methods import AuditTarget
 from weakspot.fmt import rounded
 
@@ -21,7 +21,7 @@ TARGET = AuditTarget(name="toy", model=None, classes=["a", "b", "c"], test=None)
 
 def test_metrics_are_the_rounded_results_and_strict_json(toy):
     result = toy["white"][0]
-    m = metrics(result)
+    m = metrics(result, toy["white"][1])
     h = result.generators.evals[("hda", "selected")]
     assert m["hda"]["ae_prop"] == rounded(h.ae_prop) == m["hda_ae_prop"] and m["n_seeds"] == 6 and m["radius"] == 0.1
     assert m["random_seeds"]["pgd"]["test_cases"] == result.generators.evals[("pgd", "random")].n_cases
@@ -35,28 +35,8 @@ def test_metrics_are_the_rounded_results_and_strict_json(toy):
         assert all(v["interval"][0] <= v["rate"] <= v["interval"][1] for v in row.values()), att
     assert list(m["adversarial_model"]) == ["normal", "adversarial"]
     json.dumps(m, allow_nan=False)  # NaN is null, never NaN: the file stays strict JSON
-    black = metrics(toy["black"][0])
+    black = metrics(toy["black"][0], toy["black"][1])
     assert "pgd" not in black and "finetune" not in black and black["adversarial_model"] == {}
-
-
-def _e(ae_prop, fid):
-    return SimpleNamespace(ae_prop=ae_prop, fid=fid)
-
-
-def test_claims_known_answers():
-    t5 = {"selected": {"log_density": 1.0, "log10_local_robustness": -2.0},
-          "random": {"log_density": 0.0, "log10_local_robustness": -1.0}}
-    evals = {("hda", "selected"): _e(0.9, 10.0), ("pgd", "selected"): _e(0.5, float("nan")),
-             ("coverage", "selected"): _e(0.1, 20.0)}
-    ft = {"none": {"global_robustness": 0.2, "test_acc": 0.9}, "hda": {"global_robustness": 0.6, "test_acc": 0.88},
-          "pgd": {"global_robustness": 0.5, "test_acc": 0.85}, "coverage": {"global_robustness": None, "test_acc": 0.9}}
-    c = claims(evals, t5, ft)
-    assert c == {"hda_higher_ae_prop": True, "hda_lower_fid": True, "seeds_denser": True, "seeds_less_robust": False,
-                 "finetune_most_robustness": True, "finetune_least_accuracy_drop": False}  # coverage lost no accuracy
-    evals[("hda", "selected")] = _e(0.4, float("nan"))  # no FID (fewer than 2 AEs) never beats another's
-    c = claims(evals, t5, {})
-    assert not c["hda_higher_ae_prop"] and not c["hda_lower_fid"] and "finetune_most_robustness" not in c
-    assert set(claims({("hda", "selected"): _e(1, 1)}, t5, {})) == {"seeds_denser", "seeds_less_robust"}
 
 
 def test_the_report_section_tables_and_lineage(toy):
@@ -66,9 +46,15 @@ def test_the_report_section_tables_and_lineage(toy):
     out = report(result, p, TARGET)
     sec = out.section
     assert sec.title.endswith("(toy)") and sec.key_metrics == ["hda_ae_prop", "hda_fid", "pgd_ae_prop", "pgd_fid"]
-    assert set(sec.tables) == {"table3", "fig3_fid", "table4", "table5", "table6", "table8", "table9", "reattack",
-                               "claims", "settings", "seconds"}
-    assert len(sec.tables["table6"]) == 8 and len(sec.tables["table8"]) == 8 and len(sec.tables["table9"]) == 4
+    assert set(sec.tables) == {"table3", "fig3_fid", "table4", "table5", "table6", "table7", "table8", "table9",
+                               "reattack", "claims", "settings", "seconds"}
+    assert list(sec.tables["table7"]["method"]) == ["OODA (PGD, valid AEs only)", "FODA (VAE decoding)",
+                                                    "HDA (two-step GA)"]
+    assert list(sec.tables["claims"].columns) == ["claim", "criterion", "numbers", "holds"]
+    st = sec.tables["settings"].set_index("setting")
+    assert st.loc["FID features", "differs"] and "reference CNN" in st.loc["FID features", "ran"]
+    assert "validation inputs" in st.loc["validity threshold (OODA, % valid AEs)", "ran"]
+    assert len(sec.tables["table6"]) == 10 and len(sec.tables["table8"]) == 8 and len(sec.tables["table9"]) == 4
     assert list(sec.tables["seconds"]["step"])[-1] == "total" and "Table 9 (fine-tuning)" in list(
         sec.tables["seconds"]["step"])
     assert "gradient indicator" in sec.summary[1] and sec.headline[0].startswith("HDA: ")
@@ -169,8 +155,8 @@ def test_the_repaired_model_is_the_hda_finetuned_weights(toy):
     state = torch.load(io.BytesIO(rep["state_dict"]))
     assert all(torch.equal(state[k], v) for k, v in result.finetuning.repaired.items())
     spec = rep["spec"]
-    assert spec["after"] == metrics(result)["finetune"]["hda"] and spec["settings"]["seeds"] == 5
+    assert spec["after"] == metrics(result, p)["finetune"]["hda"] and spec["settings"]["seeds"] == 5
     assert spec["settings"]["validation_pool"] == 30 and spec["settings"]["train_inputs"] == 50
     assert spec["settings"]["held_out_seeds"] == 15 and "by construction" in spec["caveat"]
-    assert spec["reattack"] == metrics(result)["finetune"]["reattack"]
+    assert spec["reattack"] == metrics(result, p)["finetune"]["reattack"]
     assert rep["state_dict"] == repaired_model(result, p)["state_dict"]  # the same bytes every time

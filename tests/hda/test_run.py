@@ -52,9 +52,9 @@ def test_a_black_box_run_is_the_audit_of_its_arrays_and_repeats_exactly(toy):
     p = toy["black"][1]
     first = run(_target(_BlackBox(toy["black"][2]), X, y), p, Runtime(device="cpu"))
     assert not first.white_box and first.adversarial_info == {} and first.clip == (0.0, 1.0)
-    assert metrics(first) == metrics(toy["black"][0])  # run() = audit() on the target's splits
+    assert metrics(first, p) == metrics(toy["black"][0], p)  # run() = audit() on the target's splits
     again = run(_target(_BlackBox(toy["black"][2]), X, y), p, Runtime(device="cpu"))
-    assert metrics(again) == metrics(first)
+    assert metrics(again, p) == metrics(first, p)
 
 
 def test_the_method_runs_white_box_through_its_entry_points(toy):

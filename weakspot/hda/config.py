@@ -75,9 +75,10 @@ class GaParams(_Section):
 
 
 class CoverageParams(_Section):
-    """The coverage-guided baseline: neuron coverage (Pei et al.) guiding a DeepHunter-style fuzzer."""
+    """The coverage-guided baseline: neuron coverage (Pei et al.) guiding a DeepHunter-style fuzzer. ``iterations``
+    None gives it HDA's GA's queries per seed (:func:`coverage_iterations`): the two search on equal terms."""
 
-    iterations: int = Field(40, ge=1)
+    iterations: Optional[int] = Field(None, ge=1)
     mutants: int = Field(20, ge=1)
     threshold: float = Field(0.5, gt=0, lt=1)
 
@@ -87,6 +88,27 @@ class FodaParams(_Section):
 
     samples: int = Field(20, ge=1)  # decoded test cases drawn per seed
     scale: float = Field(1.0, gt=0)  # of the encoder's sigma
+
+
+class FidParams(_Section):
+    """FID's features (:mod:`weakspot.hda.reference`): a small CNN this stage trains on the training sample, never the
+    audited model; and how much a FID rests on (ours: the paper uses Inception's features and gives no interval)."""
+
+    width: int = Field(16, ge=4, le=256)  # the reference CNN's first block's channels
+    train: int = Field(3000, ge=10)  # training inputs it learns from (a seeded sample)
+    epochs: int = Field(10, ge=1, le=1000)
+    lr: float = Field(2e-3, gt=0, le=1)
+    batch_size: int = Field(64, ge=1)
+    min_aes: int = Field(20, ge=2)  # no FID claim from fewer AEs than this
+    bootstrap: int = Field(200, ge=0)  # resamples of the (seed, AE) pairs for the 95% interval (0: none)
+
+
+class OodaParams(_Section):
+    """OODA (Dola et al., Table 7): an attack's AEs kept only where the VAE's reconstruction probability reaches a
+    threshold; the threshold is this quantile of held-out real inputs' (ours: Dola et al. tune it per data set)."""
+
+    quantile: float = Field(0.05, gt=0, lt=1)
+    samples: int = Field(8, ge=1)  # latent draws per input for the reconstruction probability (An and Cho)
 
 
 class FinetuneParams(_Section):
@@ -131,11 +153,25 @@ class HdaParams(_Section):
     coverage: CoverageParams = Field(default_factory=CoverageParams)
     foda: FodaParams = Field(default_factory=FodaParams)
     fid_samples: int = Field(1000, ge=10)  # Fig. 3
+    fid: FidParams = Field(default_factory=FidParams)
+    ooda: OodaParams = Field(default_factory=OodaParams)
     adversarial_model: bool = True  # RQ3 (Table 8): the intrinsic stage's min-max model
     autoattack_iters: int = Field(20, ge=1)
     finetune: FinetuneParams = Field(default_factory=FinetuneParams)
     batch_size: int = Field(1024, ge=1)
     max_findings: int = Field(12, ge=0, le=1000)
+
+
+def coverage_iterations(p: HdaParams) -> int:
+    """The coverage fuzzer's iterations: ``coverage.iterations``, else as many as give it HDA's GA's queries per seed
+    (``population x (generations + 1)``, :func:`weakspot.hda.generate.two_step_ga`) in ``coverage.mutants`` a round.
+
+    >>> coverage_iterations(HdaParams(ga={"population": 20, "generations": 100}, coverage={"mutants": 20}))
+    101
+    """
+    if p.coverage.iterations is not None:
+        return int(p.coverage.iterations)
+    return max(1, -(-p.ga.population * (p.ga.generations + 1) // p.coverage.mutants))
 
 
 def default_radius(n_channels: int, lo: float, hi: float) -> float:

@@ -122,6 +122,23 @@ class Density:
                .cpu().numpy() for i in range(0, len(Z), batch)]
         return np.concatenate(out).astype(np.float32)
 
+    @torch.no_grad()
+    def reconstruction_log_prob(self, X: Any, samples: int = 8, seed: int = 0, batch: int = 512) -> np.ndarray:
+        """An and Cho's reconstruction probability (the validity score of OODA, Dola et al.): the decoder's Bernoulli
+        log-likelihood of each input, averaged over ``samples`` codes drawn from the encoder's Gaussian."""
+        dev, g = self.device, torch.Generator().manual_seed(int(seed))
+        out = []
+        for i in range(0, len(X), batch):
+            u = self._unit(torch.as_tensor(np.asarray(X[i:i + batch], np.float32), device=dev))
+            m, lv = self.vae.encode(u)
+            tot = torch.zeros(len(u), device=dev)
+            for _ in range(int(samples)):
+                z = m + torch.exp(0.5 * lv) * torch.randn(m.shape, generator=g).to(dev)
+                tot -= F.binary_cross_entropy_with_logits(self.vae.decode_logits(z), u, reduction="none") \
+                    .reshape(len(u), -1).sum(1)
+            out.append((tot / int(samples)).cpu().numpy())
+        return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
+
     def log_kde(self, Z: Any, batch: int = 256) -> np.ndarray:
         """Eq. 5: log of (1/N) sum_i N(z; mu_i, diag(sigma_i^2)) for each row of ``Z`` (natural log)."""
         return log_adaptive_kde(torch.as_tensor(np.asarray(Z, np.float32), device=self.device), self.mu,

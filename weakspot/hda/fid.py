@@ -1,10 +1,9 @@
 """FID (seeds/004 Table 2: the Fréchet Inception Distance between a method's AEs and the seeds they came from) on the
-features of a network this pipeline trains.
+features of a reference network this stage trains (:mod:`weakspot.hda.reference`), never the audited model.
 
-Caveats first: no Inception weights can be downloaded here, so the features are the input of the audited model's
-last linear layer where it has one (the network the pipeline trained), else the VAE encoder's last hidden layer
-(:meth:`weakspot.hda.density.Density.features`). FIDs therefore compare methods within a target, never with the
-paper's numbers. FID also falls with the number of samples compared, so a method with fewer AEs is handicapped.
+Caveats first: no Inception weights can be downloaded here, so FIDs compare methods within a target, never with the
+paper's numbers. FID is biased upward with few samples: every FID says how many (seed, AE) pairs it rests on and
+carries a 95% bootstrap interval, and a claim needs at least ``hda.fid.min_aes`` pairs (:meth:`FidEstimate.enough`).
 
 Example
 -------
@@ -17,10 +16,10 @@ Example
 from __future__ import annotations
 
 import warnings
-from typing import Any, List, Optional
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
-import torch
 
 
 def frechet_distance(F1: np.ndarray, F2: np.ndarray) -> float:
@@ -45,46 +44,47 @@ def frechet_distance(F1: np.ndarray, F2: np.ndarray) -> float:
     return float(max(0.0, ((m1 - m2) ** 2).sum() + np.trace(s1) + np.trace(s2) - 2.0 * np.trace(covmean)))
 
 
-class Featurizer:
-    """FID features: the input of the audited model's last linear layer, else the VAE encoder's hidden layer.
+@dataclass
+class FidEstimate:
+    """A FID with what it rests on: ``n`` (seed, AE) pairs and a 95% bootstrap interval (NaN when not computed)."""
 
-    Parameters
-    ----------
-    module : torch.nn.Module or None
-        The audited model (None for a black box, or a model without a linear layer: the VAE's features then).
-    density : Density
-        The trained VAE and KDE (:func:`weakspot.hda.density.train_density`).
-    batch : int
-        Rows per forward pass.
-    device : str or torch.device
-        Where ``module`` runs.
+    value: float
+    lo: float
+    hi: float
+    n: int
+
+    def enough(self, min_aes: int) -> bool:
+        """Whether a claim may rest on it: a finite value from at least ``min_aes`` pairs."""
+        return bool(np.isfinite(self.value) and self.n >= int(min_aes))
+
+
+NO_FID = FidEstimate(float("nan"), float("nan"), float("nan"), 0)
+
+
+def paired_fid(featurize: Callable[[np.ndarray], np.ndarray], seeds: np.ndarray, cases: np.ndarray, *,
+               bootstrap: int = 200, seed: int = 0) -> FidEstimate:
+    """FID between test cases and the seeds they came from (row i of ``cases`` was made from row i of ``seeds``).
+
+    Comparing AEs with *their own* seeds, not with every seed, keeps out which seeds yielded AEs (AEs come from the
+    fragile seeds, themselves a different sample of the data). The interval is the estimate +- 1.96 standard
+    deviations of ``bootstrap`` resamples of the pairs (clipped at 0): resampling repeats pairs, which biases FID
+    upward, so the resamples' percentiles would not even contain the estimate, while their spread is sound. NaN
+    with fewer than 2 pairs.
     """
-
-    def __init__(self, module: Optional[torch.nn.Module], density: Any, batch: int = 1024, device: Any = "cpu"):
-        self.density, self.batch, self.device = density, batch, device
-        self.module, self.layer = None, None
-        if module is not None:
-            lins = [m for m in module.modules() if isinstance(m, torch.nn.Linear)]
-            if lins:
-                self.module, self.layer = module, lins[-1]
-        self.name = ("the audited model's penultimate layer" if self.module is not None
-                     else "the VAE encoder's hidden layer")
-
-    def __call__(self, X: np.ndarray) -> np.ndarray:
-        if self.module is None:
-            return self.density.features(X)
-        out: List[np.ndarray] = []
-        h = self.layer.register_forward_hook(lambda m, i, o: out.append(i[0].detach().reshape(len(i[0]), -1)
-                                                                        .cpu().numpy()))
-        try:
-            with torch.no_grad():
-                for i in range(0, len(X), self.batch):
-                    self.module(torch.as_tensor(np.asarray(X[i:i + self.batch], np.float32), device=self.device))
-        finally:
-            h.remove()
-        return np.concatenate(out).astype(np.float64) if out else np.zeros((0, 1))
+    n = len(cases)
+    if n < 2 or len(seeds) != n:
+        return FidEstimate(float("nan"), float("nan"), float("nan"), int(n))
+    Fs, Fc = featurize(np.asarray(seeds, np.float32)), featurize(np.asarray(cases, np.float32))
+    value = frechet_distance(Fs, Fc)
+    lo = hi = float("nan")
+    if bootstrap > 0:
+        g = np.random.default_rng(seed)
+        draws = [frechet_distance(Fs[i], Fc[i]) for i in (g.integers(0, n, n) for _ in range(int(bootstrap)))]
+        half = 1.96 * float(np.std(draws, ddof=1)) if len(draws) > 1 else 0.0
+        lo, hi = max(0.0, value - half), value + half
+    return FidEstimate(value, lo, hi, int(n))
 
 
-def fid(featurize: Any, A: np.ndarray, B: np.ndarray) -> float:
+def fid(featurize: Callable[[np.ndarray], np.ndarray], A: np.ndarray, B: np.ndarray) -> float:
     """FID between inputs ``A`` and ``B`` on ``featurize``'s features; NaN where either has fewer than 2 rows."""
     return frechet_distance(featurize(A), featurize(B)) if len(A) >= 2 and len(B) >= 2 else float("nan")

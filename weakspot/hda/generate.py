@@ -324,14 +324,30 @@ class CaseEval:
     ssim_cases: np.ndarray = field(repr=False, default=None)  # each test case's SSIM to its seed
     pred: np.ndarray = field(repr=False, default=None)  # the model's class for each test case
     conf: np.ndarray = field(repr=False, default=None)  # ... and its probability
+    fid_est: Any = field(repr=False, default=None)  # the FID with its pairs and interval (weakspot.hda.fid)
+    valid: Optional[np.ndarray] = field(repr=False, default=None)  # each test case "in distribution" (Table 7)
+
+    @property
+    def valid_ae_share(self) -> float:
+        """Table 7's "% of valid AEs": the share of this generator's AEs the VAE's reconstruction probability
+        accepts (NaN without AEs or without a validity check)."""
+        if self.valid is None or not self.ae_mask.any():
+            return float("nan")
+        return float(self.valid[self.ae_mask].mean())
 
 
 def evaluate_cases(res: LocalResult, seeds_name: str, X: np.ndarray, y: np.ndarray, proba_fn: ProbaFn,
                    density: Any, *, clip: Tuple[float, float], batch: int = 2048, device: Any = "cpu",
-                   featurize: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> CaseEval:
-    """Table 6's numbers for one generator's test cases around seeds ``X`` (labels ``y``); FID on ``featurize``
-    (default: the VAE encoder's features)."""
-    from weakspot.hda.fid import frechet_distance
+                   fid_of: Optional[Callable[[np.ndarray, np.ndarray], Any]] = None,
+                   validity: Optional[Callable[[np.ndarray], np.ndarray]] = None,
+                   require_valid: bool = False) -> CaseEval:
+    """Table 6's numbers for one generator's test cases around seeds ``X`` (labels ``y``).
+
+    ``fid_of(seeds, AEs)`` gives the FID of the AEs against their own seeds (a
+    :class:`weakspot.hda.fid.FidEstimate`; none: NaN); ``validity`` marks each test case "in distribution" (Table
+    7's valid AEs); ``require_valid`` counts only valid AEs as AEs (OODA's filter).
+    """
+    from weakspot.hda.fid import NO_FID
 
     Xc = torch.as_tensor(res.X_cases, device=device)
     ys = torch.as_tensor(np.asarray(y, np.int64)[res.seed_index], device=device)
@@ -339,19 +355,19 @@ def evaluate_cases(res: LocalResult, seeds_name: str, X: np.ndarray, y: np.ndarr
         P = batched_proba(proba_fn, Xc, batch)
         J = prediction_loss(P, ys).cpu().numpy().astype(np.float64)
         conf, pred = (t.cpu().numpy() for t in P.max(1)) if len(P) else (np.zeros(0), np.zeros(0, np.int64))
-    ae = J > 0
+    valid = np.asarray(validity(res.X_cases), bool) if validity is not None and len(J) else None
+    ae = (J > 0) & (valid if require_valid and valid is not None else True)
     Xs = np.asarray(X, np.float32)[res.seed_index]
-    feat = featurize or density.features
-    fid = frechet_distance(feat(np.asarray(X, np.float32)), feat(res.X_cases[ae])) if ae.sum() >= 2 else float("nan")
+    est = fid_of(Xs[ae], res.X_cases[ae]) if fid_of is not None and ae.sum() >= 2 else NO_FID
     lin = float(np.abs(res.X_cases - Xs).reshape(len(Xs), -1).max(1).mean()) if len(Xs) else float("nan")
     ss = perceptual(torch.as_tensor(res.X_cases), torch.as_tensor(Xs), "ssim", 1.0, clip[1] - clip[0]).numpy() \
         if len(Xs) else np.zeros(0)
     k = len(X)
     return CaseEval(res.method, seeds_name, k, len(J), float(ae.mean()) if len(J) else 0.0,
-                    float(J[ae].mean()) if ae.any() else float("nan"), fid,
+                    float(J[ae].mean()) if ae.any() else float("nan"), float(est.value),
                     float(density.log_density(res.X_cases[ae]).mean()) if ae.any() else float("nan"), lin,
                     float(ss.mean()) if len(ss) else float("nan"), res.queries / max(k, 1), res.seconds / max(k, 1),
-                    ae, J, ss, pred, conf)
+                    ae, J, ss, pred, conf, est, valid)
 
 
 def module_proba(module: torch.nn.Module) -> ProbaFn:

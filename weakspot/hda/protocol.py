@@ -19,9 +19,12 @@ Caveats first:
 * One ``numpy`` generator seeded by ``hda.seed`` is drawn from in this order: the FID reference sample (RQ1), the
   balls (RQ1), the coverage reference sample (RQ2), then RQ4's validation pool, random seeds and training subsets;
   calling the questions in another order changes every random stream after it.
-* FID compares a method's AEs with the seeds they came from on the features of :class:`weakspot.hda.fid.Featurizer`
-  (a network this pipeline trains, not Inception): comparable across methods of one target only, and it falls
-  with more samples, so a method with fewer AEs is handicapped.
+* FID compares a method's AEs with the seeds they came from (pair by pair, :func:`weakspot.hda.fid.paired_fid`) on
+  the features of a reference CNN this stage trains (:mod:`weakspot.hda.reference`, not Inception, not the audited
+  model): comparable across methods of one target only, biased upward with few AEs (hence its pair count and
+  bootstrap interval).
+* OODA (Table 7) is PGD's test cases with only the AEs the VAE's reconstruction probability accepts
+  (:mod:`weakspot.hda.ooda`); every generator's share of such "valid" AEs is measured with the same threshold.
 * RQ4's global robustness is measured, as in the paper, on AEs the HDA GA finds (with another random seed) around
   a validation pool drawn by density, which favours HDA's own fine-tuning; the accuracy on PGD's AEs around the
   same pool is measured too, which favours PGD's.
@@ -31,6 +34,7 @@ Caveats first:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,9 +44,11 @@ import numpy as np
 import torch
 
 from weakspot.hda import generate as G
-from weakspot.hda.config import HdaParams
+from weakspot.hda.config import HdaParams, coverage_iterations
 from weakspot.hda.density import Density, latent_quality
-from weakspot.hda.fid import Featurizer, fid
+from weakspot.hda.fid import FidEstimate, fid, paired_fid
+from weakspot.hda.ooda import Validity
+from weakspot.hda.reference import Reference
 from weakspot.hda.result import AdversarialModel, Distribution, Finetuning, Generators, Landscape, Seeds
 from weakspot.progress import Progress
 
@@ -71,12 +77,13 @@ class Bench:
     module: Optional[torch.nn.Module]
     proba_fn: G.ProbaFn
     density: Density
-    featurizer: Featurizer
+    reference: Reference
     p: HdaParams
     radius: float
     clip: Tuple[float, float]
     device: Any = "cpu"
     progress: Optional[Progress] = None
+    validity: Optional[Validity] = None
 
     @property
     def white(self) -> bool:
@@ -100,11 +107,17 @@ class Bench:
         return G.pgd_cases(module, X, y, n_cases, self.radius, clip=self.clip, steps=self.p.pgd_steps, seed=seed,
                            batch=self.batch, device=self.device)
 
+    def fid_of(self, seeds: np.ndarray, cases: np.ndarray) -> FidEstimate:
+        """The FID of test cases against their own seeds on the reference network, with its bootstrap interval."""
+        return paired_fid(self.reference.features, seeds, cases, bootstrap=self.p.fid.bootstrap, seed=self.p.seed)
+
     def evaluate(self, res: G.LocalResult, seeds_name: str, X: np.ndarray, y: np.ndarray,
-                 proba_fn: Optional[G.ProbaFn] = None) -> G.CaseEval:
-        """Table 6's numbers for test cases around seeds ``X`` (on ``proba_fn``, default the audited model's)."""
+                 proba_fn: Optional[G.ProbaFn] = None, require_valid: bool = False) -> G.CaseEval:
+        """Table 6's numbers for test cases around seeds ``X`` (on ``proba_fn``, default the audited model's);
+        ``require_valid``: only AEs the VAE's reconstruction probability accepts count (OODA)."""
         return G.evaluate_cases(res, seeds_name, X, y, proba_fn or self.proba_fn, self.density, clip=self.clip,
-                                batch=self.batch, device=self.device, featurize=self.featurizer)
+                                batch=self.batch, device=self.device, fid_of=self.fid_of, validity=self.validity,
+                                require_valid=require_valid)
 
 
 class Clock:
@@ -135,8 +148,9 @@ def rq1_distribution(bench: Bench, X_train: np.ndarray, y_train: np.ndarray, X_t
     n_fid = int(min(p.fid_samples, len(X_train)))
     ref = X_train[rng.choice(len(X_train), n_fid, replace=False)]
     img_kde, img_uni = dens.decode(dens.sample(n_fid, p.seed)), dens.decode(dens.sample_uniform(n_fid, p.seed))
-    fid3 = {"kde": fid(bench.featurizer, ref, img_kde), "uniform": fid(bench.featurizer, ref, img_uni)}
-    return Distribution(table3, fid3, img_kde[:8], img_uni[:8], bench.featurizer.name)
+    feat = bench.reference.features
+    fid3 = {"kde": fid(feat, ref, img_kde), "uniform": fid(feat, ref, img_uni)}
+    return Distribution(table3, fid3, img_kde[:8], img_uni[:8], bench.reference.label, bench.validity)
 
 
 def _pearson(a: np.ndarray, b: np.ndarray) -> float:
@@ -218,7 +232,8 @@ def _coverage(bench: Bench, cov: Any, Xs: np.ndarray, ys: np.ndarray, n_i: Any) 
 
     c = bench.p.coverage
     r = coverage_fuzz(bench.module, torch.as_tensor(Xs), ys, n_i, bench.radius, clip=bench.clip, coverage=cov,
-                      iterations=c.iterations, mutants=c.mutants, seed=bench.p.seed, progress=bench.progress)
+                      iterations=coverage_iterations(bench.p), mutants=c.mutants, seed=bench.p.seed,
+                      progress=bench.progress)
     return G.LocalResult("coverage", r.X_cases, r.seed_index, r.queries, r.seconds,
                          {"coverage_rate": r.coverage_rate, "curve": r.coverage_curve})
 
@@ -235,8 +250,8 @@ def _generate(bench: Bench, mname: str, cov: Any, Xs: np.ndarray, ys: np.ndarray
 
 
 def rq2_generators(bench: Bench, seeds: Seeds, X_train: np.ndarray, rng: np.random.Generator) -> Generators:
-    """Tables 6-7: every generator (HDA's GA, FODA; PGD and coverage-guided fuzzing on a white box) on HDA's seeds
-    and on random ones, the same test cases per seed."""
+    """Tables 6-7: every generator (HDA's GA, FODA; PGD, OODA and coverage-guided fuzzing on a white box) on HDA's
+    seeds and on random ones, the same test cases per seed (OODA: PGD's test cases, only its valid AEs counted)."""
     from weakspot.hda.coverage import NeuronCoverage
 
     p = bench.p
@@ -255,6 +270,9 @@ def rq2_generators(bench: Bench, seeds: Seeds, X_train: np.ndarray, rng: np.rand
         for mname in ("hda", "foda", "pgd", "coverage") if bench.white else ("hda", "foda"):
             res = results[(mname, sname)] = _generate(bench, mname, cov, Xs, ys, n_i)
             evals[(mname, sname)] = bench.evaluate(res, sname, Xs, ys)
+            if mname == "pgd" and bench.validity is not None:
+                res = results[("ooda", sname)] = dataclasses.replace(res, method="ooda")
+                evals[("ooda", sname)] = bench.evaluate(res, sname, Xs, ys, require_valid=True)
     cov_rate = None
     if cov is not None:
         cov_rate = float(cov.rate)

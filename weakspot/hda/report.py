@@ -25,7 +25,8 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from weakspot.evidence import COLUMNS
-from weakspot.hda.config import PAPER_SETTINGS, HdaParams
+from weakspot.hda.claims import as_metrics, check, fid_text, table as claims_table
+from weakspot.hda.config import PAPER_SETTINGS, HdaParams, coverage_iterations
 from weakspot.hda.generate import CaseEval
 from weakspot.hda.result import HdaResult
 from weakspot.methods import AuditTarget, MethodReport
@@ -33,7 +34,8 @@ from weakspot.fmt import rounded
 from weakspot.result import StageResult
 
 METHOD_TITLES = {"hda": "HDA (two-step GA)", "pgd": "PGD", "coverage": "coverage-guided fuzzing",
-                 "foda": "FODA (VAE decoding)", "fgsm": "FGSM", "autoattack": "AutoAttack (ART)"}
+                 "foda": "FODA (VAE decoding)", "fgsm": "FGSM", "autoattack": "AutoAttack (ART)",
+                 "ooda": "OODA (PGD, valid AEs only)"}
 SEVERITY = "adversarial test cases among the seed's, plus their mean SSIM to the seed (naturalness), over 2"
 TITLE = "Hierarchical distribution-aware testing: natural AEs near dense, fragile seeds"
 
@@ -42,7 +44,7 @@ def report(result: HdaResult, params: HdaParams, target: AuditTarget) -> MethodR
     """The report section (without figures: :func:`weakspot.hda.figures.figures`), findings, repaired model and
     lineage of ``result``."""
     p = params
-    m = metrics(result)
+    m = metrics(result, p)
     tables = _tables(result, m, p)
     section = StageResult(metrics=m, tables=tables, title=f"{TITLE} ({target.name})",
                           summary=_summary(result, p, tables), items=_items(result, p, tables),
@@ -105,13 +107,16 @@ def wilson(rate: Optional[float], n: int) -> Optional[List[float]]:
     return [round(float(lo), 4), round(float(hi), 4)]
 
 
-def metrics(result: HdaResult) -> Dict[str, Any]:
+def metrics(result: HdaResult, p: HdaParams) -> Dict[str, Any]:
     """The metrics file: every generator's numbers on HDA's seeds (and under ``random_seeds``), RQ1's correlations,
     densities and FIDs, Table 8's and Table 9's numbers, the headline numbers and the paper's claims."""
     s, dist = result.seeds, result.distribution
     m: Dict[str, Any] = {"radius": rounded(result.radius, 6), "n_seeds": int(len(s.selected)), "indicator": s.indicator}
     for (mname, sname), e in result.generators.evals.items():
+        f = e.fid_est
         entry = {"ae_prop": rounded(e.ae_prop), "pred_loss": rounded(e.pred_loss), "fid": rounded(e.fid),
+                 "fid_interval": None if f is None or not np.isfinite(f.lo) else [rounded(f.lo), rounded(f.hi)],
+                 "fid_aes": int(e.ae_mask.sum()), "valid_ae_share": rounded(e.valid_ae_share),
                  "log_density": rounded(e.log_density), "queries_per_seed": rounded(e.queries_per_seed, 1),
                  "test_cases": int(e.n_cases)}
         if sname == "selected":
@@ -136,46 +141,16 @@ def metrics(result: HdaResult) -> Dict[str, Any]:
     if "pgd" in m:
         m["pgd_ae_prop"] = m["pgd"]["ae_prop"]
         m["pgd_fid"] = m["pgd"]["fid"]
-    m["claims"] = claims(result.generators.evals, s.table5, ft_metrics)
-    lat, pear = m["latent"], s.pearson
-    m["claims_rq1"] = {  # RQ1's three answers (Tables 3-4, Fig. 3), checked the same way
-        "vae_clusters_better_than_pca": bool(lat["VAE encoder"]["vs"] > lat["PCA"]["vs"]),
-        "kde_samples_lower_fid_than_uniform": bool(dist.fid["kde"] < dist.fid["uniform"]),
-        "indicators_correlate_as_expected": bool((pear["gradient"] is None or pear["gradient"] > 0)
-                                                 and (pear["separation"] or 0.0) < 0),
-    }
+    m.update(as_metrics(check(result, m, ft_metrics, p)))
     return m
-
-
-def claims(evals: Dict[Any, CaseEval], table5: Dict[str, Dict[str, float]], ft: Dict[str, Any]) -> Dict[str, Any]:
-    """The paper's claims, each True/False (left out where it could not be checked)."""
-    out: Dict[str, Any] = {}
-    h = evals.get(("hda", "selected"))
-    others = [evals[(b, "selected")] for b in ("pgd", "coverage") if (b, "selected") in evals]
-    if h is not None and others:
-        out["hda_higher_ae_prop"] = bool(all(h.ae_prop > o.ae_prop for o in others))
-        out["hda_lower_fid"] = bool(all(np.isfinite(h.fid) and (not np.isfinite(o.fid) or h.fid < o.fid)
-                                        for o in others))
-    s, r = table5["selected"], table5["random"]
-    out["seeds_denser"] = bool(s["log_density"] > r["log_density"])
-    out["seeds_less_robust"] = bool(s["log10_local_robustness"] > r["log10_local_robustness"])
-    if ft and "hda" in ft and all(b in ft for b in ("pgd", "coverage")):
-        def gain(mn: str) -> float:
-            return (ft[mn]["global_robustness"] or 0.0) - (ft["none"]["global_robustness"] or 0.0)
-
-        def drop(mn: str) -> float:
-            return (ft["none"]["test_acc"] or 0.0) - (ft[mn]["test_acc"] or 0.0)
-
-        out["finetune_most_robustness"] = bool(gain("hda") >= max(gain("pgd"), gain("coverage")))
-        out["finetune_least_accuracy_drop"] = bool(drop("hda") <= min(drop("pgd"), drop("coverage")))
-    return out
 
 
 # ----------------------------------------------------------------------------------------------------------- tables
 def _case_row(e: CaseEval) -> Dict[str, Any]:
     return {"method": METHOD_TITLES.get(e.method, e.method), "seeds": e.seeds, "test cases": e.n_cases,
             "AE prop.": round(e.ae_prop, 3), "pred. loss (AEs)": rounded(e.pred_loss, 3),
-            "log density of AEs": rounded(e.log_density, 3), "FID": rounded(e.fid, 3), "AEs": int(e.ae_mask.sum()),
+            "log density of AEs": rounded(e.log_density, 3), "AEs": int(e.ae_mask.sum()),
+            "FID (95%, AEs)": fid_text(e, "").strip(), "valid AEs": _share(e.valid_ae_share),
             "SSIM to seed": rounded(e.ssim, 3), "L-inf to seed": rounded(e.linf, 4),
             "queries / seed": round(e.queries_per_seed, 1), "seconds / seed": round(e.seconds_per_seed, 4)}
 
@@ -192,8 +167,28 @@ def _table8_rows(result: HdaResult) -> List[Dict[str, Any]]:
     if adv is None:
         return []
     return [{"model": ml, "method": METHOD_TITLES[att], "log density of seeds": round(adv.seed_log_density[ml], 3),
-             "AE prop.": round(e.ae_prop, 3), "FID": rounded(e.fid, 3), "AEs": int(e.ae_mask.sum()),
+             "AE prop.": round(e.ae_prop, 3), "AEs": int(e.ae_mask.sum()), "FID (95%, AEs)": fid_text(e, "").strip(),
              "SSIM to seed": rounded(e.ssim, 3)} for ml, row in adv.evals.items() for att, e in row.items()]
+
+
+def _share(v: float) -> str:
+    return "" if not np.isfinite(v) else f"{v:.0%}"
+
+
+def _table7_rows(result: HdaResult) -> List[Dict[str, Any]]:
+    """Table 7: OODA and FODA on random seeds (as Dola et al. run them) against HDA on its own seeds."""
+    rows = []
+    for mn, sname in (("ooda", "random"), ("foda", "random"), ("hda", "selected")):
+        e = result.generators.evals.get((mn, sname))
+        if e is None or e.valid is None:
+            continue
+        n_valid = int((e.ae_mask & e.valid).sum())
+        rows.append({"method": METHOD_TITLES[mn], "seeds": sname, "test cases": e.n_cases,
+                     "log density of AEs": rounded(e.log_density, 3),
+                     "valid AEs per test case": round(n_valid / max(e.n_cases, 1), 3),
+                     "% valid AEs": _share(e.valid_ae_share), "L-inf to seed": rounded(e.linf, 4),
+                     "FID (95%, AEs)": fid_text(e, "").strip()})
+    return rows
 
 
 def _reattack_rows(result: HdaResult) -> List[Dict[str, Any]]:
@@ -222,61 +217,13 @@ def _table9_rows(result: HdaResult) -> List[Dict[str, Any]]:
          for mn, r in ft.after.items()]
 
 
-def _cmp(evals: Dict[Any, CaseEval], key: str) -> str:
-    parts = []
-    for mn in ("hda", "pgd", "coverage"):
-        e = evals.get((mn, "selected"))
-        if e is not None:
-            v = getattr(e, key)
-            parts.append(f"{mn} {v:.3g}" if np.isfinite(v) else f"{mn} n/a")
-    return ", ".join(parts)
-
-
-def _ftcmp(m: Dict[str, Any], key: str) -> str:
-    f = m.get("finetune")
-    if not f:
-        return "not run"
-    return ", ".join(f"{mn} {f[mn][key]:.1%}" for mn in ("none", "hda", "pgd", "coverage")
-                     if mn in f and f[mn].get(key) is not None)
-
-
-def _claims_table(result: HdaResult, m: Dict[str, Any]) -> Any:
+def _settings(p: HdaParams, result: HdaResult) -> Any:
     import pandas as pd
 
-    evals, table5, fid3, pear = result.generators.evals, result.seeds.table5, result.distribution.fid, \
-        result.seeds.pearson
-    claims = m["claims"]
-    ctab = pd.DataFrame([
-        {"claim (seeds/004)": "HDA's AEs: a higher AE proportion than PGD's and coverage's",
-         "holds": claims.get("hda_higher_ae_prop"),
-         "numbers": _cmp(evals, "ae_prop")},
-        {"claim (seeds/004)": "HDA's AEs: a lower FID than PGD's and coverage's", "holds": claims.get("hda_lower_fid"),
-         "numbers": _cmp(evals, "fid")},
-        {"claim (seeds/004)": "HDA's seeds are denser than random ones", "holds": claims.get("seeds_denser"),
-         "numbers": f"log density {table5['selected']['log_density']:.2f} vs {table5['random']['log_density']:.2f}"},
-        {"claim (seeds/004)": "HDA's seeds are less robust than random ones", "holds": claims.get("seeds_less_robust"),
-         "numbers": f"log10 P(misclassified) {table5['selected']['log10_local_robustness']:.2f} vs "
-                    f"{table5['random']['log10_local_robustness']:.2f}"},
-        {"claim (seeds/004)": "HDA fine-tuning gains the most global robustness",
-         "holds": claims.get("finetune_most_robustness"), "numbers": _ftcmp(m, "global_robustness")},
-        {"claim (seeds/004)": "... for the least test accuracy", "holds": claims.get("finetune_least_accuracy_drop"),
-         "numbers": _ftcmp(m, "test_acc")},
-        {"claim (seeds/004)": "RQ1: the VAE encoder clusters the classes better than PCA (Table 3)",
-         "holds": m["claims_rq1"]["vae_clusters_better_than_pca"],
-         "numbers": f"V-measure {m['latent']['VAE encoder']['vs']:.3f} vs {m['latent']['PCA']['vs']:.3f}"},
-        {"claim (seeds/004)": "RQ1: samples of the KDE have a lower FID than uniform latent samples (Fig. 3)",
-         "holds": m["claims_rq1"]["kde_samples_lower_fid_than_uniform"],
-         "numbers": f"FID {fid3['kde']:.3g} vs {fid3['uniform']:.3g}"},
-        {"claim (seeds/004)": "RQ1: gradient indicator correlates +, separation - with misclassification (Table 4)",
-         "holds": m["claims_rq1"]["indicators_correlate_as_expected"],
-         "numbers": ", ".join(f"{k} r {v:+.2f}" for k, v in pear.items() if v is not None and np.isfinite(v))},
-    ])
-    ctab["holds"] = ctab["holds"].map(lambda v: "not checked" if v is None else ("yes" if v else "no"))
-    return ctab
-
-
-def _settings(p: HdaParams, radius: float, n_cand: int) -> Any:
-    import pandas as pd
+    radius, n_cand, dist = result.radius, len(result.seeds.X), result.distribution
+    h = result.generators.evals[("hda", "selected")]
+    cov = coverage_iterations(p) * p.coverage.mutants + 1
+    val = dist.validity
 
     ran = {"n_seeds": p.n_seeds, "robustness.n_balls": p.robustness.n_balls, "fid_samples": p.fid_samples,
            "ga.generations": p.ga.generations, "finetune.epochs": p.finetune.epochs,
@@ -289,7 +236,20 @@ def _settings(p: HdaParams, radius: float, n_cand: int) -> Any:
              {"setting": "GA population x generations", "ran": f"{p.ga.population} x {p.ga.generations}",
               "paper": "not given", "where": "Algorithm 1", "differs": False},
              {"setting": "candidate seeds", "ran": f"{n_cand} correctly classified", "paper": "the test set",
-              "where": "Sec. 3.3", "differs": False}]
+              "where": "Sec. 3.3", "differs": False},
+             {"setting": "FID features", "ran": dist.featurizer, "paper": "Inception-v3 (no weights here)",
+              "where": "Table 2", "differs": True},
+             {"setting": "FID of AEs", "ran": f"against their own seeds, 95% bootstrap interval ({p.fid.bootstrap} "
+              f"resamples), no claim from fewer than {p.fid.min_aes} AEs", "paper": "against the test seeds, no "
+              "interval", "where": "Table 6", "differs": True}]
+    if ("coverage", "selected") in result.generators.evals:
+        rows.append({"setting": "coverage-guided fuzzing's queries per seed", "ran": f"{cov} (HDA's GA: "
+                     f"{h.queries_per_seed:.0f})", "paper": "not given", "where": "Table 6",
+                     "differs": p.coverage.iterations is not None})
+    if val is not None:
+        rows.append({"setting": "validity threshold (OODA, % valid AEs)", "ran": f"the {val.quantile:g} quantile "
+                     f"of {val.n_reference} validation inputs' VAE reconstruction probability ({val.samples} codes "
+                     "each)", "paper": "a user-defined threshold (Dola et al.)", "where": "Table 7", "differs": True})
     return pd.DataFrame(rows)
 
 
@@ -313,9 +273,11 @@ def _tables(result: HdaResult, m: Dict[str, Any], p: HdaParams) -> Dict[str, Any
                         f"mean log10 {s.indicator} indicator": round(v["indicator"], 3)} for n, v in s.table5.items()])
     tables = {"table6": pd.DataFrame([_case_row(e) for e in result.generators.evals.values()]),
               "table3": result.distribution.table3.copy(), "fig3_fid": t3_fid, "table4": t4, "table5": t5,
-              "claims": _claims_table(result, m), "settings": _settings(p, result.radius, len(s.X)),
+              "claims": claims_table(check(result, m, m.get("finetune", {}), p)), "settings": _settings(p, result),
               "seconds": pd.DataFrame([{"step": kk, "seconds": vv} for kk, vv in result.seconds.items()])}
-    t8, t9 = pd.DataFrame(_table8_rows(result)), pd.DataFrame(_table9_rows(result))
+    t7, t8, t9 = (pd.DataFrame(f(result)) for f in (_table7_rows, _table8_rows, _table9_rows))
+    if len(t7):
+        tables["table7"] = t7
     if len(t8):
         tables["table8"] = t8
     if len(t9):
@@ -341,8 +303,9 @@ def _summary(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[st
         f"{radius:.4g} for AEs, first for any AE, then for AEs that stay perceptually close to the seed "
         f"({p.ga.metric.upper()}, lambda {p.ga.lam:g}).",
         f"On {len(s.selected)} selected seeds, {h.n_cases} test cases: HDA's AE proportion {h.ae_prop:.0%}, FID "
-        f"{h.fid:.3g}, SSIM to the seed {h.ssim:.3f}"
-        + (f"; PGD-{p.pgd_steps}'s {pg.ae_prop:.0%}, FID {pg.fid:.3g}, SSIM {pg.ssim:.3f}" if pg is not None else "")
+        f"{fid_text(h, '').strip()}, SSIM to the seed {h.ssim:.3f}"
+        + (f"; PGD-{p.pgd_steps}'s {pg.ae_prop:.0%}, FID {fid_text(pg, '').strip()}, SSIM {pg.ssim:.3f}"
+           if pg is not None else "")
         + (f"; coverage-guided fuzzing's {evals[('coverage', 'selected')].ae_prop:.0%} (neuron coverage "
            f"{result.generators.coverage_rate:.0%})" if ("coverage", "selected") in evals else "")
         + f". Seed selection used the {s.indicator} indicator; the selected seeds' mean relative log density is "
@@ -350,10 +313,12 @@ def _summary(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[st
         f"and their estimated log10 probability of misclassification in the ball "
         f"{table5['selected']['log10_local_robustness']:.2f} against {table5['random']['log10_local_robustness']:.2f}"
         f"{fl}.",
-        "The paper's claims, checked: " + "; ".join(f"{r['claim (seeds/004)']}: {r['holds']}"
+        "The paper's claims, checked: " + "; ".join(f"{r['claim']}: {r['holds']}"
                                                     for r in tables["claims"].to_dict("records")) + ".",
-        f"Caveats: FID is on {result.distribution.featurizer} (no Inception weights here), comparable across methods "
-        "of this target only, and it falls with the number of AEs compared (see the AE counts). The local robustness "
+        f"Caveats: FID is on {result.distribution.featurizer} (no Inception weights here; never the audited model, "
+        "whose own features an AE is made to move), each method's AEs against their own seeds, comparable across "
+        "methods of this target only; it is biased upward with few AEs, hence its count and 95% bootstrap interval, "
+        f"and no FID claim rests on fewer than {p.fid.min_aes} AEs. The local robustness "
         f"is Webb et al.'s adaptive multilevel splitting with {p.robustness.particles} particles and "
         f"{p.robustness.mh_steps} Metropolis-Hastings steps per level; their estimates of tiny probabilities are "
         "noisy. Global robustness after fine-tuning is measured on AEs found by HDA's own GA, as in the paper, which "
@@ -371,11 +336,17 @@ def _items(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[Dict
         {"figure": "aes", "caption": "The most natural AEs HDA found (highest SSIM to their seed), grouped by class: "
          "each seed (top: true class, the model's prediction, the seed's relative log density) and its AE (bottom: "
          "the prediction and its confidence, SSIM to the seed)."},
-        {"table": "claims", "caption": "The paper's claims, checked on this target."},
-        {"table": "table6", "caption": f"Tables 6-7: every generator on the same seeds ({len(s.selected)} selected by "
+        {"table": "claims", "caption": "The paper's claims, checked on this target: each with the criterion it is "
+         "tested by and the numbers it read."},
+        {"table": "table6", "caption": f"Table 6: every generator on the same seeds ({len(s.selected)} selected by "
          f"HDA, {len(s.random)} random), the same number of test cases per seed; AE prop. is the share of test cases "
          "that are AEs, pred. loss p(best other class) - p(true class) over the AEs (Definition 3; > 0 is an AE), FID "
-         "against the seeds."},
+         "of the AEs against their own seeds on the reference CNN's features (95% bootstrap interval, AEs it rests "
+         "on), valid AEs the share the VAE's reconstruction probability accepts (Table 7's criterion); coverage-"
+         "guided fuzzing at the queries per seed shown."},
+        *([{"table": "table7", "caption": "Table 7: OODA (PGD's AEs that pass the VAE's reconstruction-probability "
+            "threshold) and FODA on random seeds, as Dola et al. run them, against HDA on its own seeds."}]
+          if "table7" in tables else []),
         {"figure": "landscape", "caption": "The global distribution: the training codes' first two principal "
          "components coloured by log KDE density, HDA's seeds (red) and random seeds (white)."},
         {"table": "table5", "caption": "Table 5: HDA's seeds against random seeds (relative log density: 0 = the "

@@ -37,6 +37,7 @@ class Distribution:
     samples_kde: np.ndarray  # the first decoded samples of each, for the figure
     samples_uniform: np.ndarray
     featurizer: str  # which features FID is computed on
+    validity: Any = None  # the OODA / "% valid AEs" threshold (weakspot.hda.ooda.Validity), None without one
 
 
 @dataclass

@@ -21,7 +21,8 @@ from weakspot.device import resolve_device
 from weakspot.errors import DataError
 from weakspot.hda.config import HdaParams, radius_of
 from weakspot.hda.density import train_density
-from weakspot.hda.fid import Featurizer
+from weakspot.hda.ooda import calibrate
+from weakspot.hda.reference import train_reference
 from weakspot.hda.generate import LogProbs, ProbaFn, classifier_proba, module_proba
 from weakspot.hda.protocol import (Bench, Clock, Splits, rq1_distribution, rq1_seeds, rq2_generators,
                                    rq3_adversarial_model, rq4_finetune)
@@ -48,7 +49,14 @@ def audit(module: Any, proba_fn: ProbaFn, data: Splits, classes: Sequence[str], 
         dens = train_density(X_train, clip=clip, latent_dim=v.latent_dim, hidden=v.hidden, epochs=v.epochs,
                              max_steps=v.max_steps, lr=v.lr, batch_size=v.batch_size, beta=v.beta, seed=p.seed,
                              device=device, progress=progress)
-    bench = Bench(module, proba_fn, dens, Featurizer(module, dens, device=device), p, radius, clip, device, progress)
+    with clock("FID reference network"):
+        f = p.fid
+        ref = train_reference(X_train, y_train, len(classes), width=f.width, train=f.train, epochs=f.epochs, lr=f.lr,
+                              batch_size=f.batch_size, seed=p.seed, device=device, X_test=data.test[0],
+                              y_test=data.test[1], progress=progress)
+    validity = calibrate(dens, data.val[0], quantile=p.ooda.quantile, samples=p.ooda.samples, seed=p.seed) \
+        if len(data.val[0]) >= 2 else None
+    bench = Bench(module, proba_fn, dens, ref, p, radius, clip, device, progress, validity)
     with clock("Table 3 and Fig. 3"):
         distribution = rq1_distribution(bench, X_train, y_train, data.test[0], len(classes), rng)
     seeds = rq1_seeds(bench, data, rng, clock)
