@@ -100,7 +100,7 @@ class FidParams(_Section):
     lr: float = Field(2e-3, gt=0, le=1)
     batch_size: int = Field(64, ge=1)
     min_aes: int = Field(20, ge=2)  # no FID claim from fewer AEs than this
-    bootstrap: int = Field(200, ge=0)  # resamples of the (seed, AE) pairs for the 95% interval (0: none)
+    bootstrap: int = Field(50, ge=0)  # resamples of the (seed, AE) pairs for the 95% interval (0: none)
 
 
 class OodaParams(_Section):

@@ -15,7 +15,6 @@ Example
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -25,23 +24,23 @@ import numpy as np
 def frechet_distance(F1: np.ndarray, F2: np.ndarray) -> float:
     """FID between two feature sets (rows are samples): |m1 - m2|^2 + Tr(S1 + S2 - 2 (S1 S2)^(1/2)).
 
-    NaN where either set has fewer than 2 rows.
+    With centred, scaled rows A and B (S1 = A'A, S2 = B'B), Tr (S1 S2)^(1/2) is the sum of the singular values of
+    A B' (the nonzero eigenvalues of S1 S2 are the squared singular values of A B'): exact, and an SVD of at most
+    ``min(n, d)`` rows a side instead of the matrix square root (:func:`scipy.linalg.sqrtm`) of a ``d x d``
+    product, which is slow and needs regularising when there are fewer samples than features. NaN where either
+    set has fewer than 2 rows.
     """
-    from scipy import linalg
-
     F1, F2 = np.asarray(F1, np.float64), np.asarray(F2, np.float64)
     if len(F1) < 2 or len(F2) < 2:
         return float("nan")
     m1, m2 = F1.mean(0), F2.mean(0)
-    s1, s2 = np.atleast_2d(np.cov(F1, rowvar=False)), np.atleast_2d(np.cov(F2, rowvar=False))
-    with warnings.catch_warnings():  # fewer samples than features make the product singular: its root still exists
-        warnings.simplefilter("ignore", linalg.LinAlgWarning)
-        covmean = linalg.sqrtm(s1 @ s2)
-        if not np.isfinite(covmean).all():  # regularise as the reference implementation (pytorch-fid) does
-            off = np.eye(len(s1)) * 1e-6
-            covmean = linalg.sqrtm((s1 + off) @ (s2 + off))
-    covmean = np.real(covmean)
-    return float(max(0.0, ((m1 - m2) ** 2).sum() + np.trace(s1) + np.trace(s2) - 2.0 * np.trace(covmean)))
+    A, B = (F1 - m1) / np.sqrt(len(F1) - 1), (F2 - m2) / np.sqrt(len(F2) - 1)
+    if len(A) > A.shape[1]:  # more samples than features: the d x d triangle of A carries the same A'A
+        A = np.linalg.qr(A, mode="r")
+    if len(B) > B.shape[1]:
+        B = np.linalg.qr(B, mode="r")
+    nuclear = float(np.linalg.svd(A @ B.T, compute_uv=False).sum())
+    return float(max(0.0, ((m1 - m2) ** 2).sum() + (A ** 2).sum() + (B ** 2).sum() - 2.0 * nuclear))
 
 
 @dataclass
