@@ -53,11 +53,12 @@ def _ae(e: CaseEval, name: str) -> str:
 
 def fid_text(e: CaseEval, name: str) -> str:
     """``"hda 1.2 (0.9-1.6, 146 AEs)"``: a FID with its interval and pairs, or why there is none."""
-    f = e.fid_est
+    f, n = e.fid_est, int(e.ae_mask.sum())
+    aes = f"{n} AE" + ("" if n == 1 else "s")
     if f is None or not np.isfinite(f.value):
-        return f"{name} n/a ({int(e.ae_mask.sum())} AEs)"
+        return f"{name} n/a ({aes})"
     ci = f" ({f.lo:.3g}-{f.hi:.3g}, " if np.isfinite(f.lo) else " ("
-    return f"{name} {f.value:.3g}{ci}{f.n} AEs)"
+    return f"{name} {f.value:.3g}{ci}{aes})"
 
 
 def _generators(evals: Dict[Any, CaseEval], p: HdaParams) -> List[Claim]:
