@@ -102,6 +102,7 @@ def since_last_audit(hp):
                   {"audit": {"audit_id": since["current"] or "this run (not recorded in the history)"},
                    "previous": since["previous"], "rows": since["rows"]})
     publish_verdict(comparison, report_path=str(Path(paths.REPORT).resolve()))
+    since["gates"] = comparison.get("gates", [])  # the conditions summary at the top of the report
     return since, png
 
 

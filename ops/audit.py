@@ -7,7 +7,9 @@ metrics recorded in the history store and compared with the previous audit's (:m
 every output sent to the DVC remote.
 
 Caveats first: the exit code is the verdict: 0, 3 when a watched metric regressed (with
-``history.fail_on_regression``), 2 for bad params or another audit running, and DVC's own code when a stage fails.
+``history.fail_on_regression``) or a gate failed (with ``gates.fail``), 2 for bad params or another audit running,
+and DVC's own code when a stage fails. ``reports/junit.xml`` and ``reports/summary.md`` say which conditions
+failed (:mod:`ops.verdict_files`).
 """
 
 from __future__ import annotations
@@ -47,23 +49,37 @@ def _metrics_exist() -> bool:
 
 
 def record_and_compare() -> int:
-    """Keep the audit's metrics in the history store and compare them with the previous audit's; 3 on a regression
-    (with history.fail_on_regression), else 0. The comparison is written next to the audit's file."""
+    """Keep the audit's metrics in the history store, compare them with the previous audit's and check the gates
+    (:mod:`ops.gates`, the first audit too); 3 on a regression (with history.fail_on_regression) or a failed gate
+    (with gates.fail), else 0. The comparison (rule and gate rows) is written next to the audit's file, and
+    ``reports/junit.xml`` and ``reports/summary.md`` from it (:mod:`ops.verdict_files`)."""
+    from ops.gates import check_gates
     from ops.history import audits, compare, format_comparison, load, record
+    from ops.verdict_files import write_verdict_files
 
     _, hp = load_section("history", PARAMS)
+    _, gp = load_section("gates", PARAMS)
     prev = audits(".", hp.dir)
     rec = record(".", hp.dir)
     prev_id = prev[-1].stem if prev else None
-    rows = compare(load(prev[-1]), load(Path(rec["file"])), hp.rules) if prev else []
-    write_json(Path(hp.dir) / f"{rec['audit_id']}.comparison.json",
-               {"audit": rec, "previous": prev_id, "rows": rows})
+    now = load(Path(rec["file"]))
+    rows = compare(load(prev[-1]), now, hp.rules) if prev else []
+    gates = check_gates(gp, now, "findings")
+    comparison = {"audit": rec, "previous": prev_id, "rows": rows, "gates": gates}
+    write_json(Path(hp.dir) / f"{rec['audit_id']}.comparison.json", comparison)
     print(format_comparison(rows, prev_id, rec["audit_id"]), flush=True)
-    if any(r["regression"] for r in rows) and hp.fail_on_regression:
+    for g in gates:
+        print(f"{'PASS' if g['passed'] else 'FAIL'} gate {g['condition']}: {g['numbers']}", flush=True)
+    write_verdict_files(comparison, "reports", "findings", report_path="reports/index.html")
+    regressed = any(r["regression"] for r in rows) and hp.fail_on_regression
+    failed = [g for g in gates if not g["passed"]] if gp.fail else []
+    if regressed:
         print("weakspot: regressions since the last audit (exit 3); history.rules in params.yaml set what counts",
               file=sys.stderr)
-        return 3
-    return 0
+    if failed:
+        print(f"weakspot: {len(failed)} gate(s) failed (exit 3): " + "; ".join(g["condition"] for g in failed)
+              + " (gates in params.yaml)", file=sys.stderr)
+    return 3 if regressed or failed else 0
 
 
 def audit(stages: Optional[Sequence[str]] = None, *, force: bool = False, pull: bool = False, push: bool = False,

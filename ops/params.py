@@ -1,5 +1,5 @@
-"""params.yaml's ``history`` and ``execution`` sections: how audits are compared and kept, and where a stage's tasks
-run. Importing this module registers both with :mod:`weakspot.config` (:func:`~weakspot.config.register_section`).
+"""params.yaml's ``history``, ``gates`` and ``execution`` sections: how audits are compared and kept, the conditions
+every audit must meet, and where a stage's tasks run. Importing this module registers both with :mod:`weakspot.config` (:func:`~weakspot.config.register_section`).
 
 Caveats first: the library does not know these sections, so :func:`weakspot.config.check_params` refuses a params.yaml
 that holds them unless this module was imported first (``weakspot check`` and ``weakspot audit`` import it, and so do
@@ -42,6 +42,53 @@ class HistoryParams(BaseModel):
     remote: str = ".dvc-store"
     fail_on_regression: bool = True
     rules: List[RuleParams] = Field(default_factory=list)
+
+
+class WeakSpotGate(BaseModel):
+    """A gate on the confirmed weak spots (held-out confirmation against a random control) of the audit's findings."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_lift: Optional[float] = Field(None, gt=0, description="fail when a confirmed weak spot's lift is above it")
+    max_count: Optional[int] = Field(None, ge=0, description="fail when more weak spots than this are confirmed")
+    methods: str = Field("*", description="which methods' findings (shell wildcards)")
+    targets: str = Field("*", description="which targets' findings (shell wildcards)")
+
+    @model_validator(mode="after")
+    def _one(self) -> "WeakSpotGate":
+        if self.max_lift is None and self.max_count is None:
+            raise ValueError("a weak_spots gate needs max_lift or max_count")
+        return self
+
+
+class GateParams(BaseModel):
+    """One absolute condition every audit must meet: ``{metric, op, value}`` on the audit's metrics (the names of
+    history.rules, shell wildcards: each match must hold), or ``{weak_spots: {max_lift | max_count}}``."""
+
+    model_config = ConfigDict(extra="forbid")
+    metric: Optional[str] = Field(None, description="<stage>/<target>:<dotted.key>, shell wildcards allowed")
+    op: Optional[Literal[">=", ">", "<=", "<", "==", "!="]] = None
+    value: Optional[float] = None
+    weak_spots: Optional[WeakSpotGate] = None
+    name: Optional[str] = Field(None, description="how the conditions summary and junit.xml name it")
+
+    @model_validator(mode="after")
+    def _kind(self) -> "GateParams":
+        on_metric = (self.metric, self.op, self.value)
+        if self.weak_spots is not None and any(v is not None for v in on_metric):
+            raise ValueError("a gate is either {metric, op, value} or {weak_spots: ...}, not both")
+        if self.weak_spots is None and any(v is None for v in on_metric):
+            raise ValueError("a metric gate needs metric, op and value (e.g. {metric: 'train/*:test_accuracy', "
+                             "op: '>=', value: 0.9}), or use {weak_spots: {max_lift: 3}}")
+        return self
+
+
+class GatesParams(_Section):
+    """params.yaml ``gates`` section: conditions checked after every audit, the first one too (:mod:`ops.gates`).
+    A failed gate exits 3 like a regression (with ``fail``) and shows in the report's conditions summary,
+    ``reports/junit.xml`` and ``reports/summary.md``."""
+
+    fail: bool = True
+    conditions: List[GateParams] = Field(default_factory=list)
 
 
 class ExecutionParams(_Section):
@@ -91,4 +138,5 @@ class ExecutionParams(_Section):
 
 
 register_section("history", HistoryParams)
+register_section("gates", GatesParams)
 register_section("execution", ExecutionParams)

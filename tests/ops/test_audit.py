@@ -175,3 +175,35 @@ def test_kill_9_in_the_middle_of_a_stage_leaves_no_half_artifact_and_the_next_au
     assert "phoneme seed 1: replicates" in text, text[-3000:]
     assert metrics.read_bytes() != old
     assert not list(r.path.glob("metrics/**/.*.partial-*"))
+
+
+@pytest.mark.slow
+@pytest.mark.ops
+def test_a_gate_above_a_metric_fails_the_audit_in_junit_and_summary_and_relaxed_passes(ops_repo):
+    import xml.etree.ElementTree as ET
+
+    r = ops_repo
+    original = (r.path / "params.yaml").read_text()
+    raw = _params(r)
+    try:
+        raw["gates"] = {"conditions": [{"metric": "train/phoneme:test_accuracy", "op": ">=", "value": 1.01}]}
+        _write(r, raw)
+        failed = r.run(*WEAKSPOT, "audit", check=False)
+        assert failed.returncode == 3, failed.stdout[-3000:] + failed.stderr[-3000:]
+        assert "FAIL gate train/phoneme:test_accuracy >= 1.01" in failed.stdout
+        junit = ET.parse(r.path / "reports/junit.xml").getroot()
+        fail = junit.find("testsuite[@name='gates']/testcase/failure")
+        assert fail is not None and "train/phoneme:test_accuracy = 0." in fail.get("message")
+        assert int(junit.get("failures")) >= 1 and junit.find("testsuite[@name='methods']/testcase") is not None
+        summary = (r.path / "reports/summary.md").read_text()
+        assert summary.startswith("## weakspot audit: FAIL") and "`train/phoneme:test_accuracy >= 1.01`" in summary
+        page = (r.path / "reports/index.html").read_text()
+        assert "id='conditions'" in page and "train/phoneme:test_accuracy &gt;= 1.01" in page
+        raw["gates"]["conditions"][0]["value"] = 0.0
+        _write(r, raw)
+        passed = r.run(*WEAKSPOT, "audit", check=False)
+        assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-3000:]
+        assert (r.path / "reports/summary.md").read_text().startswith("## weakspot audit: PASS")
+        assert ET.parse(r.path / "reports/junit.xml").getroot().find(".//failure") is None
+    finally:
+        (r.path / "params.yaml").write_text(original)

@@ -106,7 +106,7 @@ def test_every_given_text_is_escaped_wherever_the_page_prints_it():
     row = {"metric": NASTY, "before": NASTY, "after": [NASTY], "change": 0.5, "rule": NASTY, "note": NASTY,
            "regression": True}
     since = {"n_audits": 2, "previous": NASTY, "current": NASTY, "recorded": True, "rows": [row], "trend": {},
-             "times": []}
+             "times": [], "gates": [{"condition": NASTY, "passed": False, "numbers": NASTY}]}
     page = render_report(secs, figures={f"{key}/f": PNG}, tables={f"{key}/t": pd.DataFrame({NASTY: [NASTY]})},
                          metrics={key: {NASTY: 1.0}}, title=NASTY, run_info={NASTY: NASTY}, targets=targets,
                          groups={"gad": NASTY}, since=since, trend_png=PNG)
@@ -120,7 +120,7 @@ def test_every_template_loads_and_the_css_is_embedded():
     env = environment()
     names = env.list_templates()
     assert {"page.html", "section.html", "since.html", "weak_spots.html", "method.html", "finding.html",
-            "report.css"} <= set(names)
+            "conditions.html", "report.css"} <= set(names)
     for name in names:
         env.get_template(name)  # compiles
     assert env.autoescape("page.html") and env.autoescape("section.html")

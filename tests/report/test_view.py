@@ -165,3 +165,21 @@ def test_the_report_opens_with_a_row_per_target_and_ranks_confirmed_weak_spots_a
     assert b["worst"] == "none confirmed"
     html = weak_spots_html({**targets[0]})
     assert html.index("Confirmed weak spots") < html.index("<h3>Weak segments")
+
+
+def test_conditions_summary_puts_failed_gates_and_regressions_first():
+    from weakspot.report.view import conditions_section
+
+    rule = {"metric": "train/digits:test_accuracy", "rule": "down > 0.01", "before": 0.95, "after": 0.9,
+            "change": -0.05, "regression": True, "note": ""}
+    ok_rule = {**rule, "metric": "train/scenes:test_accuracy", "regression": False}
+    gates = [{"condition": "g1", "passed": True, "numbers": "1 of 1 hold"},
+             {"condition": "g2", "passed": False, "numbers": "1 of 1 fail: x = 0.5"}]
+    c = conditions_section({"gates": gates, "rows": [ok_rule, rule], "previous": "A"})
+    assert c["bad"] and c["verdict"] == "3 of 4 conditions failed"
+    assert [(r["passed"], r["condition"]) for r in c["rows"]] == [
+        (False, "g2"), (False, "train/digits:test_accuracy (worse if down > 0.01)"),
+        (False, "no watched metric worse than audit A"), (True, "g1")]
+    assert c["rows"][2]["numbers"] == "1 of 2 watched metrics within their rules"
+    assert conditions_section({"gates": [], "rows": []}) is None  # a first audit without gates: no section
+    assert conditions_section({"gates": gates[:1]})["verdict"] == "the one condition holds"

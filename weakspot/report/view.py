@@ -227,6 +227,30 @@ def since_section(comparison: Mapping[str, Any], trend_png: Optional[bytes] = No
     }
 
 
+def conditions_section(since: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """The conditions summary at the top of the report: every gate (params.yaml ``gates``) and the regression rules
+    of the history, pass or fail, failures first (``since["gates"]``: the audit's gate rows); None without either."""
+    gates = list(since.get("gates") or [])
+    rules = list(since.get("rows") or [])
+    if not gates and not rules:
+        return None
+    rows = [{"passed": bool(g["passed"]), "kind": "gate", "condition": str(g["condition"]),
+             "numbers": str(g.get("numbers", ""))} for g in gates]
+    bad_rules = [r for r in rules if r.get("regression")]
+    rows += [{"passed": False, "kind": "regression rule", "condition": f"{r['metric']} (worse if {r['rule']})",
+              "numbers": f"{_since_cell(r['before'])} -> {_since_cell(r['after'])}"} for r in bad_rules]
+    if rules:
+        n_ok = len(rules) - len(bad_rules)
+        rows.append({"passed": not bad_rules, "kind": "regression rules",
+                     "condition": f"no watched metric worse than audit {since.get('previous')}",
+                     "numbers": f"{n_ok} of {len(rules)} watched metrics within their rules"})
+    n_bad = sum(not r["passed"] for r in rows)
+    rows.sort(key=lambda r: r["passed"])
+    return {"bad": bool(n_bad), "rows": rows,
+            "verdict": (f"{n_bad} of {len(rows)} conditions failed" if n_bad else
+                        "the one condition holds" if len(rows) == 1 else f"all {len(rows)} conditions hold")}
+
+
 def _parts(s: Mapping[str, Any], key: str, figures: Mapping[str, bytes], tables: Mapping[str, Any],
            max_table_rows: int) -> List[Dict[str, Any]]:
     """A section's figures and tables in order, each ``{"kind": "figure", "caption", "figure"}``, ``{"kind": "table",
@@ -289,11 +313,14 @@ def page(sections: List[Mapping[str, Any]], *, figures: Mapping[str, bytes], tab
     info = dict(run_info or {})
     if since is not None:
         info["since the last audit"] = verdict_line(since)
-    nav = ([("overview", "Targets")] if shown else []) + ([("glance", "At a glance")]
+    cond = None if since is None else conditions_section(since)
+    nav = ([("conditions", "Conditions")] if cond else []) + ([("overview", "Targets")] if shown else []) + (
+        [("glance", "At a glance")]
            + [(f"target-{t['name']}", f"Weak spots: {t['name']}") for t in shown]
            + ([("since", "Since the last audit")] if since is not None else [])
            + [(s["group_id"], s["group"]) for s in secs if s["group"] is not None])
     return {"title": title, "meta": [(str(k), str(v)) for k, v in info.items()], "nav": nav,
             "glance": [(s.get("title", s["stage"]), h) for s in sections for h in s.get("headline", [])],
             "targets": shown, "sections": secs, "overview": overview(shown) if shown else None,
-            "since": None if since is None else since_section(since, trend_png, max(40, max_table_rows))}
+            "since": None if since is None else since_section(since, trend_png, max(40, max_table_rows)),
+            "conditions": None if since is None else conditions_section(since)}

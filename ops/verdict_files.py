@@ -1,0 +1,134 @@
+"""The audit's verdict for machines and pull requests, written by every `weakspot audit`: ``reports/junit.xml`` (one
+test case per gate, per regression rule's metric and per method x target) and ``reports/summary.md`` (the verdict,
+the failed conditions and the top confirmed weak spots, fit for a PR comment).
+
+Caveats first:
+
+* Both are built from the audit's comparison file (``<history.dir>/<audit_id>.comparison.json``: the rule rows of
+  :mod:`ops.history` and the gate rows of :mod:`ops.gates`) and the findings tables; nothing is recomputed.
+* A method x target test case fails when the method's findings checked on held-out inputs did not beat their random
+  control there (:func:`weakspot.report.view.control_verdict`): its weak spots on that target cannot be trusted. It
+  passes otherwise; a method whose findings are not checked passes with that said in its output.
+* JUnit has no "regressed": a regression is a failed test case of the suite ``regression rules``; a first audit has
+  no rule rows.
+"""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from weakspot.io import write_text
+
+from ops.gates import confirmed_weak_spots
+
+
+def conditions(comparison: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Every gate and every rule's metric as ``{condition, kind, passed, numbers}``, failures first."""
+    rows = [dict(g) for g in comparison.get("gates", [])]
+    for r in comparison.get("rows", []):
+        change = r.get("change")
+        nums = f"before {r.get('before')!r}, after {r.get('after')!r}" + (
+            f", change {change:+.4g}" if isinstance(change, (int, float)) and not isinstance(change, bool) else
+            (f", new {change}" if change else "")) + (f" ({r['note']})" if r.get("note") else "")
+        rows.append({"condition": f"{r['metric']} ({r['rule']})", "kind": "rule", "passed": not r.get("regression"),
+                     "numbers": nums})
+    return sorted(rows, key=lambda r: bool(r["passed"]))
+
+
+def method_cases(findings_root: "str | Path" = "findings") -> List[Dict[str, Any]]:
+    """One row per method x target with findings: ``{method, target, passed, text}``."""
+    import pandas as pd
+
+    from weakspot.report.view import control_verdict
+
+    out = []
+    for f in sorted(Path(findings_root).glob("*/*.parquet")):
+        v = control_verdict(pd.read_parquet(f))
+        out.append({"method": f.stem, "target": f.parent.name, "passed": v["kind"] != "lost",
+                    "text": v["text"] or "no findings"})
+    return out
+
+
+def junit_xml(comparison: Dict[str, Any], methods: List[Dict[str, Any]]) -> str:
+    """The JUnit XML of the audit: suites ``gates``, ``regression rules`` and ``methods``."""
+    root = ET.Element("testsuites", name="weakspot audit")
+    conds = conditions(comparison)
+    suites = [("gates", [c for c in conds if c["kind"] == "gate"]), ("regression rules",
+                                                                      [c for c in conds if c["kind"] == "rule"])]
+    total = fails = 0
+    for name, rows in suites:
+        s = ET.SubElement(root, "testsuite", name=name, tests=str(len(rows)),
+                          failures=str(sum(not r["passed"] for r in rows)))
+        for r in rows:
+            case = ET.SubElement(s, "testcase", classname=f"weakspot.{name.replace(' ', '_')}", name=r["condition"])
+            if not r["passed"]:
+                ET.SubElement(case, "failure", message=f"{r['condition']}: {r['numbers']}").text = r["numbers"]
+            else:
+                ET.SubElement(case, "system-out").text = r["numbers"]
+        total, fails = total + len(rows), fails + sum(not r["passed"] for r in rows)
+    s = ET.SubElement(root, "testsuite", name="methods", tests=str(len(methods)),
+                      failures=str(sum(not m["passed"] for m in methods)))
+    for m in methods:
+        case = ET.SubElement(s, "testcase", classname=f"weakspot.methods.{m['method']}", name=m["target"])
+        if not m["passed"]:
+            ET.SubElement(case, "failure", message=m["text"]).text = m["text"]
+        else:
+            ET.SubElement(case, "system-out").text = m["text"]
+    root.set("tests", str(total + len(methods)))
+    root.set("failures", str(fails + sum(not m["passed"] for m in methods)))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _lift(s: Dict[str, Any]) -> str:
+    ci = f" ({s['lift_lo']:.2f}-{s['lift_hi']:.2f})" if math.isfinite(s["lift_lo"]) else ""
+    return f"{s['lift']:.2f}{ci}"
+
+
+def summary_markdown(comparison: Dict[str, Any], spots: List[Dict[str, Any]], methods: List[Dict[str, Any]],
+                     report_path: Optional[str] = None, top: int = 5) -> str:
+    """The PR comment: the verdict, the failed conditions with their numbers, methods that lost to their control and
+    the top confirmed weak spots."""
+    conds = conditions(comparison)
+    bad, lost = [c for c in conds if not c["passed"]], [m for m in methods if not m["passed"]]
+    audit = comparison.get("audit") or {}
+    verdict = "FAIL" if bad else "PASS"
+    lines = [f"## weakspot audit: {verdict}", "",
+             f"{len(conds) - len(bad)} of {len(conds)} conditions hold ({sum(c['kind'] == 'gate' for c in conds)} "
+             f"gates, {sum(c['kind'] == 'rule' for c in conds)} regression checks"
+             + (f" against audit `{comparison['previous']}`" if comparison.get("previous") else ", first audit")
+             + ").", ""]
+    if bad:
+        lines += ["| failed condition | kind | numbers |", "|---|---|---|"]
+        lines += [f"| `{c['condition']}` | {c['kind']} | {c['numbers']} |" for c in bad]
+        lines.append("")
+    if lost:
+        lines.append("Methods that did not beat their random control (their weak spots there are not trusted): "
+                     + ", ".join(f"{m['method']} on {m['target']}" for m in lost) + ".")
+        lines.append("")
+    if spots:
+        lines += [f"Top confirmed weak spots ({min(top, len(spots))} of {len(spots)}, by lift over a random control, "
+                  "95% interval):", "", "| target | method | weak spot | lift |", "|---|---|---|---|"]
+        lines += [f"| {s['target']} | {s['method']} | {s['weak_spot']} | {_lift(s)} |" for s in spots[:top]]
+    else:
+        lines.append("No weak spot confirmed on held-out inputs against a random control.")
+    lines.append("")
+    if report_path:
+        lines.append(f"Report: `{report_path}`")
+    lines.append(f"Audit `{audit.get('audit_id', '?')}`, git revision `{(audit.get('git_rev') or 'unknown')[:12]}`")
+    return "\n".join(lines) + "\n"
+
+
+def write_verdict_files(comparison: Dict[str, Any], out_dir: "str | Path" = "reports",
+                        findings_root: "str | Path" = "findings", report_path: Optional[str] = None) -> List[Path]:
+    """Write ``junit.xml`` and ``summary.md`` into ``out_dir`` (atomically); their paths."""
+    methods = method_cases(findings_root)
+    spots = confirmed_weak_spots(findings_root)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(out / "junit.xml", junit_xml(comparison, methods))
+    write_text(out / "summary.md", summary_markdown(comparison, spots, methods, report_path))
+    return [out / "junit.xml", out / "summary.md"]
