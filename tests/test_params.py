@@ -13,15 +13,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_library_alone_does_not_know_the_operations_sections_and_ops_params_registers_them(tmp_path):
-    """weakspot.config knows the library's sections and every method's; ``history`` and ``execution`` are registered by
-    the operations package when ops.params is imported (weakspot check and audit, the report stage, tasks/runner.py)."""
+    """weakspot.config knows the library's sections and every method's; ``history``, ``gates`` and ``execution`` are
+    registered by the operations package when ops.params is imported (weakspot check and audit, the report stage,
+    tasks/runner.py)."""
     import subprocess
     import sys
 
     code = ("from weakspot.config import section_names; a = set(section_names()); import ops.params; "
-            "b = set(section_names()); print(sorted(a & {'history', 'execution'}), sorted(b - a))")
+            "b = set(section_names()); print(sorted(a & {'history', 'execution', 'gates'}), sorted(b - a))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    assert out.split("\n")[-2] == "[] ['execution', 'history']"
+    assert out.split("\n")[-2] == "[] ['execution', 'gates', 'history']"
 
 
 def _write(tmp_path, data) -> Path:
