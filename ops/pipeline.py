@@ -196,10 +196,15 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def dvc_yaml(raw: Dict[str, Any]) -> str:
-    """The text of dvc.yaml for the params in ``raw``."""
+    """The text of dvc.yaml for the params in ``raw``: the stages, then the plots (each target's reliability curve and
+    every method's curve tables, :attr:`weakspot.methods.Method.plots`)."""
+    from weakspot.config import validate_section
+
     text = yaml.safe_dump({"stages": stages(raw)}, sort_keys=False, width=120)
     plots = {"plots": [{f"{paths.plots('train', t)}/reliability.csv": {"x": "confidence", "y": "accuracy"}}
-                       for t in raw["targets"]]}
+                       for t in raw["targets"]]
+             + [{f"{paths.plots(m.name, t)}/{table}.csv": {"x": x, "y": list(ys)}}
+                for t, m in pairs(validate_section("targets", raw).root) for table, x, ys in m.plots]}
     return HEADER + text + "\n" + yaml.safe_dump(plots, sort_keys=False, width=120)
 
 
