@@ -89,13 +89,34 @@ def test_the_settings_table_says_what_differs_from_the_paper(toy_run, toy):
     assert "Why the step differs" not in " ".join(paper.section.summary)
 
 
-def test_a_poor_generator_is_said_at_the_top(toy_run, toy):
+def _with_gate(res, holds):
+    c = dict(res.controls)
+    c["gate"] = {**c["gate"], "holds": holds, "model_on_reconstructions": 0.4 if not holds else 1.0}
+    return dataclasses.replace(res, controls=c)
+
+
+def test_realistic_is_said_only_when_the_generators_gate_holds(toy_run, toy):
     params, res, _ = toy_run
-    good = report(dataclasses.replace(res, accuracy_on_reconstructions=1.0), params, toy).section
-    poor = report(dataclasses.replace(res, accuracy_on_reconstructions=0.4), params, toy).section
-    assert "Caveat" not in good.headline[0] and "Caveat: the model recognises only 40%" in poor.headline[0]
-    assert not any("generator is poor" in s for s in good.summary)
-    assert any("generator is poor" in s for s in poor.summary)
+    good = report(_with_gate(res, True), params, toy)
+    poor = report(_with_gate(res, False), params, toy)
+    none = report(dataclasses.replace(res, controls=None), params, toy)
+    assert good.section.headline[0].startswith("Corner cases: ") and "realistic inputs" in good.section.headline[0]
+    h = poor.section.headline[0]
+    assert h.startswith("Corner cases are blurred, not realistic (the model recognises 40%") and "realistic inputs" not in h
+    assert none.section.headline[0].startswith("Corner cases (realism not measured")
+    for out in (poor, none):
+        assert not out.findings["weak_spot"].str.startswith("realistic").any()
+        assert any("nothing here is called realistic" in s or "blurred, not realistic" in s for s in out.section.summary)
+    assert good.findings[good.findings["kind"] == "class_pair"]["weak_spot"].str.startswith("realistic").all()
+
+
+def test_the_claim_rows_state_criterion_numbers_and_result(toy_report):
+    t = toy_report.section.tables["claims"]
+    assert list(t.columns) == ["claim", "criterion", "numbers", "holds"] and len(t) == 5
+    assert set(t["holds"]) <= {"yes", "no"} and (t["criterion"].str.len() > 20).all()
+    m = toy_report.section.metrics
+    row = t.set_index("claim").filter(like="at this audit's step", axis=0).iloc[0]
+    assert row["holds"] == ("yes" if m["margin_reduction"] >= 100 else "no")
 
 
 def test_class_pairs_counts_unordered_pairs_most_first():

@@ -25,6 +25,7 @@ PAPER_SETTINGS = {
     "lr": (0.001, "Sec. 4.3, Adam, latent units not given"),
     "lr_schedule": ("constant", "Sec. 4.3, no schedule mentioned"),
     "fgsm_eps": (0.25, "Sec. 4.5"),
+    "realism_weight": (0.0, "Sec. 3: loss alpha * |f(G(s))| - D(G(s)), no realism hinge"),
 }
 
 
@@ -68,6 +69,17 @@ class CornerParams(BaseModel):
     kde_bandwidth: Union[float, Literal["scott"]] = "scott"  # Scott's rule n^(-1/(d+4)) in standardised latent units
     realism_quantile: float = Field(0.05, gt=0, lt=1)  # ours: realistic = log-density >= this quantile of the training codes'
     boundary_margin: float = Field(0.05, gt=0, lt=1)  # ours: near the boundary = p_top1 - p_top2 < this
+
+    # Independent realism judge (ours, issue 24): neither the audited model nor the autoencoder
+    reference_train: int = Field(4000, ge=50)  # ours: training images the reference classifier learns (a seeded sample)
+    reference_epochs: int = Field(20, ge=1, le=1000)  # ours: its epochs, capped by reference_max_steps
+    reference_max_steps: int = Field(600, ge=1)  # ours: CPU budget, epochs * ceil(n / 64) <= this (a few seconds)
+    near_quantile: float = Field(0.95, gt=0, lt=1)  # ours: near the data = nearest training image no farther than
+    #   this quantile of real held-out images' nearest-training distances
+    n_random: int = Field(1000, ge=10, le=100_000)  # ours: uniform codes in the codes' box, the judge's control
+    gate: float = Field(0.8, gt=0, le=1)  # ours: "realistic" only when the model recognises at least this share of
+    #   the generator's reconstructions of held-out images, relative to the images themselves
+    paper_lr_seeds: int = Field(100, ge=0, le=100_000)  # ours: seeds rerun at the paper's step (lr 0.001, constant)
 
     # Comparison with FGSM (Sec. 4.5)
     fgsm_eps: float = Field(0.25, gt=0)  # Sec. 4.5: epsilon = 0.25 (pixels in [0, 1]; latent step of the same length)

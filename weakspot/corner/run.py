@@ -28,6 +28,7 @@ import numpy as np
 
 from weakspot.corner.autoencoder import Generator
 from weakspot.corner.config import CornerParams
+from weakspot.corner.controls import paper_lr_margins
 from weakspot.corner.generator import check_generator, check_images, generator_bytes, generator_params
 from weakspot.corner.realism import LatentDensity, latent_density, nearest_train_distance
 from weakspot.data.parts import sample_rows
@@ -68,6 +69,12 @@ class CornerResult:
     heldout : dict of str -> array, optional
         :func:`heldout_margins` of the evaluation rows the search never saw (``y``, ``pred``, ``margin``): what the
         class pairs are confirmed on.
+    paper_lr : dict, optional
+        :func:`weakspot.corner.controls.paper_lr_margins`: the search rerun at the paper's step on the first seeds.
+    controls : dict, optional
+        :func:`judge_controls`: the independent judge's ``sets``, ``passed`` (per seed), ``yield``, the generator's
+        ``gate`` and the ``judge``'s own numbers; None without held-out images.
+    generator_info : dict
         ``pixels`` (the training images' digest, the generator's cache key) and ``training_seconds``.
     """
 
@@ -85,7 +92,8 @@ class CornerResult:
     seconds: Dict[str, float] = field(default_factory=dict)
     generator_info: Dict[str, Any] = field(default_factory=dict)
     heldout: Optional[Dict[str, np.ndarray]] = None
-    heldout: Optional[Dict[str, np.ndarray]] = None
+    paper_lr: Optional[Dict[str, Any]] = None
+    controls: Optional[Dict[str, Any]] = None
 
     @property
     def latent_dim(self) -> int:
@@ -124,7 +132,36 @@ def run(target: AuditTarget, params: CornerParams, runtime: Any) -> CornerResult
     result.generator_info = {"pixels": pixels, "training_seconds": gen["seconds"]}
     if target.test is not None and len(target.test):
         result.heldout = heldout_margins(target.model, target.test.X, target.test.y)
+        if len(target.test) >= 10:
+            t1 = time.perf_counter()
+            with single_thread(g.device):
+                result.controls = judge_controls(target.model, X, y, target.test.X, target.test.y, result, params)
+            result.seconds["judge"] = time.perf_counter() - t1
     return result
+
+
+def judge_controls(clf: Any, X: np.ndarray, y: np.ndarray, X_held: Any, y_held: Any, result: CornerResult,
+                   params: CornerParams) -> Dict[str, Any]:
+    """The independent judge (:func:`weakspot.corner.judge.fit_judge`, trained on ``X``, ``y``, calibrated on half
+    the held-out images), its verdicts on the corner cases and the controls
+    (:func:`weakspot.corner.controls.judged_sets`, the other half as the real images) and the generator's gate on
+    every held-out image (:func:`weakspot.corner.controls.generator_gate`)."""
+    from weakspot.corner.controls import generator_gate, judged_sets
+    from weakspot.corner.judge import fit_judge, split_heldout
+
+    Xh, yh = np.asarray(X_held, np.float32), np.asarray(y_held).astype(np.int64)
+    judge = fit_judge(X, y, Xh, yh, clf.n_classes, train=params.reference_train, epochs=params.reference_epochs,
+                      max_steps=params.reference_max_steps, quantile=params.near_quantile, seed=params.seed)
+    _, control = split_heldout(len(Xh), params.seed)
+    out = judged_sets(clf, result.generator, judge, result.search, result.flags["corner"], Xh[control],
+                      params.n_random, params.boundary_margin, params.seed)
+    out["gate"] = generator_gate(clf, judge, result.generator, Xh, yh, params.gate)
+    out["judge"] = {"reference_accuracy": judge.accuracy, "reference_epochs": judge.epochs,
+                    "reference_train": int(min(params.reference_train, len(X))),
+                    "near_threshold": judge.near_threshold, "sharp_threshold": judge.sharp_threshold,
+                    "n_calibration": int(len(judge.calibration)),
+                    "near_quantile": float(params.near_quantile)}
+    return out
 
 
 def heldout_margins(clf: Any, X: Any, y: Any) -> Dict[str, np.ndarray]:
@@ -184,11 +221,14 @@ def corner_cases(clf: Any, X: np.ndarray, y: np.ndarray, g: Generator, params: C
         on_images = float(np.mean(clf.predict(X[idx]) == y[idx]))
         on_reconstructions = float(np.mean(clf.predict(g.reconstruct_np(X[idx])) == y[idx]))
         times["fgsm_and_distances"] = time.perf_counter() - t2
+        t3 = time.perf_counter()
+        paper = paper_lr_margins(clf, g, seeds, dens, params, use_disc)
+        times["paper_lr"] = time.perf_counter() - t3
     return CornerResult(
         search=search, comparison=comparison, flags=corner_flags(search, dens, params, use_disc), generator=g,
         density=dens, use_discriminator=use_disc, n_train=len(X), accuracy_on_training_images=on_images,
         accuracy_on_reconstructions=on_reconstructions, nearest_train_before=before, nearest_train_after=after,
-        seconds=times)
+        seconds=times, paper_lr=paper)
 
 
 def corner_flags(search: CornerSearch, dens: LatentDensity, params: CornerParams, use_disc: bool) -> Dict[str, np.ndarray]:
