@@ -29,7 +29,7 @@ def test_run_returns_the_search_and_its_measurements(toy_run):
     assert res.accuracy_on_training_images == 1.0 and 0 <= res.accuracy_on_reconstructions <= 1
     assert res.nearest_train_before.shape == res.nearest_train_after.shape == (24,)
     assert (res.nearest_train_after >= 0).all()
-    assert list(res.seconds) == ["generator", "search", "fgsm_and_distances"]
+    assert list(res.seconds) == ["generator", "search", "fgsm_and_distances", "paper_lr", "judge"]
 
 
 def test_the_generator_is_one_cached_call_keyed_on_the_pixels_not_the_target(toy_run, toy):

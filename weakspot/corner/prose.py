@@ -131,8 +131,8 @@ def settings_paragraph(m: Dict[str, Any], params: CornerParams, differ: List[Dic
                    f"{p['lr']}, constant, on the first {p['n_seeds']} seeds, the median margin fell only "
                    f"x{fmt(p['margin_reduction'])} ({fmt(p['margin_before'])} -> {fmt(p['margin_after'])}; "
                    f"{p['near_boundary_share']:.0%} near the boundary), against x{fmt(m['margin_reduction'])} at this "
-                   "audit's step. The annealed step lets a seed that reached the boundary settle on it instead of "
-                   "bouncing across it.")
+                   "audit's step." + (" The annealed step lets a seed that reached the boundary settle on it "
+                                      "instead of bouncing across it." if params.lr_schedule == "cosine" else ""))
 
 
 def summary_of(m: Dict[str, Any], params: CornerParams, use_disc: bool, differ: List[Dict[str, Any]]) -> List[str]:
@@ -140,8 +140,8 @@ def summary_of(m: Dict[str, Any], params: CornerParams, use_disc: bool, differ: 
     return [
         method_paragraph(m, params, use_disc), search_paragraph(m, params, use_disc), judge_paragraph(m, params),
         noise_paragraph(m, params),
-        "Caveats: the generator's latent density" + (" and its discriminator" if use_disc else "")
-        + " are the generator's own view of the data; the judge above is a second classifier and pixel statistics, "
+        "Caveats: the generator's latent density" + (" and its discriminator are" if use_disc else " is")
+        + " the generator's own view of the data; the judge above is a second classifier and pixel statistics, "
         "not a person. Corner cases carry no true label, so they show where the model is undecided on generated "
         "inputs, not errors.",
         settings_paragraph(m, params, differ),

@@ -132,6 +132,7 @@ def metrics_of(result: CornerResult, classes: List[str]) -> Dict[str, Any]:
     if result.use_discriminator:
         m["disc_accuracy"] = float(g.history.get("disc_accuracy", float("nan")))
         m["disc_real_share"] = float(flags["disc_ok"].mean())
+    m["n_train"] = int(result.n_train)
     m["model_accuracy_on_training_images"] = result.accuracy_on_training_images
     m["model_accuracy_on_reconstructions"] = result.accuracy_on_reconstructions
     if result.paper_lr is not None:
