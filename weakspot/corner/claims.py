@@ -37,8 +37,8 @@ def pct_ci(share: Optional[float], ci: Optional[List[float]], k: Optional[int] =
 
 
 def set_text(c: Dict[str, Any]) -> str:
-    """A judged set's share with its interval and counts."""
-    return pct_ci(c["share"], c["interval"], c["passed"], c["n"])
+    """A judged set's share with its interval and counts ("none to judge" for an empty set)."""
+    return pct_ci(c["share"], c["interval"], c["passed"], c["n"]) if c["n"] else "none to judge"
 
 
 def margin_row(claim: str, p: Optional[Dict[str, Any]], step: str) -> Dict[str, str]:
