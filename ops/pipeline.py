@@ -195,6 +195,30 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def method_plots(name: str) -> Tuple[Tuple[str, str, Tuple[str, ...]], ...]:
+    """A method's curve tables (its package's ``PLOTS``: ``(table, x, y columns)``), declared as DVC plots. They live
+    in the method's package, not in :class:`weakspot.methods.Method`, so declaring one reruns that method's stages
+    only (every stage imports weakspot.methods)."""
+    import importlib
+
+    from weakspot.methods import package_of
+
+    return tuple(getattr(importlib.import_module(package_of(name)), "PLOTS", ()))
+
+
+def _plot_columns(raw: Dict[str, Any], method: str, target: str, ys: Iterable[str]) -> List[str]:
+    """A method's plot columns for ``target``: each ``"params:<key>"`` replaced by the list its section holds."""
+    from weakspot.config import validate_section
+
+    out: List[str] = []
+    for y in ys:
+        if y.startswith("params:"):
+            out += [str(v) for v in getattr(validate_section(method, raw, target=target), y.split(":", 1)[1])]
+        else:
+            out.append(y)
+    return out
+
+
 def dvc_yaml(raw: Dict[str, Any]) -> str:
     """The text of dvc.yaml for the params in ``raw``: the stages, then the plots (each target's reliability curve and
     every method's curve tables, :attr:`weakspot.methods.Method.plots`)."""
@@ -203,8 +227,8 @@ def dvc_yaml(raw: Dict[str, Any]) -> str:
     text = yaml.safe_dump({"stages": stages(raw)}, sort_keys=False, width=120)
     plots = {"plots": [{f"{paths.plots('train', t)}/reliability.csv": {"x": "confidence", "y": "accuracy"}}
                        for t in raw["targets"]]
-             + [{f"{paths.plots(m.name, t)}/{table}.csv": {"x": x, "y": list(ys)}}
-                for t, m in pairs(validate_section("targets", raw).root) for table, x, ys in m.plots]}
+             + [{f"{paths.plots(m.name, t)}/{table}.csv": {"x": x, "y": _plot_columns(raw, m.name, t, ys)}}
+                for t, m in pairs(validate_section("targets", raw).root) for table, x, ys in method_plots(m.name)]}
     return HEADER + text + "\n" + yaml.safe_dump(plots, sort_keys=False, width=120)
 
 

@@ -82,9 +82,6 @@ class Method:
         Extra products it writes next to its findings (``findings/<t>/<name>_<output>``).
     repairs : bool
         It may return a repaired copy of the model (``data/targets/<t>/repaired_<name>/``).
-    plots : tuple of (table, x, ys)
-        Tables of its section that are curves: declared in dvc.yaml's ``plots`` (``plots/<name>/<t>/<table>.csv``,
-        x column, y columns), so ``dvc plots show`` and ``dvc plots diff`` draw them.
     """
 
     name: str
@@ -104,7 +101,6 @@ class Method:
     skip_keys: Tuple[str, ...] = ()
     outputs: Tuple[str, ...] = ()
     repairs: bool = False
-    plots: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = ()
 
     def misfit(self, target: "TargetParams") -> Optional[str]:
         """Why this method does not run on ``target`` (``None`` when it does)."""

@@ -76,7 +76,10 @@ def test_grid_defaults_errors_and_the_dvc_plot():
         RobustnessParams(eps=[0.1, 0.0])
     assert eps_half([0.0, 0.1], np.array([1.0, 0.9])) is None
     m = methods.get("robustness")
-    assert m.white_box and m.modalities == ("image",) and m.plots == (("curve", "eps", ("clean", "pgd")),)
+    from ops.pipeline import method_plots
+
+    assert m.white_box and m.modalities == ("image",) and method_plots("robustness") == (("curve", "eps",
+                                                                                        ("clean", "pgd")),)
     X = np.zeros((4, 8), np.float32)
     flat = methods.AuditTarget(name="flat", model=_Model(), classes=CLASSES, test=Dataset(X=X, y=np.zeros(4, int),
                                                                                           classes=CLASSES))

@@ -21,3 +21,7 @@ METHOD = register_method(Method(
     run="weakspot.examine.run:run", report="weakspot.examine.report:report",
     figures="weakspot.examine.figures:figures", modalities=("image",), scene=True, order=20,
     target_keys=("class_map",), skip_keys=("study",)))
+
+#: Tables of its section that are curves, declared in dvc.yaml's plots by ops/pipeline.py: (table, x, y columns;
+#: "params:<key>" = the columns its section's key lists).
+PLOTS = (("curve", "iteration", ("params:examiners", "T0")),)

@@ -228,7 +228,23 @@ def target_tables(result: ExamineResult, params: ExamineParams, metrics: Mapping
                                                zip(grid, metrics["at_equal_renders"][e].values())}}
                                            for e in params.examiners]),
             "t0_per_class": pd.DataFrame([{"class": c, "T0": v, "learnt": v >= 0.5} for c, v in t0.items()]),
-            "settings": settings_table(params, result.space)}
+            "settings": settings_table(params, result.space), "curve": curve_table(result, params)}
+
+
+def curve_table(result: ExamineResult, params: ExamineParams) -> Any:
+    """Fig. 1's curves as a table (a DVC plot): per iteration, each examiner's class-averaged true-class probability
+    (mean over repeats), and T0 (random renders) as a flat line."""
+    import pandas as pd
+
+    t0 = float(np.mean([s.probs[0].mean() for s in group(result.sessions, "main_t0")]))
+    cols: Dict[str, Any] = {}
+    for e in params.examiners:
+        ss = group(result.sessions, "main", examiner=e)
+        reps = sorted({s.rep for s in ss})
+        cols[e] = np.array([np.mean([s.curve() for s in ss if s.rep == r], axis=0) for r in reps]).mean(axis=0)
+    n = min(len(c) for c in cols.values())
+    return pd.DataFrame({"iteration": np.arange(1, n + 1), **{e: np.round(c[:n], 4) for e, c in cols.items()},
+                         "T0": round(t0, 4)})
 
 
 # ------------------------------------------------------------------------------------------ prose

@@ -19,3 +19,7 @@ METHOD = register_method(Method(
     run="weakspot.gad.run:run", report="weakspot.gad.report:report", figures="weakspot.gad.figures:figures",
     modalities=("tabular",), order=10,
     outputs=("to_label.parquet", "to_label.csv")))
+
+#: Tables of its section that are curves, declared in dvc.yaml's plots by ops/pipeline.py: (table, x, y columns;
+#: "params:<key>" = the columns its section's key lists).
+PLOTS = (("sdr_curve", "query", ("params:searches",)),)

@@ -186,8 +186,12 @@ def tables_of(outcomes: List[DatasetOutcome], params: GadParams) -> Dict[str, An
                     "sdr_mean": float(sm[q]), "sdr_lo": float(slo[q]), "sdr_hi": float(shi[q]),
                     "errors_mean": float(em[q]), "errors_lo": float(elo[q]), "errors_hi": float(ehi[q]),
                 })
+    curves = pd.DataFrame(long)
+    wide = (curves.pivot_table(index="query", columns="search", values="sdr_mean", sort=False).reset_index()
+            if len(curves) and curves["target"].nunique() == 1 else pd.DataFrame())
+    wide.columns.name = None
     return {"table_i": pd.DataFrame(rows), "sdr_across_seeds": pd.DataFrame(across),
-            "sdr_by_seed": pd.DataFrame(by_seed), "sdr_curves": pd.DataFrame(long)}
+            "sdr_by_seed": pd.DataFrame(by_seed), "sdr_curves": curves, "sdr_curve": wide.round(4)}
 
 
 def _fmt_sdr(a: Dict[str, float]) -> str:
