@@ -16,7 +16,7 @@ def _evals(psi_of, cw_of, fgsm_of=None, pgd_of=None):
 
 def test_claims_say_not_tested_without_the_models():
     t, out = claims({})
-    assert len(t) == 0 and out == {} and list(t.columns) == ["claim", "holds", "numbers"]
+    assert len(t) == 0 and out == {} and list(t.columns) == ["claim", "criterion", "numbers", "holds"]
     t, out = claims(_evals({"none": 2.0}, {"none": 0.1}))
     assert len(t) == 0 and out == {}
 
@@ -26,7 +26,10 @@ def test_min_max_largest_and_psi_ordering_hold_when_the_numbers_say_so():
     t, out = claims(ev)
     assert out["minmax_largest_psi"] is True and out["psi_orders_as_cw30"] is True
     assert out["psi_cw30_pairs_agree"] == [3, 3] and out["psi_cw30_kendall_tau"] == pytest.approx(1.0)
-    assert list(t["holds"]) == ["yes", "yes"] and t["numbers"].iloc[0].startswith("minmax 8.0, fgsm_at 4.0")
+    assert list(t["holds"]) == ["yes", "yes"]
+    # a defended model's psi is never given without its clean accuracy
+    assert t["numbers"].iloc[0].startswith("psi (clean accuracy): minmax 8.00 (99.0%), fgsm_at 4.00 (99.0%)")
+    assert "largest of the 3 models" in t["criterion"].iloc[0] and "two standard errors" in t["criterion"].iloc[1]
 
 
 def test_a_reversed_order_and_a_smaller_min_max_psi_are_reported_as_not_holding():
@@ -34,6 +37,17 @@ def test_a_reversed_order_and_a_smaller_min_max_psi_are_reported_as_not_holding(
     t, out = claims(ev)
     assert out["minmax_largest_psi"] is False and out["psi_orders_as_cw30"] is False
     assert out["psi_cw30_pairs_agree"] == [0, 3] and out["psi_cw30_kendall_tau"] == pytest.approx(-1.0)
+    assert t["holds"].iloc[0] == "no: none's psi is larger" and t["holds"].iloc[1] == "no: 3 pair(s) reversed"
+    assert "none above minmax by psi (9.00 against 2.00) but below by CW-30 (5.0% against 60.0%)" in t["numbers"].iloc[1]
+
+
+def test_a_min_max_model_that_lost_clean_accuracy_says_so_beside_its_verdict():
+    ev = _evals({"none": 1.0, "minmax": 9.0}, {"none": 0.0, "minmax": 0.1})
+    ev["minmax"].acc["clean"], ev["none"].acc["clean"] = 0.425, 0.73
+    t, out = claims(ev)
+    assert t["holds"].iloc[0] == ("yes, at a clean accuracy 30.5% below the audited model's (42.5% against 73.0%): "
+                                  "a flatter model, not only a more robust one")
+    assert out["minmax_clean_drop"] == pytest.approx(0.305)
 
 
 def test_equal_accuracies_leave_the_ordering_untested_and_tau_undefined():
@@ -43,20 +57,73 @@ def test_equal_accuracies_leave_the_ordering_untested_and_tau_undefined():
     assert t["holds"].iloc[1].startswith("not tested") and "undefined" in t["numbers"].iloc[1]
 
 
-def test_distillation_claim_needs_its_premise():
-    psi_of = {"none": 2.0, "minmax": 20.0, "distillation": 2.5}
-    cw = {"none": 0.0, "minmax": 0.5, "distillation": 0.0}
-    # distillation's FGSM and PGD accuracies far above the undefended model's, psi next to it: the claim holds
-    high = {"none": 0.05, "minmax": 0.5, "distillation": 0.9}
-    _, out = claims(_evals(psi_of, cw, high, high))
-    assert out["distillation_claim"] == "yes" and out["distillation_psi_ratio"] == pytest.approx(1.25)
-    # its psi nearer min-max's: the claim fails
-    _, out = claims(_evals({**psi_of, "distillation": 15.0}, cw, high, high))
-    assert out["distillation_claim"] == "no"
-    # no gain under FGSM or PGD: the premise is absent
-    low = {"none": 0.05, "minmax": 0.5, "distillation": 0.06}
-    t, out = claims(_evals(psi_of, cw, low, low))
-    assert out["distillation_claim"] == "premise absent" and t["holds"].iloc[-1].startswith("premise absent (")
+def _distilled(psi_d, n=300, spread=0.0, fgsm_d=0.9, seed=0):
+    """none, min-max and distillation on the same n inputs: per-input KLs around 1 / psi (lognormal noise of sigma
+    ``spread``; the same noise for none and distillation, so the planted ratio is exact); CW-30 ranks distillation
+    last, FGSM/PGD first."""
+    noise = np.random.default_rng(seed).lognormal(0, spread, n) if spread else np.ones(n)
+    kl = {"none": noise / 2.0, "minmax": noise / 20.0, "distillation": noise / (2.0 * psi_d / 2.0)}
+    acc = {"none": accs(0.99, 0.05, 0.05, 0.05), "minmax": accs(0.98, 0.5, 0.5, 0.5),
+           "gradreg": accs(0.99, 0.1, 0.1, 0.1), "distillation": accs(0.95, fgsm_d, fgsm_d, 0.01)}
+    kl["gradreg"] = noise / 2.2
+    return {k: model_eval(k, kl[k], acc[k], n_attacked=200) for k in ("none", "minmax", "gradreg", "distillation")}
+
+
+def test_distillation_psi_27_percent_above_the_undefended_models_is_stated_and_fails_the_claim():
+    t, out = claims(_distilled(2.0 * 1.27))
+    row = t.iloc[2]
+    assert row["claim"].startswith("distillation's high FGSM/PGD accuracy does not raise its psi")
+    assert "psi 2.00 -> 2.54 (+27.0%; 95% interval +27.0% to +27.0%)" in row["numbers"]
+    assert "distillation ranks 2 of 4 by psi, 4 of 4 by CW-30" in row["numbers"]
+    assert "95% paired-bootstrap interval (2000 resamples of the 300 psi inputs) reaches 0% or lower" in row["criterion"]
+    assert row["holds"] == "no: psi rose +27.0%, beyond its sampling noise (interval +27.0% to +27.0%)"
+    assert out["distillation_claim"] == "no" and out["distillation_psi_change"] == pytest.approx(0.27)
+    assert out["distillation_rank_psi"] == 2 and out["distillation_rank_cw30"] == 4 and out["n_models"] == 4
+    # nearer the undefended model's than min-max's in log psi: the paper's second half holds
+    assert t.iloc[3]["holds"] == "yes" and out["distillation_nearer_none"] == "yes"
+    assert list(t.columns) == ["claim", "criterion", "numbers", "holds"]
+
+
+def test_a_distillation_psi_change_within_its_noise_holds():
+    # the same per-input noise is not paired here: distillation's KLs get their own draw, so psi moves by chance
+    ev = _distilled(2.0, spread=1.5)
+    ev["distillation"] = model_eval("distillation", np.random.default_rng(9).lognormal(0, 1.5, 300) / 2.0,
+                                    accs(0.95, 0.9, 0.9, 0.01))
+    t, out = claims(ev)
+    lo, hi = out["distillation_psi_change_ci95"]
+    assert lo < 0 < hi or hi < 0
+    assert t.iloc[2]["holds"] == "yes" and out["distillation_claim"] == "yes"
+
+
+def test_a_distillation_psi_below_the_undefended_models_holds_as_in_the_paper():
+    t, out = claims(_distilled(2.0 * 70.5 / 89.8))  # MNIST's 89.8 -> 70.5
+    assert t.iloc[2]["holds"] == "yes" and out["distillation_psi_change"] == pytest.approx(70.5 / 89.8 - 1)
+
+
+def test_distillation_near_min_max_fails_the_second_row():
+    t, out = claims(_distilled(15.0))
+    assert t.iloc[3]["holds"] == "no" and out["distillation_nearer_none"] == "no"
+
+
+def test_distillation_claims_need_their_premise():
+    t, out = claims(_distilled(2.0 * 1.27, fgsm_d=0.06))
+    assert out["distillation_claim"] == "premise absent" and out["distillation_nearer_none"] == "premise absent"
+    assert t["holds"].iloc[2].startswith("premise absent (") and t["holds"].iloc[3].startswith("premise absent (")
+
+
+def test_table_4_invariance_is_by_construction_and_the_others_move():
+    row = {"x1": 2.16, "x100": 2.16 * (1 + 1e-6), "x0.01": 2.16, "softmax_x1": 0.17, "softmax_x100": 4.8,
+           "softmax_x0.01": 119.0, "sharpness_x1": 1132.0, "sharpness_x100": 7021.0, "sharpness_x0.01": 6.6}
+    t, out = claims({}, {"none": row}, [100.0, 0.01])
+    assert list(t["claim"].str.contains("Table 4")) == [True, True]
+    assert "holds by construction, not as an empirical finding" in t["criterion"].iloc[0]
+    assert t["holds"].iloc[0] == "yes (by construction)" and t["holds"].iloc[1] == "yes"
+    assert "largest relative change 1.0e-06" in t["numbers"].iloc[0]
+    assert out["reparam_invariant"] is True and out["reparam_others_move"] is True
+    moved = {**row, "x100": 3.0, "softmax_x100": 0.2, "softmax_x0.01": 0.18}
+    t, out = claims({}, {"none": moved}, [100.0, 0.01])
+    assert t["holds"].iloc[0].startswith("no: ") and t["holds"].iloc[1] == "no"
+    assert out["reparam_invariant"] is False and out["reparam_others_move"] is False
 
 
 def test_grade_is_anchored_on_table_1():

@@ -52,12 +52,41 @@ def test_prose_quotes_the_numbers(out, measured):
     s = out.section.summary
     assert len(s) == 5  # what psi is, the audited model, the ART check, the defended models, the caveats
     assert "eps = 0.15" in s[0] and f"psi {none.psi:.1f}" in s[1] and "PGD-10 checked against IBM ART's" in s[2]
-    assert f"the largest psi is minmax's ({mm.psi:.1f}, at clean accuracy {mm.acc['clean']:.1%})" in s[3]
+    assert (f"the largest psi is minmax's ({mm.psi:.1f}, at clean accuracy {mm.acc['clean']:.1%}; the audited "
+            f"model's {none.acc['clean']:.1%})") in s[3]
+    assert "(Table 4): yes (by construction)" in s[3]
     assert s[4].startswith("Caveats")
-    assert "pgd_steps 10 (paper: 30" in s[4]
+    assert "Settings that differ from the paper's (the settings table gives both values): pgd_steps, cw_steps" in s[4]
     (head,) = out.section.headline
     assert head.startswith(f"Intrinsic robustness: psi {none.psi:.1f};")
     assert f"min-max training: psi {mm.psi:.1f} at clean accuracy {mm.acc['clean']:.0%}" in head  # never psi alone
+
+
+def test_every_number_in_the_headline_and_summary_comes_from_the_metrics(out):
+    """The prose's numbers are the metrics' (or the settings that ran) formatted: nothing typed, nothing stale."""
+    from tests.intrinsic.prose_numbers import unexplained
+
+    sec = out.section
+    texts = [*sec.headline, *sec.summary]
+    assert unexplained(texts, sec.metrics, small_params().model_dump()) == []
+    # the check bites: a number from nowhere is caught
+    assert unexplained(["psi rose 27.4% (Table 3, Sec. 5.2)"], sec.metrics) == ["27.4%"]
+
+
+def test_fig_6_pool_and_table_4_say_what_they_are(out, measured):
+    sec = out.section
+    assert sec.metrics["inputs"] == {"psi_test": 120, "psi_val": 0, "fig6_pool_test": 120, "fig6_pool_val": 0,
+                                     "fig6_pool_train": 0}
+    fig = {i["figure"]: i["caption"] for i in sec.items if "figure" in i}
+    cap = {i["table"]: i["caption"] for i in sec.items if "table" in i}
+    assert "drawn from a pool of 120 inputs (120 test + 0 validation, no training input)" in fig["stability"]
+    assert "the invariance holds by construction" in cap["reparam"]
+    assert f"minmax {measured.evals['minmax'].acc['clean']:.1%}" in cap["reparam"]
+    st = sec.tables["settings"].set_index("setting")
+    assert st.loc["Fig. 6 pool", "ran"].startswith("120 inputs (120 test + 0 validation, no training input)")
+    claims = sec.tables["claims"]
+    assert list(claims.columns) == ["claim", "criterion", "numbers", "holds"]
+    assert claims["criterion"].str.contains("by construction").any()
 
 
 def test_findings_are_the_audited_models(out, measured):

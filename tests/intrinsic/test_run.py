@@ -85,7 +85,7 @@ def test_the_method_runs_on_a_target_through_the_one_entry_point(trained):
     assert set(out.lineage["defences"]) == {"fgsm_at"}
     assert out.lineage["defences"]["fgsm_at"]["label"].endswith("fine-tuned from the audited model")
     assert out.findings.iloc[0]["kind"] == "threat_model"
-    assert "psi ran on 100 inputs (100 from the test split)" in sec.summary[0]
+    assert "psi ran on 100 inputs (100 from the test split; never a training input)" in sec.summary[0]
 
 
 def test_a_target_with_non_finite_inputs_is_refused(trained):

@@ -58,3 +58,28 @@ def test_settings_table_flags_what_differs_from_the_paper():
     t = settings_table(p, 120, 60, 0.15, {}, "scratch", False).set_index("setting")
     assert t.loc["eps (L-inf)", "differs"] and t.loc["defence_init", "ran"] == "no defended models"
     assert len(PAPER_TABLE) == 8
+
+
+def test_each_defence_is_set_against_its_own_papers_settings_as_it_ran():
+    """gradreg's lambda, read from the training's record, differs from Ross & Doshi-Velez's 100; a defence run at its
+    paper's settings does not; min-max's steps are compared with MNIST's 40 on grey-scale and CIFAR-10's 7 on colour;
+    Fig. 6's pool states its test and validation counts."""
+    from weakspot.adversarial.defences import ROSS_LAMBDA_PAPER
+
+    p = small_params(stability={"batch_sizes": [100, 250, 500, 1000], "draws": 5, "pool": 1500})
+    info = {"gradreg": {"label": "gradreg 0.1", "settings": {"lam": 0.1}},
+            "fgsm_at": {"label": "fgsm", "settings": {"eps": 0.15, "lam": 0.3, "fraction": 0.5}},
+            "distillation": {"label": "d", "settings": {"temperature": 100.0, "warm_start": True}},
+            "minmax": {"label": "PGD-7", "settings": {"steps": 7}}}
+    t = settings_table(p, 300, 200, 0.15, info, "scratch", True, grey=True, n_pool=538, n_test=268)
+    t = t.set_index("setting")
+    assert t.loc["defence gradreg", "differs"] and f"lambda {ROSS_LAMBDA_PAPER:g}" in t.loc["defence gradreg", "paper"]
+    assert not t.loc["defence fgsm_at", "differs"] and t.loc["defence distillation", "differs"]  # a warm start
+    assert t.loc["minmax steps", "differs"] and t.loc["minmax steps", "paper"].startswith("40 (")
+    t = settings_table(p, 300, 200, 0.15, info, "scratch", True, grey=False).set_index("setting")
+    assert not t.loc["minmax steps", "differs"] and "Fig. 6 pool" not in t.index
+    t = settings_table(p, 300, 200, 0.15, {"gradreg": {"settings": {"lam": ROSS_LAMBDA_PAPER}}}, "scratch", True)
+    assert not t.set_index("setting").loc["defence gradreg", "differs"]
+    t = settings_table(p, 300, 200, 0.15, {}, "scratch", False, n_pool=538, n_test=268).set_index("setting")
+    assert t.loc["Fig. 6 pool", "ran"] == ("538 inputs (268 test + 270 validation, no training input); batches of 100, "
+                                           "250, 500 (1000 left out: not smaller than the pool)")

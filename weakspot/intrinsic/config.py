@@ -68,7 +68,7 @@ class StabilityParams(_Section):
 
     batch_sizes: List[int] = Field(default_factory=lambda: [100, 250, 500, 1000], min_length=1)  # Fig. 6: 100..1000
     draws: int = Field(20, ge=2, le=10_000)  # ours: batches drawn per size
-    pool: int = Field(1500, ge=2)  # ours: inputs whose KL is computed (test split first, then val, then train)
+    pool: int = Field(1500, ge=2)  # ours: inputs whose KL is computed (test split first, then val; never train)
 
     @field_validator("batch_sizes")
     @classmethod

@@ -17,7 +17,7 @@ from weakspot.intrinsic.config import IntrinsicParams
 from weakspot.intrinsic.findings import findings
 from weakspot.intrinsic.run import IntrinsicResult
 from weakspot.intrinsic.tables import (PAPER_TABLE, attack_names, autoattack_name, defences_table, per_class_table,
-                                       reparam_table, seconds_table, settings_table)
+                                       pool_words, reparam_table, seconds_table, settings_table)
 from weakspot.methods import MethodReport
 from weakspot.result import StageResult
 
@@ -29,9 +29,10 @@ def report(result: IntrinsicResult, params: IntrinsicParams, target: Any) -> Met
     import pandas as pd
 
     p = params
-    claim_t, claim_m = claims(result.evals)
+    claim_t, claim_m = claims(result.evals, result.reparam, p.reparam.factors, seed=p.seed)
     settings_t = settings_table(p, len(result.X), result.n_attack, result.eps, result.defence_info, result.init,
-                                len(result.evals) > 1)
+                                len(result.evals) > 1, grey=result.X.ndim == 4 and result.X.shape[1] == 1,
+                                n_pool=result.n_pool, n_test=result.n_test)
     tables = {"seconds": seconds_table(result), "defences": defences_table(result, p),
               "paper": pd.DataFrame(PAPER_TABLE), "reparam": reparam_table(result.reparam, p),
               "stability": result.stability, "per_class": per_class_table(result), "claims": claim_t,
@@ -52,9 +53,10 @@ def sample(result: IntrinsicResult, p: IntrinsicParams) -> str:
     from_test = min(n, int(result.n_test))
     rest = f" and {n - from_test} validation inputs" if n > from_test else ""
     pool = int(result.stability["batch_size"].max()) if len(result.stability) else 0
+    words, _ = pool_words(result.n_pool, result.n_test, p.stability.batch_sizes)
     return (f"{from_test} of the {result.n_test} test inputs{rest} for psi (drawn with seed {p.seed}), the first "
-            f"{result.n_attack} of them attacked per model; Fig. 6 draws batches of up to {pool} from a pool of at most "
-            f"{p.stability.pool} test and validation inputs; the defended copies trained on the train split")
+            f"{result.n_attack} of them attacked per model; Fig. 6 draws batches of up to {pool} from a pool of "
+            f"{words}; the defended copies trained on the train split")
 
 
 def metrics(result: IntrinsicResult, claim_metrics: Dict[str, Any]) -> Dict[str, Any]:
@@ -62,7 +64,12 @@ def metrics(result: IntrinsicResult, claim_metrics: Dict[str, Any]) -> Dict[str,
     claims, the surfaces' boundary distances and the PGD-vs-ART check."""
     evals = result.evals
     grey = grade_applies(result.X.shape, result.eps, result.clip)
-    m: Dict[str, Any] = {"eps": float(result.eps), "n_inputs": int(len(result.X)), "n_attack": int(result.n_attack)}
+    n_psi, n_test, n_pool = int(len(result.X)), int(result.n_test), int(result.n_pool)
+    m: Dict[str, Any] = {"eps": float(result.eps), "n_inputs": n_psi, "n_attack": int(result.n_attack),
+                         # where the inputs came from: the test split first, then val; never train
+                         "inputs": {"psi_test": min(n_psi, n_test), "psi_val": n_psi - min(n_psi, n_test),
+                                    "fig6_pool_test": min(n_pool, n_test), "fig6_pool_val": n_pool - min(n_pool, n_test),
+                                    "fig6_pool_train": 0}}
     for name, e in evals.items():
         row = {"psi": e.psi, "psi_softmax": e.psi_softmax, "clean_acc": e.acc["clean"], "fgsm_acc": e.acc["fgsm"],
                "pgd30_acc": e.acc["pgd30"], "cw30_acc": e.acc["cw30"]}
@@ -112,8 +119,8 @@ def summary(result: IntrinsicResult, params: IntrinsicParams, m: Dict[str, Any],
         "paper's scale-invariant normalisation of the logits (divided by their largest absolute value, shifted to "
         "(0, 2), summed to one; Eq. 5), so rescaling a layer does not change psi; plain softmax psi is given for "
         f"comparison. psi ran on {n_psi} inputs ({min(n_psi, n_test)} from the test split"
-        + (", the rest from the validation and training splits" if n_psi > n_test else "")
-        + f"), the attacks on the first {n_attack}.",
+        + (f", {n_psi - n_test} from the validation split" if n_psi > n_test else "")
+        + f"; never a training input), the attacks on the first {n_attack}.",
         f"The audited model: psi {n0.psi:.1f} (softmax {n0.psi_softmax:.3g}); accuracy clean {n0.acc['clean']:.1%}, "
         + ", ".join(f"{att_names[k]} {n0.acc[k]:.1%}" for k in n0.acc if k != "clean")
         + (f"; grade {grade(n0.psi)} (Sec. 5.6, MNIST-calibrated; see the caveats)" if grey else "")
@@ -122,9 +129,10 @@ def summary(result: IntrinsicResult, params: IntrinsicParams, m: Dict[str, Any],
         f"eps, steps and step size: accuracy {art['ours']:.1%} (ours) and {art['art']:.1%} (ART), the attacked "
         f"inputs differing by at most {art['max_abs_diff']:.2g}.",
         *([f"Defended models ({', '.join(defended)}), each from the audited model's architecture and seed: the largest "
-           f"psi is {best}'s ({evals[best].psi:.1f}, at clean accuracy {evals[best].acc['clean']:.1%}). The paper's "
-           "claims, checked: "
-           + "; ".join(f"{r['claim']}: {r['holds']}" for r in claim_t.to_dict("records")) + "."] if defended else []),
+           f"psi is {best}'s ({evals[best].psi:.1f}, at clean accuracy {evals[best].acc['clean']:.1%}; the audited "
+           f"model's {n0.acc['clean']:.1%}). The paper's claims, checked (the claims table gives each one's pass rule "
+           "and numbers): " + "; ".join(f"{r['claim']}: {r['holds']}" for r in claim_t.to_dict("records")) + "."]
+          if defended else []),
         "Caveats: psi and every accuracy come from gradient-based searches, so they bound the model's worst case from "
         "one side only (a stronger search can only lower the accuracy and raise the KL). Eq. 5 gives the most "
         "negative logit probability exactly 0 whenever its magnitude is the largest (on nearly every clean input "
@@ -132,12 +140,11 @@ def summary(result: IntrinsicResult, params: IntrinsicParams, m: Dict[str, Any],
         "is on a different scale from the paper's tables (compare models, not numbers across papers). Gradient "
         "inhibition (Liu et al. 2018, Table 3) is not among the defences: seeds/002 describes it only as relying on "
         "vanishing input gradients, and its own paper is not at hand to implement it from. "
-        + ("The grade is Sec. 5.6's three levels for MNIST at eps 0.3, with bounds placed between Table 1's LeNet "
-           "models because the paper's ranges are not legible in our copy; our digits are 8x8, not MNIST's 28x28. "
+        + ("The grade is Sec. 5.6's three levels for MNIST at its eps, with bounds placed between Table 1's LeNet "
+           "models because the paper's ranges are not legible in our copy; our inputs are smaller than MNIST's. "
            if grey else "")
-        + "Settings that differ from the paper's: "
-        + "; ".join(f"{r['setting']} {r['ran']} (paper: {r['paper']})" for r in settings_t.to_dict("records")
-                    if r["differs"]) + ".",
+        + "Settings that differ from the paper's (the settings table gives both values): "
+        + ", ".join(r["setting"] for r in settings_t.to_dict("records") if r["differs"]) + ".",
     ]
 
 
@@ -150,25 +157,38 @@ def items(result: IntrinsicResult, params: IntrinsicParams) -> List[Dict[str, st
          "it was trained."},
         {"figure": "psi_vs_attacks", "caption": "psi (log scale) against accuracy under each attack, one point per "
          "model: if psi measures what the attacks measure, the points of each attack rise from left to right."},
-        {"table": "claims", "caption": "The paper's claims, checked on these models."},
+        {"table": "claims", "caption": "The paper's claims, checked on these models: each row's pass rule "
+         "(criterion, with its thresholds), the measured numbers, and the verdict."},
         {"table": "paper", "caption": "The paper's numbers, for reference (MNIST LeNet eps 0.3; CIFAR-10 ResNet18 "
          "eps 8/255)."},
         {"figure": "worst_inputs", "caption": "The inputs with the largest KL divergence in the eps-ball (top) and "
          "the neighbour the ascent found (bottom), with the audited model's predictions."},
         {"figure": "per_class", "caption": "psi per true class: the classes whose neighbourhood is least stable."},
-        {"table": "per_class", "caption": "psi per class and model."},
+        {"table": "per_class", "caption": "psi per class and model (each model's clean accuracy: Tables 1-3 "
+         "above)."},
         *[{"figure": f"surface_{j}", "caption": "Decision surfaces (Sec. 3, Figs. 2-4): g = z_true - max of the other "
            "logits over a plane through the input (the cross), x-axis a random sign direction, y-axis random, FGSM, "
            "least-likely FGSM and C&W directions; red is wrong, the black line is the boundary g = 0, the dashed "
            "square the eps-ball. Top: the audited model; bottom: the min-max model (when it ran)."}
           for j in range(len(result.surfaces))],
-        {"table": "reparam", "caption": "Table 4: the last layer's weights and bias scaled; normalised psi should "
-         "not move, softmax psi and the input-space eps-sharpness of Keskar et al. do."},
+        {"table": "reparam", "caption": "Table 4: the last layer's weights and bias scaled. Normalised psi cannot "
+         "move: Eq. 5 divides the logits by their largest absolute value, so the invariance holds by construction "
+         "(its row in the claims table checks the code, it is not a finding); softmax psi and the input-space "
+         "eps-sharpness of Keskar et al. do move." + _clean_of(result, p.reparam.defences)},
         {"figure": "stability", "caption": f"Fig. 6: the spread of psi over {p.stability.draws} random batches of each "
-         f"size, drawn from {result.n_pool} inputs (the audited model)."},
+         f"size, drawn from a pool of {pool_words(result.n_pool, result.n_test, p.stability.batch_sizes)[0]} (the "
+         "audited model)."},
         {"table": "stability", "caption": "Fig. 6 as numbers: relative standard deviation of psi across batches."},
         {"table": "settings", "caption": "What ran against the paper's settings."},
     ]
+
+
+def _clean_of(result: IntrinsicResult, names: Any) -> str:
+    """Clean accuracy of the defended models among ``names`` that ran, as a sentence (a defence's psi is never read
+    without it)."""
+    shown = [n for n in names if n in result.evals and n != "none"]
+    return (" Clean accuracy: " + ", ".join(f"{n} {result.evals[n].acc['clean']:.1%}" for n in ["none", *shown])
+            + ".") if shown else ""
 
 
 def headline(result: IntrinsicResult, params: IntrinsicParams, m: Dict[str, Any]) -> str:

@@ -7,7 +7,7 @@ are percent strings; the seconds table is a timing, never a metric.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -99,30 +99,85 @@ def seconds_table(result: Any) -> Any:
                          for n, e in result.evals.items()])
 
 
+#: Madry et al. 2018's PGD steps in min-max training: 40 on MNIST (grey-scale), 7 on CIFAR-10 (colour).
+MADRY_STEPS_PAPER = {"grey": 40, "colour": 7}
+
+
+def source_settings(grey: bool) -> Dict[str, Tuple[Dict[str, Any], str]]:
+    """Each defence's settings in its own paper (the constants of :mod:`weakspot.adversarial.defences`), as
+    ``{defence: ({setting: value}, in words)}``; min-max's steps follow the data (MNIST's for grey-scale)."""
+    from weakspot.adversarial import defences as D
+
+    steps = MADRY_STEPS_PAPER["grey" if grey else "colour"]
+    return {
+        "fgsm_at": ({"lam": D.KURAKIN_LAMBDA, "fraction": D.KURAKIN_FRACTION},
+                    f"Kurakin et al. 2016: lambda {D.KURAKIN_LAMBDA:g}, {D.KURAKIN_FRACTION:.0%} of each batch "
+                    "adversarial"),
+        "minmax": ({"steps": steps}, f"Madry et al. 2018: PGD-{steps} ({'MNIST' if grey else 'CIFAR-10'})"),
+        "gradreg": ({"lam": D.ROSS_LAMBDA_PAPER},
+                    f"Ross & Doshi-Velez 2018: lambda {D.ROSS_LAMBDA_PAPER:g} (MNIST, in their code's normalisation "
+                    "of the penalty)"),
+        "distillation": ({"temperature": D.PAPERNOT_TEMPERATURE, "warm_start": False},
+                         f"Papernot et al. 2016: T {D.PAPERNOT_TEMPERATURE:g}, from a fresh network"),
+    }
+
+
+def _defence_rows(defence_info: Dict[str, Any], grey: bool) -> List[Dict[str, Any]]:
+    """One row per defended model: what ran against its own paper's settings; ``differs`` where a setting that ran
+    (read from the training's record, never typed here) is not the paper's."""
+    src = source_settings(grey)
+    rows = []
+    for d, info in defence_info.items():
+        want, words = src.get(d, ({}, DEFENCE_TITLES.get(d, d)))
+        ran = info.get("settings", {})
+        off = [k for k, v in want.items() if k in ran and ran[k] != v]
+        rows.append({"setting": f"defence {d}", "ran": info.get("label", ""), "paper": words,
+                     "differs": bool(off)})
+    return rows
+
+
+def pool_words(n_pool: int, n_test: int, batch_sizes: Sequence[int]) -> Tuple[str, List[int]]:
+    """Fig. 6's pool in words (its test and validation counts; never a training input) and the batch sizes left out
+    because they are not smaller than the pool."""
+    from_test = min(int(n_pool), int(n_test))
+    skipped = [int(b) for b in batch_sizes if b >= n_pool]
+    return (f"{n_pool} inputs ({from_test} test + {n_pool - from_test} validation, no training input)", skipped)
+
+
 def settings_table(params: IntrinsicParams, n_psi: int, n_attack: int, eps: float, defence_info: Dict[str, Any],
-                   init: str, defended: bool) -> Any:
+                   init: str, defended: bool, *, grey: bool = True, n_pool: int = 0, n_test: int = 0) -> Any:
     """What ran against the paper's settings (:data:`~weakspot.intrinsic.config.PAPER_SETTINGS`), one row per
-    setting, with ``differs`` where ours is not the paper's."""
+    setting, with ``differs`` where ours is not the paper's; each defended model against its own paper's settings
+    (:func:`source_settings`); Fig. 6's pool (``n_pool`` inputs, the first ``n_test`` of the pool from the test split).
+    ``grey``: grey-scale data (MNIST's settings apply), else CIFAR-10's."""
     import pandas as pd
 
     p = params
     aa = (f"{' + '.join(a.upper() for a in p.autoattack.attacks)}, {p.autoattack.iters} iterations (IBM ART)"
           if p.autoattack.enabled else "off")
+    mm = defence_info.get("minmax", {}).get("settings", {}).get("steps")
     ran = {"pgd_steps": p.pgd_steps, "cw_steps": p.cw_steps, "n_inputs": f"{n_psi} for psi, {n_attack} attacked",
            "autoattack": aa,
            "defence_init": (("fine-tuned from the audited model for "
                              f"{p.defence_epochs} epoch(s)" if init == "target" else "scratch")
-                            if defended else "no defended models"),
-           "minmax steps": str((p.defence_options.get("minmax") or {}).get("steps", 7))}
+                            if defended else "no defended models")}
     rows = [{"setting": k, "ran": str(ran[k]), "paper": f"{v} ({w})", "differs": str(ran[k]) != str(v)}
-            for k, (v, w) in PAPER_SETTINGS.items()]
+            for k, (v, w) in PAPER_SETTINGS.items() if k in ran]
+    if mm is not None:
+        want = MADRY_STEPS_PAPER["grey" if grey else "colour"]
+        rows.append({"setting": "minmax steps", "ran": str(mm), "paper": f"{want} ({PAPER_SETTINGS['minmax steps'][1]})",
+                     "differs": int(mm) != want})
     rows.append({"setting": "eps (L-inf)", "ran": f"{eps:.4g}",
                  "paper": "0.3 MNIST, 8/255 = 0.0314 CIFAR-10 (Sec. 5.1)",
                  "differs": not any(abs(eps - e) < 1e-3 for e in (0.3, 8 / 255))})
     rows.append({"setting": "KL ascent", "ran": f"{p.psi.steps} signed-gradient steps, {p.psi.restarts} random "
                  f"start(s), step {'2.5 eps / steps' if p.psi.step_size is None else p.psi.step_size}",
                  "paper": "gradient ascent on the KL (Sec. 4.1; no numbers)", "differs": False})
-    for d, info in defence_info.items():
-        rows.append({"setting": f"defence {d}", "ran": info.get("label", ""), "paper": DEFENCE_TITLES.get(d, d),
-                     "differs": False})
+    if n_pool:
+        words, skipped = pool_words(n_pool, n_test, p.stability.batch_sizes)
+        sizes = ", ".join(str(b) for b in p.stability.batch_sizes if b not in skipped)
+        rows.append({"setting": "Fig. 6 pool", "ran": f"{words}; batches of {sizes}"
+                     + (f" ({', '.join(map(str, skipped))} left out: not smaller than the pool)" if skipped else ""),
+                     "paper": "the test set; batches of 100 to 1000 (Sec. 5.5)", "differs": True})
+    rows += _defence_rows(defence_info, grey)
     return pd.DataFrame(rows, columns=["setting", "ran", "paper", "differs"])
