@@ -38,15 +38,29 @@ def test_a_reversed_order_and_a_smaller_min_max_psi_are_reported_as_not_holding(
     assert out["minmax_largest_psi"] is False and out["psi_orders_as_cw30"] is False
     assert out["psi_cw30_pairs_agree"] == [0, 3] and out["psi_cw30_kendall_tau"] == pytest.approx(-1.0)
     assert t["holds"].iloc[0] == "no: none's psi is larger" and t["holds"].iloc[1] == "no: 3 pair(s) reversed"
-    assert "none above minmax by psi (9.00 against 2.00) but below by CW-30 (5.0% against 60.0%)" in t["numbers"].iloc[1]
+    assert ("none above minmax by psi (9.00 against 2.00: +350.0%, 95% interval +350.0% to +350.0%) but below by CW-30 "
+            "(5.0% against 60.0%)") in t["numbers"].iloc[1]
+    assert out["psi_cw30_reversed_within_noise"] == 0
+
+
+def test_a_reversed_pair_within_psis_noise_says_so():
+    rng = np.random.default_rng(3)
+    ev = {"none": model_eval("none", rng.lognormal(0, 1.5, 300) / 2.0, accs(0.99, 0.1, 0.1, 0.3)),
+          "gradreg": model_eval("gradreg", rng.lognormal(0, 1.5, 300) / 2.0, accs(0.99, 0.1, 0.1, 0.05)),
+          "minmax": model_eval("minmax", np.full(300, 0.05), accs(0.98, 0.5, 0.5, 0.6))}
+    hi, lo = sorted(("none", "gradreg"), key=lambda n: -ev[n].psi)  # the higher psi gets the lower CW-30 accuracy
+    ev[hi].acc["cw30"], ev[lo].acc["cw30"] = 0.05, 0.3
+    t, out = claims(ev)
+    assert out["psi_cw30_pairs_reversed"] == 1 and out["psi_cw30_reversed_within_noise"] == 1
+    assert t["holds"].iloc[1] == "no: 1 pair(s) reversed, 1 of them by a psi difference within its sampling noise"
 
 
 def test_a_min_max_model_that_lost_clean_accuracy_says_so_beside_its_verdict():
     ev = _evals({"none": 1.0, "minmax": 9.0}, {"none": 0.0, "minmax": 0.1})
     ev["minmax"].acc["clean"], ev["none"].acc["clean"] = 0.425, 0.73
     t, out = claims(ev)
-    assert t["holds"].iloc[0] == ("yes, at a clean accuracy 30.5% below the audited model's (42.5% against 73.0%): "
-                                  "a flatter model, not only a more robust one")
+    assert t["holds"].iloc[0] == ("yes, at a clean accuracy of 42.5% against the audited model's 73.0%: a flatter "
+                                  "model, not only a more robust one")
     assert out["minmax_clean_drop"] == pytest.approx(0.305)
 
 
