@@ -175,9 +175,9 @@ def items(result: IntrinsicResult, params: IntrinsicParams) -> List[Dict[str, st
          "move: Eq. 5 divides the logits by their largest absolute value, so the invariance holds by construction "
          "(its row in the claims table checks the code, it is not a finding); softmax psi and the input-space "
          "eps-sharpness of Keskar et al. do move." + _clean_of(result, p.reparam.defences)},
-        {"figure": "stability", "caption": f"Fig. 6: the spread of psi over {p.stability.draws} random batches of each "
-         f"size, drawn from a pool of {pool_words(result.n_pool, result.n_test, p.stability.batch_sizes)[0]} (the "
-         "audited model)."},
+        {"figure": "stability", "caption": f"Fig. 6: the spread of the audited model's psi over {p.stability.draws} "
+         "random batches of each size, drawn from a pool of "
+         f"{pool_words(result.n_pool, result.n_test, p.stability.batch_sizes)[0]}."},
         {"table": "stability", "caption": "Fig. 6 as numbers: relative standard deviation of psi across batches."},
         {"table": "settings", "caption": "What ran against the paper's settings."},
     ]

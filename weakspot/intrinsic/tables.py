@@ -141,7 +141,8 @@ def pool_words(n_pool: int, n_test: int, batch_sizes: Sequence[int]) -> Tuple[st
     because they are not smaller than the pool."""
     from_test = min(int(n_pool), int(n_test))
     skipped = [int(b) for b in batch_sizes if b >= n_pool]
-    return (f"{n_pool} inputs ({from_test} test + {n_pool - from_test} validation, no training input)", skipped)
+    parts = [f"{from_test} test"] + ([f"{n_pool - from_test} validation"] if n_pool > from_test else [])
+    return (f"{n_pool} inputs ({' + '.join(parts)}, no training input)", skipped)
 
 
 def settings_table(params: IntrinsicParams, n_psi: int, n_attack: int, eps: float, defence_info: Dict[str, Any],
