@@ -55,6 +55,14 @@ def cmd_stage(args: argparse.Namespace) -> int:
     return subprocess.call([sys.executable, "-m", *flow, *([args.target] if args.target else [])], env=dvc.env())
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ops.compare import write_comparison
+
+    page = write_comparison(args.a, args.b)
+    print(f"weakspot: {args.a} vs {args.b} -> {page.resolve()}")
+    return 0
+
+
 def cmd_profile(args: argparse.Namespace) -> int:
     from ops.profile import apply_profile
 
@@ -148,6 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("name", help="the stage: prepare, train, gad, examine (these take a target), render, report...")
     s.add_argument("target", nargs="?", help="the target, for a per-target stage")
     s.set_defaults(fn=cmd_stage)
+    cp = sub.add_parser("compare", help="two audited targets on the same data side by side (a model and its "
+                                        "repaired copy, a candidate and production): reports/compare-A-B.html")
+    cp.add_argument("a", help="a target of params.yaml (e.g. digits)")
+    cp.add_argument("b", help="another target on the same data (e.g. digits_repaired)")
+    cp.set_defaults(fn=cmd_compare)
     p = sub.add_parser("profile", help="merge profiles/NAME.yaml into params.yaml (keeps a .bak)")
     p.add_argument("name")
     p.set_defaults(fn=cmd_profile)

@@ -251,6 +251,28 @@ def conditions_section(since: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
                         "the one condition holds" if len(rows) == 1 else f"all {len(rows)} conditions hold")}
 
 
+def comparison(cmp: Mapping[str, Any], curve_png: Optional[bytes] = None) -> Dict[str, Any]:
+    """``weakspot compare``'s data (:func:`ops.compare.compare_targets`) as ``compare.html`` shows it."""
+    from weakspot.fmt import interval
+
+    def spot(s: Mapping[str, Any]) -> Dict[str, str]:
+        return {"method": str(s["method"]), "weak_spot": str(s["weak_spot"]),
+                "lift": f"{number(float(s['lift']))} ({interval(s['lift_lo'], s['lift_hi'])})"}
+
+    a, b = str(cmp["a"]), str(cmp["b"])
+    def cell(v: Any) -> str:
+        return "-" if v is None else number(v)
+
+    methods = [{"title": str(m["title"]), "rows": [{"metric": str(f["metric"]), "a": cell(f["a"]), "b": cell(f["b"])}
+                                                  for f in m["figures"]]} for m in cmp["methods"]]
+    return {"a": a, "b": b, "data": json.dumps(cmp.get("data"), sort_keys=True),
+            "accuracy": (number(cmp["accuracy"][a]), number(cmp["accuracy"][b])), "methods": methods,
+            "shared": [{"method": s["a"]["method"], "weak_spot": s["a"]["weak_spot"],
+                        "lift_a": spot(s["a"])["lift"], "lift_b": spot(s["b"])["lift"]} for s in cmp["shared"]],
+            "fixed": [spot(s) for s in cmp["fixed"]], "new": [spot(s) for s in cmp["new"]],
+            "curve": png_src(curve_png) if curve_png else ""}
+
+
 def _parts(s: Mapping[str, Any], key: str, figures: Mapping[str, bytes], tables: Mapping[str, Any],
            max_table_rows: int) -> List[Dict[str, Any]]:
     """A section's figures and tables in order, each ``{"kind": "figure", "caption", "figure"}``, ``{"kind": "table",

@@ -1,0 +1,134 @@
+"""``weakspot compare A B``: two audited targets on the same data side by side (a model and its repaired copy, a
+candidate and production): accuracy, each method's headline figures, the weak spots shared, fixed and new, and both
+robustness curves; written to ``reports/compare-A-B.html`` and ``reports/compare-A-B.json``.
+
+Caveats first:
+
+* It reads what the last audit wrote (``metrics/``, ``plots/``, ``findings/``); it computes nothing new, so both
+  targets must have been audited (``weakspot audit`` with both in params.yaml). It refuses two targets whose
+  ``data`` specs differ: their numbers would not be comparable.
+* A weak spot is matched across the two targets by its method, kind and what it names (a class, a class pair, a
+  region's text): "fixed" is confirmed on A and not on B, "new" the other way round. Only weak spots confirmed on
+  held-out inputs against a random control count; each keeps its lift and interval.
+* A method's headline figures are its section's key metrics (the cards of the report).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from weakspot.errors import ConfigError
+from weakspot.io import write_json, write_text
+
+Key = Tuple[str, str, str]
+
+
+def _json(path: Path) -> Optional[Dict[str, Any]]:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _spots(root: Path, t: str) -> Dict[Key, Dict[str, Any]]:
+    import pandas as pd
+
+    out: Dict[Key, Dict[str, Any]] = {}
+    for f in sorted((root / "findings" / t).glob("*.parquet")):
+        df = pd.read_parquet(f)
+        if "confirmed" not in df.columns:
+            continue
+        for r in df[df["confirmed"].astype(bool)].to_dict("records"):
+            what = (f"{r.get('label', '')}->{r.get('prediction', '')}" if r.get("kind") in ("class", "class_pair")
+                    else str(r.get("weak_spot", "")))
+            out[(f.stem, str(r.get("kind", "")), what)] = {
+                "method": f.stem, "weak_spot": str(r["weak_spot"]), "lift": float(r["lift"]),
+                "lift_lo": float(r.get("lift_lo", math.nan)), "lift_hi": float(r.get("lift_hi", math.nan))}
+    return out
+
+
+def _methods(root: Path, a: str, b: str) -> List[Dict[str, Any]]:
+    rows = []
+    for d in sorted(p for p in (root / "metrics").iterdir() if p.is_dir() and p.name not in ("prepare", "train")):
+        ma, mb = _json(d / f"{a}.json"), _json(d / f"{b}.json")
+        if ma is None or mb is None:
+            continue
+        sec = _json(root / "plots" / d.name / a / "section.json") or {}
+        keys = [k for k in sec.get("key_metrics") or [] if k in ma or k in mb] or \
+            [k for k, v in ma.items() if isinstance(v, (int, float)) and not isinstance(v, bool)][:6]
+        rows.append({"method": d.name, "title": str(sec.get("title", d.name)).split(" (")[0],
+                     "figures": [{"metric": k, "a": ma.get(k), "b": mb.get(k)} for k in keys]})
+    return rows
+
+
+def _curve(root: Path, t: str) -> Optional[Dict[str, List[float]]]:
+    import pandas as pd
+
+    f = root / "plots" / "robustness" / t / "curve.csv"
+    if not f.is_file():
+        return None
+    df = pd.read_csv(f)
+    return {c: [float(v) for v in df[c]] for c in df.columns if c in ("eps", "eps (data units)", "clean", "pgd",
+                                                                      "pgd lo", "pgd hi", "autoattack")}
+
+
+def compare_targets(a: str, b: str, root: "str | Path" = ".", params: Optional[Dict[str, Any]] = None
+                    ) -> Dict[str, Any]:
+    """Everything the side-by-side report shows, as plain data (JSON-ready)."""
+    from weakspot.config import read_yaml
+
+    root = Path(root)
+    raw = params if params is not None else read_yaml(root / "params.yaml")
+    targets = raw.get("targets") or {}
+    for t in (a, b):
+        if t not in targets:
+            raise ConfigError(f"no target {t!r} in params.yaml; targets: {', '.join(targets)}")
+    if targets[a].get("data") != targets[b].get("data"):
+        raise ConfigError(f"{a} and {b} are not on the same data ({targets[a].get('data')} vs "
+                          f"{targets[b].get('data')}): their numbers are not comparable")
+    acc = {t: (_json(root / "metrics" / "train" / f"{t}.json") or {}).get("test_accuracy") for t in (a, b)}
+    if any(v is None for v in acc.values()):
+        missing = [t for t, v in acc.items() if v is None]
+        raise ConfigError(f"no audit of {', '.join(missing)} yet (metrics/train/<t>.json): run `weakspot audit`")
+    sa, sb = _spots(root, a), _spots(root, b)
+    return {"a": a, "b": b, "data": targets[a].get("data"), "accuracy": acc,
+            "methods": _methods(root, a, b),
+            "shared": [{"a": sa[k], "b": sb[k]} for k in sa if k in sb],
+            "fixed": [sa[k] for k in sa if k not in sb], "new": [sb[k] for k in sb if k not in sa],
+            "curves": {t: _curve(root, t) for t in (a, b)}}
+
+
+def curve_png(cmp: Dict[str, Any]) -> Optional[bytes]:
+    """Both robustness curves on one figure (PNG bytes), or None when neither target has one."""
+    import io
+
+    curves = {t: c for t, c in cmp["curves"].items() if c}
+    if not curves:
+        return None
+    from weakspot.plotting import pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    for t, c in curves.items():
+        line, = ax.plot(c["eps (data units)"], c["pgd"], marker="o", label=f"{t}: PGD")
+        ax.fill_between(c["eps (data units)"], c["pgd lo"], c["pgd hi"], alpha=0.2, color=line.get_color())
+    ax.set(xlabel="L-inf eps (data units)", ylabel="accuracy", ylim=(0, 1.02), title="Robustness curves")
+    ax.legend()
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def write_comparison(a: str, b: str, root: "str | Path" = ".", out_dir: "str | Path" = "reports") -> Path:
+    """Write ``compare-A-B.html`` and ``.json`` into ``out_dir``; the HTML's path."""
+    from weakspot.report.html import compare_html
+
+    cmp = compare_targets(a, b, root)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / f"compare-{a}-{b}.json", cmp)
+    page = out / f"compare-{a}-{b}.html"
+    write_text(page, compare_html(cmp, curve_png(cmp)))
+    return page
