@@ -150,7 +150,8 @@ def rq1_distribution(bench: Bench, X_train: np.ndarray, y_train: np.ndarray, X_t
     img_kde, img_uni = dens.decode(dens.sample(n_fid, p.seed)), dens.decode(dens.sample_uniform(n_fid, p.seed))
     feat = bench.reference.features
     fid3 = {"kde": fid(feat, ref, img_kde), "uniform": fid(feat, ref, img_uni)}
-    return Distribution(table3, fid3, img_kde[:8], img_uni[:8], bench.reference.label, bench.validity)
+    return Distribution(table3, fid3, img_kde[:8], img_uni[:8], bench.reference.label, bench.validity,
+                        bench.reference.info())
 
 
 def _pearson(a: np.ndarray, b: np.ndarray) -> float:

@@ -50,7 +50,13 @@ class Reference:
     def label(self) -> str:
         acc = "" if self.test_accuracy is None else f", test accuracy {self.test_accuracy:.1%}"
         return (f"a reference CNN trained by this stage (4 conv blocks from width {self.width}, {self.n_train} "
-                f"training inputs, {self.epochs} epochs{acc}; every block's ReLU averaged over space)")
+                f"training inputs, {self.epochs} epoch{'s' if self.epochs != 1 else ''}{acc}; every block's ReLU "
+                "averaged over space)")
+
+    def info(self) -> dict:
+        """Its settings and test accuracy, for the metrics."""
+        return {"width": self.width, "n_train": self.n_train, "epochs": self.epochs,
+                "test_accuracy": None if self.test_accuracy is None else round(float(self.test_accuracy), 4)}
 
     def features(self, X: np.ndarray) -> np.ndarray:
         """Every block's ReLU output averaged over space, concatenated: ``(n, features)`` float64."""

@@ -114,8 +114,9 @@ def metrics(result: HdaResult, p: HdaParams) -> Dict[str, Any]:
     m: Dict[str, Any] = {"radius": rounded(result.radius, 6), "n_seeds": int(len(s.selected)), "indicator": s.indicator}
     for (mname, sname), e in result.generators.evals.items():
         f = e.fid_est
-        entry = {"ae_prop": rounded(e.ae_prop), "pred_loss": rounded(e.pred_loss), "fid": rounded(e.fid),
-                 "fid_interval": None if f is None or not np.isfinite(f.lo) else [rounded(f.lo), rounded(f.hi)],
+        entry = {"ae_prop": rounded(e.ae_prop), "pred_loss": rounded(e.pred_loss), "fid": rounded(e.fid, 6),
+                 "fid_interval": None if f is None or not np.isfinite(f.lo) else [rounded(f.lo, 6), rounded(f.hi, 6)],
+                 "ssim": rounded(e.ssim),
                  "fid_aes": int(e.ae_mask.sum()), "valid_ae_share": rounded(e.valid_ae_share),
                  "log_density": rounded(e.log_density), "queries_per_seed": rounded(e.queries_per_seed, 1),
                  "test_cases": int(e.n_cases)}
@@ -123,6 +124,13 @@ def metrics(result: HdaResult, p: HdaParams) -> Dict[str, Any]:
             m[mname] = entry
         else:
             m.setdefault("random_seeds", {})[mname] = entry
+    if result.generators.coverage_rate is not None:
+        m["neuron_coverage"] = rounded(result.generators.coverage_rate)
+    m["fid_reference"] = dict(result.distribution.reference or {})
+    val = result.distribution.validity
+    if val is not None:  # Table 7's threshold: what "valid" meant
+        m["validity"] = {"quantile": val.quantile, "n_reference": val.n_reference, "samples": val.samples,
+                         "threshold": rounded(val.threshold)}
     m["indicator_pearson"] = {kk: rounded(vv) for kk, vv in s.pearson.items()}
     m["robustness_floor_share"] = rounded(s.floor_share)
     m["seeds"] = {kk: {a: rounded(b) for a, b in vv.items()} for kk, vv in s.table5.items()}

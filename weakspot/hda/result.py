@@ -38,6 +38,7 @@ class Distribution:
     samples_uniform: np.ndarray
     featurizer: str  # which features FID is computed on
     validity: Any = None  # the OODA / "% valid AEs" threshold (weakspot.hda.ooda.Validity), None without one
+    reference: Any = None  # the FID reference CNN's settings and test accuracy (weakspot.hda.reference.Reference.info)
 
 
 @dataclass
