@@ -2,9 +2,9 @@
 
 Caveats first: the grid is in fractions of the data's range (0.3 = MNIST's usual 0.3 on [0, 1] images); ``None``
 takes a grid around the usual budgets, MNIST's for grey-scale images (up to 0.3) and CIFAR-10's for colour ones (up to
-16/255). The attacks are Madry et al.'s PGD (L-inf, a random start, step 2.5 eps / steps) and, when ``autoattack``
-is on, IBM ART's reduced AutoAttack (APGD-CE + APGD-DLR), slow on a CPU and off by default (the paper profile turns
-it on). An unknown key is an error.
+8/255, from a quarter of one grey level: the default scenes CNN keeps 1% at 1/255). The attacks are Madry et al.'s
+PGD (L-inf, a random start, step 2.5 eps / steps) and, when ``autoattack`` is on, IBM ART's reduced AutoAttack
+(APGD-CE + APGD-DLR), slow on a CPU and off by default (the paper profile turns it on). An unknown key is an error.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 #: The default grids, in fractions of the data range.
 GRID_GREY = (0.0, 0.025, 0.05, 0.1, 0.2, 0.3)
-GRID_COLOUR = (0.0, 1 / 255, 2 / 255, 4 / 255, 8 / 255, 16 / 255)
+GRID_COLOUR = (0.0, 0.25 / 255, 0.5 / 255, 1 / 255, 2 / 255, 4 / 255, 8 / 255)
 
 
 class RobustnessParams(BaseModel):
@@ -42,6 +42,6 @@ def grid(p: RobustnessParams, n_channels: int) -> List[float]:
     """The eps grid in fractions of the data range.
 
     >>> grid(RobustnessParams(), 1)[-1], round(grid(RobustnessParams(), 3)[-1] * 255)
-    (0.3, 16)
+    (0.3, 8)
     """
     return list(p.eps) if p.eps is not None else list(GRID_GREY if int(n_channels) == 1 else GRID_COLOUR)

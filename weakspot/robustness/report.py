@@ -4,8 +4,9 @@ fall first, confirmed on held-out inputs against a random control.
 
 Caveats first: the intervals are per point (Wilson, 95%); neighbouring points share inputs, so they are not
 independent. ``eps_half_pgd`` is interpolated linearly between grid points (None when PGD never halves the accuracy
-on the grid). A class is proposed on a random half of the inputs (its PGD error at the focal eps above that half's)
-and confirmed on the other half against as many random inputs of it (:func:`weakspot.evidence.on_masks`).
+on the grid). A class is proposed on a random half of the inputs (its PGD error at the focal eps, where that half's
+accuracy is nearest half its clean accuracy, above that half's overall error) and confirmed on the other half
+against as many random inputs of it (:func:`weakspot.evidence.on_masks`).
 """
 
 from __future__ import annotations
@@ -48,13 +49,24 @@ def eps_half(eps: List[float], acc: np.ndarray) -> Optional[float]:
     return None
 
 
-def focal(res: CurveResult) -> int:
-    """The grid point the findings are read at: the one nearest the usual budget (0.1 grey, 8/255 colour)."""
-    std = 0.1 if res.n_channels == 1 else 8 / 255
-    return int(np.argmin([abs(e - std) for e in res.eps]))
+def halves(res: CurveResult, seed: int) -> tuple:
+    """Two random halves of the inputs (masks): the first chooses, the second confirms."""
+    order = np.random.default_rng(int(seed)).permutation(res.n)
+    a, b = np.zeros(res.n, bool), np.zeros(res.n, bool)
+    a[order[: res.n // 2]], b[order[res.n // 2:]] = True, True
+    return a, b
 
 
-def metrics(res: CurveResult) -> Dict[str, Any]:
+def focal(res: CurveResult, seed: int) -> int:
+    """The grid point the findings are read at: the eps > 0 where PGD's accuracy on the choosing half is nearest half
+    its clean accuracy (where classes differ most; at a budget that breaks every input no class stands out)."""
+    a, _ = halves(res, seed)
+    acc = res.correct["pgd"][:, a].mean(axis=1)
+    gap = [abs(acc[i] - acc[0] / 2) if res.eps[i] > 0 else np.inf for i in range(len(res.eps))]
+    return int(np.argmin(gap))
+
+
+def metrics(res: CurveResult, seed: int = 0) -> Dict[str, Any]:
     m: Dict[str, Any] = {"n_inputs": res.n, "eps": [rounded(e, 6) for e in res.eps],
                          "clean_accuracy": rounded(float(res.accuracy("clean")[0]))}
     for a in res.correct:
@@ -64,7 +76,7 @@ def metrics(res: CurveResult) -> Dict[str, Any]:
         m[a] = {"accuracy": [rounded(float(v)) for v in res.accuracy(a)],
                 "interval": [_wilson(int(x), res.n) for x in k]}
         m[f"eps_half_{a}"] = eps_half(res.eps, res.accuracy(a))
-    f = focal(res)
+    f = focal(res, seed)
     m["focal_eps"] = rounded(res.eps[f], 6)
     m["pgd_accuracy_at_focal_eps"] = m["pgd"]["accuracy"][f]
     return m
@@ -92,11 +104,9 @@ def findings(res: CurveResult, p: RobustnessParams) -> Any:
     from weakspot.evidence import on_masks
     from weakspot.findings import REQUIRED
 
-    f, y, n = focal(res), np.asarray(res.y), res.n
+    f, y = focal(res, p.seed), np.asarray(res.y)
     fails = ~res.correct["pgd"][f]
-    order = np.random.default_rng(int(p.seed)).permutation(n)
-    a, b = np.zeros(n, bool), np.zeros(n, bool)
-    a[order[: n // 2]], b[order[n // 2:]] = True, True
+    a, b = halves(res, p.seed)
     overall = fails[a].mean() if a.any() else 0.0
     rates = [(float(fails[a & (y == c)].mean()), c) for c in range(len(res.classes)) if (a & (y == c)).sum() >= 3]
     chosen = [c for r, c in sorted(rates, reverse=True) if r > overall][:3]
@@ -116,8 +126,8 @@ def findings(res: CurveResult, p: RobustnessParams) -> Any:
 
 
 def report(res: CurveResult, params: RobustnessParams, target: AuditTarget) -> MethodReport:
-    m = metrics(res)
-    f = focal(res)
+    m = metrics(res, params.seed)
+    f = focal(res, params.seed)
     attacks = [a for a in res.correct if a != "clean"]
     pts = "; ".join(f"{NAMES[a]} at eps {res.eps_data[f]:.4g}: {m[a]['accuracy'][f]:.1%} "
                     f"({m[a]['interval'][f][0]:.1%}-{m[a]['interval'][f][1]:.1%})" for a in attacks)
