@@ -4,9 +4,10 @@ the history comparison, then every output pushed to the DVC remote) and publishe
 ``python -m flows.audit`` runs it once; ``weakspot serve --cron "0 2 * * *"`` serves it as the deployment
 ``nightly-audit/weakspot-nightly`` (``python -m flows.audit --serve CRON`` does the same against PREFECT_API_URL).
 
-The flow run ends Completed when the audit passed, Failed naming the regressed metrics when the audit found a
-regression (exit 3, not retried: rerunning would not change the numbers), and Failed after one retry for any other
-failure (a stage failed, the push failed), with the audit's last output lines in the message.
+The flow run ends Completed when the audit passed, Failed naming the regressed metrics and failed gates when the
+audit found a regression or a gate failed (exit 3, not retried: rerunning would not change the numbers), and Failed
+after one retry for any other failure (a stage failed, the push failed), with the audit's last output lines in the
+message. ``--notify URL`` (with ``--serve``) posts a Failed or Crashed run of the deployment to URL (:mod:`ops.notify`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Optional, Set
+from typing import List, Optional, Sequence, Set
 
 import flows  # noqa: F401  (Prefect settings before Prefect is imported)
 from prefect import flow, task
@@ -78,10 +79,10 @@ def run_audit(push: bool = True) -> int:
 
 @flow(name="nightly-audit", persist_result=False,
       description="weakspot audit --push, then the verdict as artifacts (weakspot-verdict, weakspot-comparison); "
-      "Failed when a watched metric regressed")
+      "Failed when a watched metric regressed or a gate failed")
 def audit_flow(push: bool = True):
-    """Run the audit; publish its verdict; Completed, or Failed naming the regressed metrics."""
-    from ops.verdict import publish_verdict, regressed, verdict_line
+    """Run the audit; publish its verdict; Completed, or Failed naming the regressed metrics and failed gates."""
+    from ops.verdict import failure_message, publish_verdict, verdict_line
 
     before = _comparisons()
     rc = run_audit(push)
@@ -93,12 +94,8 @@ def audit_flow(push: bool = True):
         comparison = json.loads((_history_dir() / new[-1]).read_text())
         publish_verdict(comparison, str(report))
         print(f"verdict: {verdict_line(comparison)}", flush=True)
-    if rc == REGRESSION:
-        bad = regressed(comparison) if comparison else []
-        names = "; ".join(f"{r['metric']} {r['before']} -> {r['after']} ({r['rule']})" for r in bad)
-        return Failed(message=f"weakspot audit: {len(bad)} regression(s) since audit "
-                      f"{comparison.get('previous') if comparison else '?'}: {names or 'see the audit output'}. "
-                      f"Report: {report}")
+    if rc == REGRESSION:  # a regression or a failed gate: the message is what `weakspot serve --notify` posts
+        return Failed(message=failure_message(comparison, str(report), str(ROOT / "reports" / "summary.md")))
     return Completed(message=f"weakspot audit: {verdict_line(comparison) if comparison else 'done'}. "
                      f"Report: {report}", data=str(report))
 
@@ -121,9 +118,13 @@ def local_timezone() -> str:
         return "UTC"
 
 
-def serve(cron: str, name: str = "weakspot-nightly", push: bool = True, timezone: Optional[str] = None) -> int:
+def serve(cron: str, name: str = "weakspot-nightly", push: bool = True, timezone: Optional[str] = None,
+          notify: Sequence[str] = ()) -> int:
     """Serve the flow as deployment ``nightly-audit/<name>`` on ``cron`` against PREFECT_API_URL (or Prefect's
-    ephemeral server) until interrupted; the schedule is paused when serving stops."""
+    ephemeral server) until interrupted; the schedule is paused when serving stops. ``notify``: URLs that a failed
+    run posts to, through the automation ``weakspot-notify-<name>`` (:mod:`ops.notify`), replaced when serving starts
+    (removed without ``notify``) and removed when it stops."""
+    from ops import notify as notifications
     from prefect._internal.schemas.validators import validate_cron_string
     from prefect.schedules import Cron
 
@@ -133,9 +134,24 @@ def serve(cron: str, name: str = "weakspot-nightly", push: bool = True, timezone
         print(f"weakspot: error: {e}; e.g. \"0 2 * * *\" (02:00 every night) or \"*/30 * * * *\"", file=sys.stderr)
         return 2
     tz = timezone or local_timezone()
-    audit_flow.serve(name=name, schedule=Cron(cron, timezone=tz), parameters={"push": push},
-                     description=f"weakspot audit{' --push' if push else ''} in {ROOT} on cron {cron!r} ({tz}); "
-                     "verdict in the run's artifacts", pause_on_shutdown=True)
+    if notify:
+        auto = notifications.install(name, notify)
+        print(f"notifications: automation {notifications.automation_name(name)} ({auto}): a failed run posts to "
+              + ", ".join(notifications.describe(u) for u in notify), flush=True)
+    else:
+        notifications.remove(name)  # one left by a serve that was killed
+    try:
+        audit_flow.serve(name=name, schedule=Cron(cron, timezone=tz), parameters={"push": push},
+                         description=f"weakspot audit{' --push' if push else ''} in {ROOT} on cron {cron!r} ({tz}); "
+                         "verdict in the run's artifacts", pause_on_shutdown=True)
+    finally:
+        if notify:
+            try:
+                notifications.remove(name)
+                print(f"notifications: automation {notifications.automation_name(name)} removed", flush=True)
+            except Exception as e:  # the server gone: the next serve replaces it
+                print(f"notifications: automation {notifications.automation_name(name)} not removed ({e!r})",
+                      file=sys.stderr, flush=True)
     return 0
 
 
@@ -147,9 +163,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--name", default="weakspot-nightly", help="the deployment's name")
     ap.add_argument("--timezone", help="the cron's IANA time zone (default: this machine's)")
     ap.add_argument("--no-push", dest="push", action="store_false", help="audit without pushing to the DVC remote")
+    ap.add_argument("--notify", action="append", default=[], metavar="URL",
+                    help="with --serve: post a failed run to this URL (repeatable; see ops/notify.py)")
     args = ap.parse_args(argv)
     if args.serve:
-        return serve(args.serve, args.name, args.push, args.timezone)
+        return serve(args.serve, args.name, args.push, args.timezone, args.notify)
     state = audit_flow(push=args.push, return_state=True)
     print(f"nightly audit: {state.name}: {state.message}", file=sys.stderr if not state.is_completed() else sys.stdout)
     return 0 if state.is_completed() else 1

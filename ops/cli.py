@@ -95,7 +95,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from ops.serve import serve
 
-    return serve(args.cron, args.name, args.port, args.timezone, args.push)
+    return serve(args.cron, args.name, args.port, args.timezone, args.push, args.notify)
 
 
 def _audit_parser(sub) -> None:
@@ -140,6 +140,9 @@ def _serve_parsers(sub) -> None:
         c.add_argument("--timezone", help="the cron's IANA time zone, e.g. Europe/Paris (default: this machine's)")
         c.add_argument("--no-push", dest="push", action="store_false", help="audit without pushing the outputs to the "
                        "DVC remote (history.remote)")
+        c.add_argument("--notify", action="append", default=[], metavar="URL", help="post a failed or regressed "
+                       "nightly run to URL (repeatable): an http(s) webhook gets a JSON object, a Slack incoming "
+                       "webhook or a Teams workflow URL a message (a Prefect automation, weakspot-notify-NAME)")
         c.set_defaults(fn=cmd_serve)
 
 

@@ -15,17 +15,19 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from weakspot.config import check_params
 from weakspot.errors import ConfigError
 
 import ops.params  # noqa: F401  (the history and execution sections, registered)
 from ops import dvc
+from ops.notify import automation_name, check_url, describe
 from ops.server import prefect_server
 
 
-def _banner(env: Dict[str, str], cron: str, name: str, timezone: Optional[str], own: bool) -> str:
+def _banner(env: Dict[str, str], cron: str, name: str, timezone: Optional[str], own: bool,
+            notify: Sequence[str] = ()) -> str:
     api = env["PREFECT_API_URL"].rstrip("/")
     ui = api[:-4] if api.endswith("/api") else api
     where = f"a local Prefect server ({Path('.prefect').resolve()}, log in server.log)" if own else api
@@ -38,7 +40,9 @@ def _banner(env: Dict[str, str], cron: str, name: str, timezone: Optional[str], 
             f"  Prefect UI: {ui}  (Runs: {ui}/runs ; each run's verdict: its Artifacts tab, "
             "weakspot-verdict and weakspot-comparison)\n"
             f"  run it now: PREFECT_API_URL={api} {prefect} deployment run nightly-audit/{name}\n"
-            "  Ctrl-C stops serving (the schedule is paused until the next `weakspot serve`)"
+            + (f"  a failed or regressed run posts to {', '.join(describe(u) for u in notify)} (Prefect automation "
+               f"{automation_name(name)}, removed when serving stops)\n" if notify else "")
+            + "  Ctrl-C stops serving (the schedule is paused until the next `weakspot serve`)"
             + (" and the server" if own else ""))
 
 
@@ -67,9 +71,11 @@ def _stop_flow(proc: subprocess.Popen, own: bool) -> int:
 
 
 def serve(cron: str = "0 2 * * *", name: str = "weakspot-nightly", port: int = 4200,
-          timezone: Optional[str] = None, push: bool = True) -> int:
+          timezone: Optional[str] = None, push: bool = True, notify: Sequence[str] = ()) -> int:
     """Serve the nightly audit of the checkout in the current folder until interrupted; the exit code (130 after
-    Ctrl-C or SIGTERM)."""
+    Ctrl-C or SIGTERM). ``notify``: URLs a failed or regressed run posts to (:mod:`ops.notify`)."""
+    for url in notify:
+        check_url(url)  # before anything starts
     if not Path("flows/audit.py").is_file() or not Path(".dvc").is_dir():
         raise ConfigError(f"no weakspot pipeline in {Path.cwd()}: run `weakspot serve` from the repository root")
     check_params(dvc.PARAMS)
@@ -79,6 +85,7 @@ def serve(cron: str = "0 2 * * *", name: str = "weakspot-nightly", port: int = 4
     own = not os.environ.get("PREFECT_API_URL")
     cmd: List[str] = [sys.executable, "-m", "flows.audit", "--serve", cron, "--name", name]
     cmd += (["--timezone", timezone] if timezone else []) + ([] if push else ["--no-push"])
+    cmd += [a for url in notify for a in ("--notify", url)]
 
     def stop(signum, frame):  # SIGTERM (systemctl stop, kill): stop like Ctrl-C, so the server is stopped too
         raise KeyboardInterrupt
@@ -87,7 +94,7 @@ def serve(cron: str = "0 2 * * *", name: str = "weakspot-nightly", port: int = 4
     old_int = signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
     try:
         with prefect_server(dvc.env(), port=port) as env:
-            print(_banner(env, cron, name, timezone, own), flush=True)
+            print(_banner(env, cron, name, timezone, own, notify), flush=True)
             # its own process group: a Ctrl-C reaches this process only, which passes exactly one SIGINT on (Prefect's
             # runner pauses the schedule on it; a second one would cut that short)
             proc = subprocess.Popen(cmd, env=env, process_group=0,

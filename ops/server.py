@@ -4,7 +4,8 @@ of its own, about 12 s each here), and the persistent one `weakspot serve` keeps
 Caveats first: the server steps aside when PREFECT_API_URL points at the user's server, and an audit uses the server
 of a `weakspot serve` running in this checkout (``.prefect/serve.url``), so one database holds every run. Its
 database is ``.prefect/prefect.db`` (PREFECT_HOME), so the runs stay visible to the next server started there; its
-log is ``.prefect/server.log``. WEAKSPOT_NO_SHARED_SERVER=1 lets each stage start its own.
+log is ``.prefect/server.log``. WEAKSPOT_NO_SHARED_SERVER=1 lets each stage start its own. Its automations run
+(the triggers and actions services on, for `weakspot serve --notify`).
 """
 
 from __future__ import annotations
@@ -89,10 +90,14 @@ def prefect_server(env: Dict[str, str], port: Optional[int] = None) -> Iterator[
     url = f"http://127.0.0.1:{port}/api"
     prefect = Path(sys.executable).parent / "prefect"
     with open(home / "server.log", "ab") as log:
-        # the UI's pages call the API at PREFECT_UI_API_URL, which otherwise says port 4200 whatever --port is
+        # the UI's pages call the API at PREFECT_UI_API_URL, which otherwise says port 4200 whatever --port is;
+        # PREFECT_UI_URL: the run links in notifications. The triggers service (which also runs the actions) and
+        # the event persister are on by default: on here whatever the environment says, `--notify` needs them.
+        server_env = {**env, "PREFECT_UI_API_URL": url, "PREFECT_UI_URL": url[:-4],
+                      "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "true",
+                      "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED": "true"}
         proc = subprocess.Popen([str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                                env={**env, "PREFECT_UI_API_URL": url}, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                env=server_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             _wait_until_up(proc, url, home)
             if port_given:

@@ -25,14 +25,32 @@ def latest_comparison(history_dir: "str | Path" = "history") -> Optional[Dict[st
 
 
 def verdict_line(comparison: Dict[str, Any]) -> str:
-    """``"2 regressions since audit X"``, ``"no regressions since audit X"`` or ``"first audit"``."""
+    """``"2 regressions since audit X"``, ``"no regressions since audit X"`` or ``"first audit"``, then
+    ``"; 1 failed gate"`` when gates (params.yaml ``gates``) failed."""
     prev = comparison.get("previous")
+    gates = len(failed_gates(comparison))
+    tail = f"; {gates} failed gate{'s' if gates != 1 else ''}" if gates else ""
     if not prev:
-        return "first audit: nothing to compare with yet"
+        return "first audit: nothing to compare with yet" + tail
     n = sum(1 for r in comparison.get("rows", []) if r.get("regression"))
     if n == 0:
-        return f"no regressions since audit {prev}"
-    return f"{n} regression{'s' if n != 1 else ''} since audit {prev}"
+        return f"no regressions since audit {prev}" + tail
+    return f"{n} regression{'s' if n != 1 else ''} since audit {prev}" + tail
+
+
+def failed_gates(comparison: Dict[str, Any]) -> List[Dict[str, Any]]:
+    return [g for g in comparison.get("gates", []) if not g.get("passed", True)]
+
+
+def failure_message(comparison: Optional[Dict[str, Any]], report_path: str, summary_path: str) -> str:
+    """The nightly run's Failed message when the audit exited 3 (what `weakspot serve --notify` posts): the verdict
+    line, each regressed metric and failed gate with its numbers, where the report and ``summary.md`` are."""
+    if comparison is None:
+        return f"weakspot audit FAILED (exit 3): see the audit output. Report: {report_path}"
+    bad = [f"{r['metric']} {_show(r['before'])} -> {_show(r['after'])} ({r['rule']})" for r in regressed(comparison)]
+    bad += [f"gate {g['condition']}: {g['numbers']}" for g in failed_gates(comparison)]
+    return (f"weakspot audit FAILED: {verdict_line(comparison)}: {'; '.join(bad) or 'see the audit output'}. "
+            f"Report: {report_path} ; summary: {summary_path}")
 
 
 def regressed(comparison: Dict[str, Any]) -> List[Dict[str, Any]]:
