@@ -82,10 +82,15 @@ def run_audit(push: bool = True) -> int:
       "Failed when a watched metric regressed or a gate failed")
 def audit_flow(push: bool = True):
     """Run the audit; publish its verdict; Completed, or Failed naming the regressed metrics and failed gates."""
+    from ops.notify import announce_failure
     from ops.verdict import failure_message, publish_verdict, verdict_line
 
     before = _comparisons()
-    rc = run_audit(push)
+    try:
+        rc = run_audit(push)
+    except Exception as e:  # failed after its retry: the run fails with it, and says so to `serve --notify`
+        announce_failure(f"Flow run encountered an exception: {type(e).__name__}: {e}")
+        raise
     new: List[str] = sorted(_comparisons() - before)
     report = ROOT / paths.REPORT
     print(f"nightly audit finished (exit {rc}). Report: {report}", flush=True)
@@ -95,7 +100,9 @@ def audit_flow(push: bool = True):
         publish_verdict(comparison, str(report))
         print(f"verdict: {verdict_line(comparison)}", flush=True)
     if rc == REGRESSION:  # a regression or a failed gate: the message is what `weakspot serve --notify` posts
-        return Failed(message=failure_message(comparison, str(report), str(ROOT / "reports" / "summary.md")))
+        message = failure_message(comparison, str(report), str(ROOT / "reports" / "summary.md"))
+        announce_failure(message)
+        return Failed(message=message)
     return Completed(message=f"weakspot audit: {verdict_line(comparison) if comparison else 'done'}. "
                      f"Report: {report}", data=str(report))
 

@@ -6,10 +6,16 @@ Caveats first:
 * The automation is named ``weakspot-notify-<deployment>`` and its blocks ``weakspot-notify-<deployment>-<i>``;
   :func:`install` replaces any automation of that name, so serving twice leaves one; :func:`remove` (when serving
   stops) deletes the automation and its blocks. A serve killed with SIGKILL leaves them until the next serve.
-* It fires on ``Failed``, ``Crashed`` and ``TimedOut`` runs of the deployment (matched by its name and the flow
-  ``nightly-audit``, so a redeployed deployment keeps its notifications). A regression or a failed gate is a Failed
-  run whose message (:func:`ops.verdict.failure_message`) holds the verdict, the failed conditions and where the
-  report is; that message is what is posted.
+* It fires on runs of the deployment (matched by its name and the flow ``nightly-audit``, so a redeployed
+  deployment keeps its notifications) that failed: the nightly flow emits ``weakspot.audit.failed`` when it ends
+  Failed (a regression or a failed gate, whose message, :func:`ops.verdict.failure_message`, holds the verdict, the
+  failed conditions and where the report is; or an audit that failed after its retry), carrying the Failed state's
+  name and message; Prefect's own ``Crashed`` and ``TimedOut`` state events cover runs that could not say so.
+  Why not Prefect's ``prefect.flow-run.Failed`` event: a run that starts less than 5 minutes after it was scheduled
+  (the first run after `weakspot serve` starts, any run of a cron every few minutes) has state events that "follow"
+  a Scheduled event Prefect's scheduler never emits, and the server's triggers hold them for 15 minutes
+  (PRECEDING_EVENT_LOOKBACK in prefect.server.events.ordering) before acting; a Crashed run of that kind is
+  notified that late too.
 * The Prefect server runs the automation: its triggers service (``PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED``, which
   also runs the actions) must be on; the local server of `weakspot serve` turns it on.
 * A plain http(s) URL gets Prefect's ``Webhook`` block: a POST of a JSON object (``text``, ``state``, ``message``,
@@ -32,8 +38,12 @@ from uuid import UUID
 from weakspot.errors import ConfigError
 
 FLOW = "nightly-audit"
-#: The flow-run state events that notify: a regression or failed gate (Failed), a killed run, a timeout.
-EVENTS = ("prefect.flow-run.Failed", "prefect.flow-run.Crashed", "prefect.flow-run.TimedOut")
+#: The event the nightly flow emits when it fails (:func:`announce_failure`): a regression, a failed gate, an audit
+#: that failed after its retry.
+FAILED = "weakspot.audit.failed"
+#: What notifies: that event, and the flow-run state events of runs the flow could not announce (a killed run, a
+#: timeout). Not ``prefect.flow-run.Failed``, which would post the flow's own failures twice.
+EVENTS = (FAILED, "prefect.flow-run.Crashed", "prefect.flow-run.TimedOut")
 SLACK_HOSTS = ("hooks.slack.com", "hooks.slack-gov.com")
 
 _LINE = ("weakspot nightly audit {{ flow_run.name }} (deployment {{ deployment.name }}) {{ flow_run.state.name }}: "
@@ -51,6 +61,30 @@ PAYLOAD = ('{"text": {{ ("weakspot nightly audit " ~ flow_run.name ~ " (deployme
            '"flow": {{ flow.name | string | tojson }}, '
            '"event": {{ event.event | string | tojson }}, '
            '"ui_url": {{ flow_run | ui_url | tojson }}}')
+
+
+def announce_failure(message: str) -> bool:
+    """Inside a nightly flow run of a deployment: emit :data:`FAILED` for it (the run's name and id, its deployment
+    and flow, ``message`` as the Failed state's message, which the automation's templates read as
+    ``flow_run.state``); whether an event was emitted (not outside a deployment's run)."""
+    from datetime import datetime, timezone
+
+    from prefect.context import FlowRunContext
+    from prefect.events import emit_event
+    from prefect.runtime import deployment
+
+    ctx = FlowRunContext.get()
+    run = ctx.flow_run if ctx else None
+    if run is None or run.deployment_id is None:
+        return False
+    resource = {"prefect.resource.id": f"prefect.flow-run.{run.id}", "prefect.resource.name": run.name,
+                "prefect.state-message": message, "prefect.state-name": "Failed", "prefect.state-type": "FAILED",
+                "prefect.state-timestamp": datetime.now(timezone.utc).isoformat()}
+    related = [{"prefect.resource.id": f"prefect.flow.{run.flow_id}", "prefect.resource.role": "flow",
+                "prefect.resource.name": FLOW},
+               {"prefect.resource.id": f"prefect.deployment.{run.deployment_id}",
+                "prefect.resource.role": "deployment", "prefect.resource.name": deployment.name or ""}]
+    return emit_event(FAILED, resource=resource, related=related) is not None
 
 
 def automation_name(deployment: str) -> str:
@@ -105,8 +139,8 @@ def make_block(url: str) -> Any:
 
 def build_automation(deployment: str, blocks: Sequence[Tuple[str, UUID]]) -> Any:
     """The automation (a Prefect ``AutomationCore``, not created) for the deployment ``nightly-audit/<deployment>``:
-    on a Failed, Crashed or TimedOut run, one action per ``(kind, block_document_id)``: CallWebhook with
-    :data:`PAYLOAD` for ``"webhook"``, SendNotification with :data:`SUBJECT` and :data:`BODY` otherwise."""
+    on a failed (:data:`FAILED`), Crashed or TimedOut run, one action per ``(kind, block_document_id)``: CallWebhook
+    with :data:`PAYLOAD` for ``"webhook"``, SendNotification with :data:`SUBJECT` and :data:`BODY` otherwise."""
     from prefect.events.actions import CallWebhook, SendNotification
     from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
 

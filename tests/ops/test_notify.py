@@ -1,6 +1,7 @@
 """ops.notify without a server: `--notify` URLs validated and sorted into Prefect blocks, the automation's trigger
 (failed runs of the nightly deployment) and actions (the saved blocks), the webhook's JSON payload rendered as the
-server renders it, and the Failed message that the payload carries."""
+server renders it, and the Failed message that the payload carries. The flow's event reaching a webhook through a
+served deployment is tests/ops/test_serve.py's."""
 
 import json
 import uuid
@@ -51,7 +52,7 @@ def test_the_automation_fires_on_failed_runs_of_the_nightly_deployment():
     assert a.name == "weakspot-notify-weakspot-nightly" and a.enabled
     t = a.trigger
     assert t.type == "event" and t.posture == "Reactive" and t.threshold == 1
-    assert t.expect == {"prefect.flow-run.Failed", "prefect.flow-run.Crashed", "prefect.flow-run.TimedOut"}
+    assert t.expect == {"weakspot.audit.failed", "prefect.flow-run.Crashed", "prefect.flow-run.TimedOut"}
     assert [(x.type, x.block_document_id) for x in a.actions] == [("call-webhook", ids[0]),
                                                                   ("send-notification", ids[1])]
     assert a.actions[0].payload == notify.PAYLOAD and "flow_run.state.message" in a.actions[1].body
@@ -61,9 +62,9 @@ def test_the_automation_fires_on_failed_runs_of_the_nightly_deployment():
 
     trigger = AutomationCore.model_validate(a.model_dump(mode="json")).trigger
 
-    def event(state, deployment="weakspot-nightly", flow="nightly-audit"):
+    def event(name, deployment="weakspot-nightly", flow="nightly-audit"):
         return ReceivedEvent.model_validate({
-            "occurred": "2026-01-01T02:00:00Z", "event": f"prefect.flow-run.{state}",
+            "occurred": "2026-01-01T02:00:00Z", "event": name,
             "resource": {"prefect.resource.id": f"prefect.flow-run.{uuid.uuid4()}", "prefect.resource.name": "r"},
             "related": [{"prefect.resource.id": f"prefect.flow.{uuid.uuid4()}", "prefect.resource.role": "flow",
                          "prefect.resource.name": flow},
@@ -71,9 +72,12 @@ def test_the_automation_fires_on_failed_runs_of_the_nightly_deployment():
                          "prefect.resource.role": "deployment", "prefect.resource.name": deployment}],
             "id": str(uuid.uuid4())})
 
-    assert trigger.covers(event("Failed")) and trigger.covers(event("Crashed"))
-    assert not trigger.covers(event("Completed")) and not trigger.covers(event("Running"))
-    assert not trigger.covers(event("Failed", deployment="other")) and not trigger.covers(event("Failed", flow="x"))
+    failed = "weakspot.audit.failed"  # what the nightly flow emits when it ends Failed (ops.notify.announce_failure)
+    assert trigger.covers(event(failed)) and trigger.covers(event("prefect.flow-run.Crashed"))
+    assert not trigger.covers(event("prefect.flow-run.Completed"))
+    assert not trigger.covers(event("prefect.flow-run.Running"))
+    assert not trigger.covers(event("prefect.flow-run.Failed"))  # announced by the flow already: not twice
+    assert not trigger.covers(event(failed, deployment="other")) and not trigger.covers(event(failed, flow="x"))
 
 
 def test_the_webhook_payload_renders_to_json_with_the_state_message():
@@ -84,7 +88,7 @@ def test_the_webhook_payload_renders_to_json_with_the_state_message():
     msg = 'weakspot audit FAILED: gate x >= 1.01: "x" = 0.8\nReport: /r/reports/index.html'
     ctx = {"flow_run": {"name": "clever-fox", "id": "f1", "state": {"name": "Failed", "message": msg}},
            "deployment": {"name": "weakspot-nightly"}, "flow": {"name": "nightly-audit"},
-           "event": {"event": "prefect.flow-run.Failed"}}
+           "event": {"event": "weakspot.audit.failed"}}
     body = json.loads(render_user_template_sync(notify.PAYLOAD, ctx))
     assert body["message"] == msg and body["state"] == "Failed" and body["deployment"] == "weakspot-nightly"
     assert body["text"] == f"weakspot nightly audit clever-fox (deployment weakspot-nightly) Failed: {msg}"

@@ -40,43 +40,78 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _start_serve(ops_repo, tmp_path, port: int, *extra: str):
+    """`weakspot serve --cron CRON --port PORT EXTRA...` in ops_repo (its own local server); the process and its log."""
+    # The server's scheduler creates a new deployment's runs within seconds (its recent-deployments loop); the
+    # runner polls for due runs every 10 s by default: 2 s here, so the run starts close to the minute.
+    env = {**ops_repo.env, "PREFECT_RUNNER_POLL_FREQUENCY": "2"}
+    env.pop("PREFECT_API_URL", None)
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "ops.cli", "serve", "--cron", CRON, "--port", str(port),
+                                 *extra], cwd=ops_repo.path, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    return proc, log_path
+
+
+def _first_scheduled_run(base: str, proc, log_path, timeout: float = 240):
+    """The first run of the deployment once it has ended (None after ``timeout``), and the deployment."""
+    run, paused, deployment = None, False, None
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        assert proc.poll() is None, f"weakspot serve exited ({proc.returncode}):\n{log_path.read_text()[-3000:]}"
+        try:
+            runs = _api(base, "/api/flow_runs/filter", {
+                "deployments": {"name": {"any_": ["weakspot-nightly"]}}, "sort": "EXPECTED_START_TIME_ASC"})
+        except (OSError, ValueError):
+            runs = []
+        started = [r for r in runs if r["state_type"] not in ("SCHEDULED",)]
+        if started and not paused:
+            # one run is enough: pause the schedule (deletes the next minutes' runs) so that no second audit
+            # starts in the shared ops_repo while this test reads the first one
+            deployment = _api(base, f"/api/deployments/{started[0]['deployment_id']}")
+            _api(base, f"/api/deployments/{deployment['id']}/pause_deployment", {}, method="POST")
+            paused = True
+        if started and started[0]["state_type"] in DONE:
+            run = started[0]
+            break
+        time.sleep(2)
+    return run, deployment
+
+
+def _stop_serve(proc) -> int:
+    """Ctrl-C, as a user stops it: serving stops, the schedule stays paused, the server is stopped; the exit code."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+    try:
+        return proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        import psutil  # the serving process and the server have process groups of their own
+
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            child.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise AssertionError("weakspot serve did not stop on Ctrl-C within 60 s")
+
+
+def _forget_audits(hist, before) -> None:
+    """Put ops_repo's history back as it was (the report stage reruns at the next audit)."""
+    for audit in {p.stem for p in hist.glob("*.parquet")} - before:
+        for f in hist.glob(f"{audit}.*"):
+            f.unlink()
+
+
 def test_serve_fires_on_cron_and_publishes_the_verdict(ops_repo, tmp_path):
     hist = ops_repo.path / "history"
     before = {p.stem for p in hist.glob("*.parquet")}
     assert before, "ops_repo has been audited once"
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    # The server's scheduler creates a new deployment's runs within seconds (its recent-deployments loop); the
-    # runner polls for due runs every 10 s by default: 2 s here, so the run starts close to the minute.
-    env = {**ops_repo.env, "PREFECT_RUNNER_POLL_FREQUENCY": "2"}
-    env.pop("PREFECT_API_URL", None)
-    log_path = tmp_path / "serve.log"
     t0, fired = time.time(), float("nan")
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "ops.cli", "serve", "--cron", CRON,
-                                 "--port", str(port)], cwd=ops_repo.path, env=env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+    proc, log_path = _start_serve(ops_repo, tmp_path, port)
     try:
-        run, paused, deployment = None, False, None
-        deadline = time.time() + 240
-        while time.time() < deadline:
-            assert proc.poll() is None, f"weakspot serve exited ({proc.returncode}):\n{log_path.read_text()[-3000:]}"
-            try:
-                runs = _api(base, "/api/flow_runs/filter", {
-                    "deployments": {"name": {"any_": ["weakspot-nightly"]}}, "sort": "EXPECTED_START_TIME_ASC"})
-            except (OSError, ValueError):
-                runs = []
-            started = [r for r in runs if r["state_type"] not in ("SCHEDULED",)]
-            if started and not paused:
-                # one run is enough: pause the schedule (deletes the next minutes' runs) so that no second audit
-                # starts in the shared ops_repo while this test reads the first one
-                deployment = _api(base, f"/api/deployments/{started[0]['deployment_id']}")
-                _api(base, f"/api/deployments/{deployment['id']}/pause_deployment", {}, method="POST")
-                paused = True
-            if started and started[0]["state_type"] in DONE:
-                run = started[0]
-                break
-            time.sleep(2)
+        run, deployment = _first_scheduled_run(base, proc, log_path)
         fired = time.time() - t0
         out = log_path.read_text()
         assert run is not None, f"no scheduled run finished within 4 minutes:\n{out[-4000:]}"
@@ -110,26 +145,94 @@ def test_serve_fires_on_cron_and_publishes_the_verdict(ops_repo, tmp_path):
             assert r.status == 200 and b"<html" in r.read().lower()
         assert _api(base, "/ui-settings")["api_url"] == f"{base}/api"
     finally:
-        # Ctrl-C, as a user stops it: serving stops, the schedule stays paused, the server is stopped
-        with_sigint = proc.poll() is None
-        if with_sigint:
-            os.killpg(proc.pid, signal.SIGINT)
-        try:
-            rc = proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            import psutil  # the serving process and the server have process groups of their own
-
-            for child in psutil.Process(proc.pid).children(recursive=True):
-                child.kill()
-            os.killpg(proc.pid, signal.SIGKILL)
-            rc = proc.wait()
-            raise AssertionError("weakspot serve did not stop on Ctrl-C within 60 s")
+        rc = _stop_serve(proc)
         print(f"first scheduled run finished {fired:.0f} s after `weakspot serve` started; "
               f"total {time.time() - t0:.0f} s")
-        # put ops_repo's history back as it was (the report stage reruns at the next audit)
-        for audit in {p.stem for p in hist.glob("*.parquet")} - before:
-            for f in hist.glob(f"{audit}.*"):
-                f.unlink()
+        _forget_audits(hist, before)
     assert rc == 130, rc
     time.sleep(1)
     assert not _port_open(port), "the Prefect server outlived weakspot serve"
+
+
+class _Receiver:
+    """A local webhook receiver: an HTTP server in a thread on 127.0.0.1 that records every POST (path, headers,
+    body)."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        posts = self.posts = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                posts.append((self.path, dict(self.headers), body))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait(self, timeout: float) -> list:
+        deadline = time.time() + timeout
+        while not self.posts and time.time() < deadline:
+            time.sleep(1)
+        return self.posts
+
+
+GATE = {"metric": "train/phoneme:test_accuracy", "op": ">=", "value": 1.01}  # no model reaches it: the audit exits 3
+
+
+def test_a_failed_nightly_run_posts_its_verdict_to_the_notify_webhook(ops_repo, tmp_path):
+    hist, params = ops_repo.path / "history", ops_repo.path / "params.yaml"
+    before, original = {p.stem for p in hist.glob("*.parquet")}, params.read_text()
+    receiver = _Receiver()
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    ops_repo.set_params(gates={"fail": True, "conditions": [GATE]})
+    t0, fired, posted = time.time(), float("nan"), float("nan")
+    proc, log_path = _start_serve(ops_repo, tmp_path, port, "--notify", receiver.url)
+    try:
+        run, _ = _first_scheduled_run(base, proc, log_path)
+        fired = time.time() - t0
+        out = log_path.read_text()
+        assert run is not None, f"no scheduled run finished within 4 minutes:\n{out[-4000:]}"
+        assert run["auto_scheduled"] is True  # fired by the cron
+        assert run["state_name"] == "Failed", f"{run['state_name']}: {run['state']['message']}\n{out[-4000:]}"
+        gate = "gate train/phoneme:test_accuracy >= 1.01: 1 of 1 fail: train/phoneme:test_accuracy = "
+        assert gate in run["state"]["message"], run["state"]["message"]
+        autos = _api(base, "/api/automations/filter", {})
+        assert [a["name"] for a in autos] == ["weakspot-notify-weakspot-nightly"], autos  # one, however often served
+        assert "127.0.0.1 (webhook)" in out and "weakspot-notify-weakspot-nightly" in out, out[:3000]
+
+        posts = receiver.wait(90)
+        posted = time.time() - t0
+        assert posts, f"the webhook received nothing within 90 s of the run's end\n{out[-3000:]}"
+        path, headers, raw = posts[0]
+        body = json.loads(raw)
+        assert path == "/hook" and headers["Content-Type"] == "application/json"
+        assert body["state"] == "Failed" and body["flow_run"] == run["name"] and body["flow_run_id"] == run["id"]
+        assert body["deployment"] == "weakspot-nightly" and body["event"] == "weakspot.audit.failed"
+        msg = body["message"]
+        assert msg == run["state"]["message"] and msg.startswith("weakspot audit FAILED: ")
+        assert f"no regressions since audit {max(before)}; 1 failed gate: {gate}" in msg, msg
+        assert f"Report: {ops_repo.path / 'reports/index.html'}" in msg and "reports/summary.md" in msg, msg
+        assert body["text"].startswith(f"weakspot nightly audit {run['name']} (deployment weakspot-nightly) Failed: "
+                                       "weakspot audit FAILED")
+        assert body["ui_url"] == f"{base}/runs/flow-run/{run['id']}"
+        time.sleep(5)
+        assert len(posts) == 1, posts  # once
+    finally:
+        rc = _stop_serve(proc)
+        receiver.server.shutdown()
+        print(f"the failed run ended {fired:.0f} s and the webhook got it {posted:.0f} s after `weakspot serve` "
+              f"started; total {time.time() - t0:.0f} s")
+        params.write_text(original)
+        _forget_audits(hist, before)
+    assert rc == 130, rc
+    assert "automation weakspot-notify-weakspot-nightly removed" in log_path.read_text()
