@@ -1,5 +1,5 @@
-"""`weakspot serve --notify URL`: a Prefect automation (server-side: a trigger on the flow-run state events of the
-nightly deployment, one action per URL) that posts when a nightly run fails or regresses.
+"""`weakspot serve --notify URL`: a Prefect automation (server-side: a trigger on the failure events of the nightly
+deployment's flow runs, one action per URL) that posts when a nightly run fails or regresses.
 
 Caveats first:
 

@@ -55,14 +55,19 @@ def _start_serve(ops_repo, tmp_path, port: int, *extra: str):
 
 
 def _first_scheduled_run(base: str, proc, log_path, timeout: float = 240):
-    """The first run of the deployment once it has ended (None after ``timeout``), and the deployment."""
+    """The first run of the deployment since now once it has ended (None after ``timeout``), and the deployment (an
+    earlier test's runs stay in ops_repo's database)."""
+    from datetime import datetime, timezone
+
     run, paused, deployment = None, False, None
     deadline = time.time() + timeout
+    since = datetime.now(timezone.utc).isoformat()
     while time.time() < deadline:
         assert proc.poll() is None, f"weakspot serve exited ({proc.returncode}):\n{log_path.read_text()[-3000:]}"
         try:
             runs = _api(base, "/api/flow_runs/filter", {
-                "deployments": {"name": {"any_": ["weakspot-nightly"]}}, "sort": "EXPECTED_START_TIME_ASC"})
+                "deployments": {"name": {"any_": ["weakspot-nightly"]}}, "sort": "EXPECTED_START_TIME_ASC",
+                "flow_runs": {"expected_start_time": {"after_": since}}})
         except (OSError, ValueError):
             runs = []
         started = [r for r in runs if r["state_type"] not in ("SCHEDULED",)]
