@@ -63,6 +63,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plots_diff(args: argparse.Namespace) -> int:
+    from ops.plots_diff import plots_diff
+
+    res = plots_diff(args.a, args.b, out=args.out)
+    print(f"weakspot: dvc plots diff {args.a} {args.b}: {len(res['plots'])} plots -> {res['html']}"
+          + (f"; not in the cache: {', '.join(res['missing'])}" if res["missing"] else ""))
+    return 0
+
+
 def cmd_profile(args: argparse.Namespace) -> int:
     from ops.profile import apply_profile
 
@@ -164,6 +173,12 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("a", help="a target of params.yaml (e.g. digits)")
     cp.add_argument("b", help="another target on the same data (e.g. digits_repaired)")
     cp.set_defaults(fn=cmd_compare)
+    pd_ = sub.add_parser("plots-diff", help="dvc plots diff between two recorded audits (ids, prefixes or last): "
+                                            "every curve dvc.yaml declares, both audits drawn")
+    pd_.add_argument("a")
+    pd_.add_argument("b")
+    pd_.add_argument("--out", default="reports/plots-diff", help="where the HTML goes (default: reports/plots-diff)")
+    pd_.set_defaults(fn=cmd_plots_diff)
     p = sub.add_parser("profile", help="merge profiles/NAME.yaml into params.yaml (keeps a .bak)")
     p.add_argument("name")
     p.set_defaults(fn=cmd_profile)
