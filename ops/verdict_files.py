@@ -6,9 +6,10 @@ Caveats first:
 
 * Both are built from the audit's comparison file (``<history.dir>/<audit_id>.comparison.json``: the rule rows of
   :mod:`ops.history` and the gate rows of :mod:`ops.gates`) and the findings tables; nothing is recomputed.
-* A method x target test case fails when the method's findings checked on held-out inputs did not beat their random
-  control there (:func:`weakspot.report.view.control_verdict`): its weak spots on that target cannot be trusted. It
-  passes otherwise; a method whose findings are not checked passes with that said in its output.
+* A method x target test case is *skipped*, with the reason, when the method's findings checked on held-out inputs
+  did not beat their random control there (:func:`weakspot.report.view.control_verdict`): its weak spots on that
+  target are not trusted, but the audit did not fail (its exit code is 0), and the JUnit failures are exactly the
+  conditions that set exit code 3. It passes otherwise, its verdict in its output.
 * JUnit has no "regressed": a regression is a failed test case of the suite ``regression rules``; a first audit has
   no rule rows.
 """
@@ -69,16 +70,16 @@ def junit_xml(comparison: Dict[str, Any], methods: List[Dict[str, Any]]) -> str:
             else:
                 ET.SubElement(case, "system-out").text = r["numbers"]
         total, fails = total + len(rows), fails + sum(not r["passed"] for r in rows)
-    s = ET.SubElement(root, "testsuite", name="methods", tests=str(len(methods)),
-                      failures=str(sum(not m["passed"] for m in methods)))
+    s = ET.SubElement(root, "testsuite", name="methods", tests=str(len(methods)), failures="0",
+                      skipped=str(sum(not m["passed"] for m in methods)))
     for m in methods:
         case = ET.SubElement(s, "testcase", classname=f"weakspot.methods.{m['method']}", name=m["target"])
         if not m["passed"]:
-            ET.SubElement(case, "failure", message=m["text"]).text = m["text"]
+            ET.SubElement(case, "skipped", message=f"not trusted: {m['text']}")
         else:
             ET.SubElement(case, "system-out").text = m["text"]
     root.set("tests", str(total + len(methods)))
-    root.set("failures", str(fails + sum(not m["passed"] for m in methods)))
+    root.set("failures", str(fails))
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -86,6 +87,11 @@ def junit_xml(comparison: Dict[str, Any], methods: List[Dict[str, Any]]) -> str:
 def _lift(s: Dict[str, Any]) -> str:
     ci = f" ({s['lift_lo']:.2f}-{s['lift_hi']:.2f})" if math.isfinite(s["lift_lo"]) else ""
     return f"{s['lift']:.2f}{ci}"
+
+
+def _n(conds: List[Dict[str, Any]], kind: str, word: str) -> str:
+    n = sum(c["kind"] == kind for c in conds)
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def summary_markdown(comparison: Dict[str, Any], spots: List[Dict[str, Any]], methods: List[Dict[str, Any]],
@@ -97,8 +103,8 @@ def summary_markdown(comparison: Dict[str, Any], spots: List[Dict[str, Any]], me
     audit = comparison.get("audit") or {}
     verdict = "FAIL" if bad else "PASS"
     lines = [f"## weakspot audit: {verdict}", "",
-             f"{len(conds) - len(bad)} of {len(conds)} conditions hold ({sum(c['kind'] == 'gate' for c in conds)} "
-             f"gates, {sum(c['kind'] == 'rule' for c in conds)} regression checks"
+             f"{len(conds) - len(bad)} of {len(conds)} conditions hold ({_n(conds, 'gate', 'gate')}, "
+             f"{_n(conds, 'rule', 'regression check')}"
              + (f" against audit `{comparison['previous']}`" if comparison.get("previous") else ", first audit")
              + ").", ""]
     if bad:
