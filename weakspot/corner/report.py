@@ -35,8 +35,8 @@ CONFIRM_PAIR = (" (held-out inputs of class {a} or {b}, which the search never s
 NO_HELDOUT = "not checked: the target has no held-out inputs to confirm the pair on"
 NOT_CHECKED_INPUT = ("not checked: one generated corner case is the search's own output (an example); its class pair "
                      "is checked on held-out inputs above")
-KEY_METRICS = ["margin_before", "margin_after", "margin_reduction", "realistic_yield", "n_corner_cases", "tv_corner",
-               "tv_fgsm", "model_accuracy_on_reconstructions"]
+#: the cards: no "realistic" one, since realism is said only where the generator's gate holds (the prose says which)
+KEY_METRICS = ["margin_before", "margin_after", "margin_reduction", "n_corner_cases", "tv_corner", "tv_fgsm"]
 
 
 def report(result: CornerResult, params: CornerParams, target: AuditTarget) -> MethodReport:
