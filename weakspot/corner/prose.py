@@ -95,15 +95,18 @@ def judge_paragraph(m: Dict[str, Any], params: CornerParams) -> str:
             "classes on top, its nearest real training image must be no farther (RMS "
             f"{fmt(j['near_threshold'])}) than for {j['near_quantile']:.0%} of {j['n_calibration']} real held-out "
             f"images, and it must be as sharp (total variation at least {fmt(j['sharp_threshold'])}) as that share of "
-            f"them. The judge passes corner cases {set_text(j['corner'])}, the seeds before the search "
+            f"them. The judge passes " + (f"corner cases {set_text(j['corner'])}" if j["corner"]["n"] else
+                                         "no corner case (there is none to judge)") + ", the seeds before the search "
             f"{set_text(j['seeds'])}, random codes decoded by the same generator {set_text(j['random'])}, and real "
             f"held-out images {set_text(j['real'])} (those pass near and sharp {j['real']['near']} and "
             f"{j['real']['sharp']} times of {j['real']['n']}; a confident real image's runner-up need not agree, so "
             "they are the control for nearness and sharpness). Judged boundary inputs per try (within "
             f"{params.boundary_margin} of the boundary and passed): the search "
             f"{pct_ci(y['search_share'], y['search_interval'], y['search'], y['n_seeds'])}, random codes "
-            f"{pct_ci(y['random_share'], y['random_interval'], y['random'], y['n_random'])}, lift {fmt(y['lift'])} "
-            f"(95% {fmt(lo)}-{fmt(hi)}). The generator's gate: {gate_text(g)}; "
+            f"{pct_ci(y['random_share'], y['random_interval'], y['random'], y['n_random'])}, "
+            + (f"lift {fmt(y['lift'])} (95% {fmt(lo)}-{fmt(hi)})" if lo is not None else
+               "no lift (neither found any)" if not y["search"] and not y["random"] else f"lift {fmt(y['lift'])}")
+            + f". The generator's gate: {gate_text(g)}; "
             + ("it holds." if g["holds"] else "it fails, so the corner cases are blurred, not realistic: inputs on "
                "which the model is undecided within the generator's blurred image space. A stronger generator (more "
                "epochs, a larger code: profiles/paper.yaml) is needed before they say anything about real inputs."))
