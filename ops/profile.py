@@ -19,6 +19,7 @@ import io
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
@@ -173,7 +174,11 @@ def merged_text(params_text: str, profile_text: str, header: str = "") -> str:
     out = io.StringIO()
     rt.dump(doc, out)
     text = header + _OLD_HEADER.sub("", out.getvalue())
-    if yaml.safe_load(text) != deep_merge(base, prof):
+    try:
+        back = yaml.safe_load(text)
+    except yaml.YAMLError:
+        back = None  # a collection the round trip cannot write in place (e.g. a block list emptied to [])
+    if back != deep_merge(base, prof):
         raise ConfigError("the profile merged into params.yaml does not read back as the merged values (a YAML value "
                           "the round trip writes differently); params.yaml left as it was")
     return text
@@ -187,7 +192,15 @@ def apply_profile(name: str, params_file: "str | Path" = PARAMS, profiles: "str 
         raise ConfigError(f"profile {name!r} not found at {prof}; available: {', '.join(names) or '(none)'}")
     read_yaml(params_file), read_yaml(prof)  # a missing or malformed file: a ConfigError naming it (and the line)
     backup = Path(params_file).with_suffix(".yaml.bak")
-    text = merged_text(Path(params_file).read_text(), prof.read_text(), HEADER.format(name=name, backup=backup))
+    header = HEADER.format(name=name, backup=backup)
+    try:
+        text = merged_text(Path(params_file).read_text(), prof.read_text(), header)
+    except ConfigError as err:  # the values still merge; only the comments cannot be kept this time
+        if "a YAML mapping" in str(err):
+            raise
+        print(f"weakspot profile: {err}; writing the merged values without params.yaml's comments (the backup "
+              f"{backup} keeps them)", file=sys.stderr)
+        text = header + yaml.safe_dump(deep_merge(read_yaml(params_file), read_yaml(prof)), sort_keys=False)
     tmp = Path(params_file).with_suffix(".candidate.yaml")
     write_text(tmp, text)
     try:

@@ -41,7 +41,9 @@ def test_metrics_have_model_independent_keys(examined):
     assert "T500" not in json.dumps(m) and "T500" not in " ".join(out.section.summary + out.section.headline)
     json.dumps(m)  # writable as metrics/examine.json
     assert set(out.section.tables) == {"table2", "per_class", "worst", "equal_renders", "t0_per_class", "settings",
-                                       "regions"}
+                                       "regions", "curve"}
+    curve = out.section.tables["curve"]  # Fig. 1 as a DVC plot: one column per examiner and T0, per iteration
+    assert list(curve.columns) == ["iteration", "random", "bo", "rl", "T0"] and len(curve) == 30
     assert out.section.figures == {}  # drawn by weakspot.examine.figures
     assert out.section.headline
     # T0 of a class is the mean of its T = 0 protocol's random scenes, the same for every examiner

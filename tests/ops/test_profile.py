@@ -154,3 +154,18 @@ def test_missing_profile_names_the_available_ones(tmp_path):
     with pytest.raises(ConfigError, match=r"profile 'gpu' not found at .*; available: paper, smoke"):
         apply_profile("gpu", params, tmp_path / "profiles")
     assert params.read_bytes() == before
+
+
+def test_a_value_the_round_trip_cannot_write_in_place_still_merges(tmp_path, capsys):
+    """A block list emptied to [] is written with the values (the comments go: the backup keeps them), not refused."""
+    import yaml
+
+    from ops.profile import apply_profile
+
+    (tmp_path / "profiles").mkdir()
+    params = tmp_path / "params.yaml"
+    params.write_text((ROOT / "params.yaml").read_text())
+    (tmp_path / "profiles/empty.yaml").write_text("gates: {conditions: []}\n")
+    apply_profile("empty", params, tmp_path / "profiles")
+    assert yaml.safe_load(params.read_text())["gates"]["conditions"] == []
+    assert "# Gates:" in (tmp_path / "params.yaml.bak").read_text()
