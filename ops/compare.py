@@ -5,8 +5,8 @@ robustness curves; written to ``reports/compare-A-B.html`` and ``reports/compare
 Caveats first:
 
 * It reads what the last audit wrote (``metrics/``, ``plots/``, ``findings/``); it computes nothing new, so both
-  targets must have been audited (``weakspot audit`` with both in params.yaml). It refuses two targets whose
-  ``data`` specs differ: their numbers would not be comparable.
+  targets must have been audited (``weakspot audit`` with both in params.yaml). It refuses two targets not judged
+  on the same held-out rows (their prepared test splits differ): their numbers would not be comparable.
 * A weak spot is matched across the two targets by its method, kind and what it names (a class, a class pair, a
   region's text): "fixed" is confirmed on A and not on B, "new" the other way round. Only weak spots confirmed on
   held-out inputs against a random control count; each keeps its lift and interval.
@@ -72,6 +72,25 @@ def _curve(root: Path, t: str) -> Optional[Dict[str, List[float]]]:
                                                                       "pgd lo", "pgd hi", "autoattack")}
 
 
+def _check_same_rows(root: Path, a: str, b: str, targets: Dict[str, Any]) -> None:
+    """Both targets judged on the same held-out rows: their prepared test splits hold the same values (the data spec
+    alone is not enough: a model you bring is judged on every row of a ``source``, a model weakspot trains on its
+    split's test part)."""
+    import pandas as pd
+
+    files = [root / "data" / "targets" / t / "prepared" / "test.parquet" for t in (a, b)]
+    if not all(f.is_file() for f in files):
+        if targets[a].get("data") != targets[b].get("data"):
+            raise ConfigError(f"{a} and {b} are not on the same data ({targets[a].get('data')} vs "
+                              f"{targets[b].get('data')}): their numbers are not comparable")
+        return
+    ta, tb = (pd.read_parquet(f) for f in files)
+    if ta.shape != tb.shape or not ta.reset_index(drop=True).equals(tb.reset_index(drop=True)):
+        raise ConfigError(f"{a} and {b} are not judged on the same held-out rows ({len(ta)} and {len(tb)} test rows "
+                          "that differ): their numbers are not comparable. A model you bring is judged on every row "
+                          "of a data source; give it the other target's split as named parts (train/val/test)")
+
+
 def compare_targets(a: str, b: str, root: "str | Path" = ".", params: Optional[Dict[str, Any]] = None
                     ) -> Dict[str, Any]:
     """Everything the side-by-side report shows, as plain data (JSON-ready)."""
@@ -83,9 +102,7 @@ def compare_targets(a: str, b: str, root: "str | Path" = ".", params: Optional[D
     for t in (a, b):
         if t not in targets:
             raise ConfigError(f"no target {t!r} in params.yaml; targets: {', '.join(targets)}")
-    if targets[a].get("data") != targets[b].get("data"):
-        raise ConfigError(f"{a} and {b} are not on the same data ({targets[a].get('data')} vs "
-                          f"{targets[b].get('data')}): their numbers are not comparable")
+    _check_same_rows(root, a, b, targets)
     acc = {t: (_json(root / "metrics" / "train" / f"{t}.json") or {}).get("test_accuracy") for t in (a, b)}
     if any(v is None for v in acc.values()):
         missing = [t for t, v in acc.items() if v is None]

@@ -54,6 +54,20 @@ def test_fixed_new_and_shared_weak_spots_and_both_curves(tmp_path):
     assert json.loads((tmp_path / "reports/compare-digits-digits_repaired.json").read_text())["a"] == "digits"
 
 
+def test_the_same_held_out_rows_are_required_whatever_the_specs_say(tmp_path):
+    _plant(tmp_path, "digits", 0.99, [], [0.99, 0.35])
+    _plant(tmp_path, "digits_repaired", 0.99, [], [0.99, 0.4])
+    rows = pd.DataFrame({"px_0": [0.1, 0.2, 0.3], "label": [0, 1, 2]})
+    for t, df in (("digits", rows), ("digits_repaired", rows)):
+        (tmp_path / "data/targets" / t / "prepared").mkdir(parents=True)
+        df.to_parquet(tmp_path / "data/targets" / t / "prepared/test.parquet")
+    other = {"train": "npz:a.npz", "test": "npz:b.npz"}  # named parts holding the same test rows: comparable
+    assert compare_targets("digits", "digits_repaired", tmp_path, _params(other))["a"] == "digits"
+    pd.concat([rows, rows]).to_parquet(tmp_path / "data/targets/digits_repaired/prepared/test.parquet")
+    with pytest.raises(ConfigError, match="same held-out rows \\(3 and 6 test rows"):  # every row of a source
+        compare_targets("digits", "digits_repaired", tmp_path, _params())
+
+
 def test_refuses_other_data_unknown_targets_and_missing_audits(tmp_path):
     _plant(tmp_path, "digits", 0.99, [], [0.99, 0.35])
     with pytest.raises(ConfigError, match="not on the same data"):
