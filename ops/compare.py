@@ -8,7 +8,8 @@ Caveats first:
   targets must have been audited (``weakspot audit`` with both in params.yaml). It refuses two targets not judged
   on the same held-out rows (their prepared test splits differ): their numbers would not be comparable.
 * A weak spot is matched across the two targets by its method, kind and what it names (a class, a class pair, a
-  region's text): "fixed" is confirmed on A and not on B, "new" the other way round. Only weak spots confirmed on
+  region's text): "fixed" is confirmed on A and not on B, "new" the other way round, among the methods that ran on
+  both (a method restricted away from one target fixes nothing). Only weak spots confirmed on
   held-out inputs against a random control count; each keeps its lift and interval.
 * A method's headline figures are its section's key metrics (the cards of the report).
 """
@@ -108,6 +109,9 @@ def compare_targets(a: str, b: str, root: "str | Path" = ".", params: Optional[D
         missing = [t for t, v in acc.items() if v is None]
         raise ConfigError(f"no audit of {', '.join(missing)} yet (metrics/train/<t>.json): run `weakspot audit`")
     sa, sb = _spots(root, a), _spots(root, b)
+    both = {f.stem for f in (root / "findings" / a).glob("*.parquet")} & \
+        {f.stem for f in (root / "findings" / b).glob("*.parquet")}
+    sa, sb = ({k: v for k, v in s_.items() if k[0] in both} for s_ in (sa, sb))  # a method that ran on both only
     return {"a": a, "b": b, "data": targets[a].get("data"), "accuracy": acc,
             "methods": _methods(root, a, b),
             "shared": [{"a": sa[k], "b": sb[k]} for k in sa if k in sb],

@@ -43,6 +43,9 @@ def test_fixed_new_and_shared_weak_spots_and_both_curves(tmp_path):
     assert [s["weak_spot"] for s in c["fixed"]] == ["class 3 (on digits)"]  # confirmed before, not after
     assert [s["weak_spot"] for s in c["new"]] == ["class 5 (on digits_repaired)"]  # 5 was unconfirmed before
     assert [(s["a"]["lift"], s["b"]["lift"]) for s in c["shared"]] == [(2.0, 1.5)]
+    (tmp_path / "findings/digits/hda.parquet").write_bytes(
+        (tmp_path / "findings/digits/robustness.parquet").read_bytes())  # a method that did not run on the other
+    assert len(compare_targets("digits", "digits_repaired", tmp_path, _params())["fixed"]) == 1
     assert c["methods"][0]["figures"] == [{"metric": "clean_accuracy", "a": 0.99, "b": 0.985},
                                           {"metric": "eps_half_pgd", "a": 0.35, "b": 0.4}]
     assert c["curves"]["digits"]["pgd"] == [0.99, 0.35]
