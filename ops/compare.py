@@ -73,7 +73,7 @@ def _curve(root: Path, t: str) -> Optional[Dict[str, List[float]]]:
                                                                       "pgd lo", "pgd hi", "autoattack")}
 
 
-def _check_same_rows(root: Path, a: str, b: str, targets: Dict[str, Any]) -> None:
+def _check_same_rows(root: Path, a: str, b: str, targets: Dict[str, Any]) -> Optional[int]:
     """Both targets judged on the same held-out rows: their prepared test splits hold the same values (the data spec
     alone is not enough: a model you bring is judged on every row of a ``source``, a model weakspot trains on its
     split's test part)."""
@@ -84,12 +84,13 @@ def _check_same_rows(root: Path, a: str, b: str, targets: Dict[str, Any]) -> Non
         if targets[a].get("data") != targets[b].get("data"):
             raise ConfigError(f"{a} and {b} are not on the same data ({targets[a].get('data')} vs "
                               f"{targets[b].get('data')}): their numbers are not comparable")
-        return
+        return None
     ta, tb = (pd.read_parquet(f) for f in files)
     if ta.shape != tb.shape or not ta.reset_index(drop=True).equals(tb.reset_index(drop=True)):
         raise ConfigError(f"{a} and {b} are not judged on the same held-out rows ({len(ta)} and {len(tb)} test rows "
                           "that differ): their numbers are not comparable. A model you bring is judged on every row "
                           "of a data source; give it the other target's split as named parts (train/val/test)")
+    return int(len(ta))
 
 
 def compare_targets(a: str, b: str, root: "str | Path" = ".", params: Optional[Dict[str, Any]] = None
@@ -103,7 +104,7 @@ def compare_targets(a: str, b: str, root: "str | Path" = ".", params: Optional[D
     for t in (a, b):
         if t not in targets:
             raise ConfigError(f"no target {t!r} in params.yaml; targets: {', '.join(targets)}")
-    _check_same_rows(root, a, b, targets)
+    n_test = _check_same_rows(root, a, b, targets)
     acc = {t: (_json(root / "metrics" / "train" / f"{t}.json") or {}).get("test_accuracy") for t in (a, b)}
     if any(v is None for v in acc.values()):
         missing = [t for t, v in acc.items() if v is None]
@@ -112,7 +113,8 @@ def compare_targets(a: str, b: str, root: "str | Path" = ".", params: Optional[D
     both = {f.stem for f in (root / "findings" / a).glob("*.parquet")} & \
         {f.stem for f in (root / "findings" / b).glob("*.parquet")}
     sa, sb = ({k: v for k, v in s_.items() if k[0] in both} for s_ in (sa, sb))  # a method that ran on both only
-    return {"a": a, "b": b, "data": targets[a].get("data"), "accuracy": acc,
+    n = (_json(root / "metrics" / "train" / f"{a}.json") or {}).get("n_test")
+    return {"a": a, "b": b, "data": targets[a].get("data"), "n_test": n_test or n, "accuracy": acc,
             "methods": _methods(root, a, b),
             "shared": [{"a": sa[k], "b": sb[k]} for k in sa if k in sb],
             "fixed": [sa[k] for k in sa if k not in sb], "new": [sb[k] for k in sb if k not in sa],

@@ -39,9 +39,7 @@ def weak_spots_html(target: Mapping[str, Any], max_findings: int = 4) -> str:
 
 def compare_html(cmp: Mapping[str, Any], curve_png: Optional[bytes] = None) -> str:
     """``weakspot compare``'s page: two targets on the same data side by side (see :mod:`ops.compare`)."""
-    env = environment()
-    return env.get_template("compare.html").render(c=view.comparison(cmp, curve_png),
-                                                   css=env.loader.get_source(env, "report.css")[0])
+    return environment().get_template("compare.html").render(c=view.comparison(cmp, curve_png))
 
 
 def since_html(since: Mapping[str, Any], trend_png: Optional[bytes] = None, max_rows: int = 40) -> str:

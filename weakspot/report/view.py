@@ -265,7 +265,7 @@ def comparison(cmp: Mapping[str, Any], curve_png: Optional[bytes] = None) -> Dic
 
     methods = [{"title": str(m["title"]), "rows": [{"metric": str(f["metric"]), "a": cell(f["a"]), "b": cell(f["b"])}
                                                   for f in m["figures"]]} for m in cmp["methods"]]
-    return {"a": a, "b": b, "data": json.dumps(cmp.get("data"), sort_keys=True),
+    return {"a": a, "b": b, "data": json.dumps(cmp.get("data"), sort_keys=True), "n_test": cmp.get("n_test", "?"),
             "accuracy": (number(cmp["accuracy"][a]), number(cmp["accuracy"][b])), "methods": methods,
             "shared": [{"method": s["a"]["method"], "weak_spot": s["a"]["weak_spot"],
                         "lift_a": spot(s["a"])["lift"], "lift_b": spot(s["b"])["lift"]} for s in cmp["shared"]],
