@@ -17,7 +17,6 @@ Caveats first:
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -31,20 +30,15 @@ def _json(path: Path) -> Optional[Dict[str, Any]]:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def _spots(root: Path, t: str) -> Dict[Key, Dict[str, Any]]:
-    import pandas as pd
-
+def _spots(spots: List[Dict[str, Any]], t: str) -> Dict[Key, Dict[str, Any]]:
+    """Target ``t``'s confirmed weak spots (:func:`ops.gates.confirmed_weak_spots`) keyed by method, kind and what
+    they name."""
     out: Dict[Key, Dict[str, Any]] = {}
-    for f in sorted((root / "findings" / t).glob("*.parquet")):
-        df = pd.read_parquet(f)
-        if "confirmed" not in df.columns:
-            continue
-        for r in df[df["confirmed"].astype(bool)].to_dict("records"):
-            what = (f"{r.get('label', '')}->{r.get('prediction', '')}" if r.get("kind") in ("class", "class_pair")
-                    else str(r.get("weak_spot", "")))
-            out[(f.stem, str(r.get("kind", "")), what)] = {
-                "method": f.stem, "weak_spot": str(r["weak_spot"]), "lift": float(r["lift"]),
-                "lift_lo": float(r.get("lift_lo", math.nan)), "lift_hi": float(r.get("lift_hi", math.nan))}
+    for r in spots:
+        if r["target"] == t:
+            what = f"{r['label']}->{r['prediction']}" if r["kind"] in ("class", "class_pair") else r["weak_spot"]
+            out[(r["method"], r["kind"], what)] = {k: r[k] for k in ("method", "weak_spot", "lift", "lift_lo",
+                                                                    "lift_hi")}
     return out
 
 
@@ -109,7 +103,10 @@ def compare_targets(a: str, b: str, root: "str | Path" = ".", params: Optional[D
     if any(v is None for v in acc.values()):
         missing = [t for t, v in acc.items() if v is None]
         raise ConfigError(f"no audit of {', '.join(missing)} yet (metrics/train/<t>.json): run `weakspot audit`")
-    sa, sb = _spots(root, a), _spots(root, b)
+    from ops.gates import confirmed_weak_spots
+
+    spots = confirmed_weak_spots(root / "findings")
+    sa, sb = _spots(spots, a), _spots(spots, b)
     both = {f.stem for f in (root / "findings" / a).glob("*.parquet")} & \
         {f.stem for f in (root / "findings" / b).glob("*.parquet")}
     sa, sb = ({k: v for k, v in s_.items() if k[0] in both} for s_ in (sa, sb))  # a method that ran on both only

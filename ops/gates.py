@@ -51,8 +51,8 @@ def _metric_gate(g: GateParams, metrics: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def confirmed_weak_spots(findings_root: "str | Path" = "findings") -> List[Dict[str, Any]]:
-    """Every confirmed finding of the audit: ``{target, method, weak_spot, lift, lift_lo, lift_hi}``, highest lift
-    first."""
+    """Every confirmed finding of the audit: ``{target, method, weak_spot, kind, label, prediction, lift, lift_lo,
+    lift_hi}``, highest lift first."""
     import pandas as pd
 
     out = []
@@ -62,7 +62,8 @@ def confirmed_weak_spots(findings_root: "str | Path" = "findings") -> List[Dict[
             continue
         for r in df[df["confirmed"].astype(bool)].to_dict("records"):
             out.append({"target": f.parent.name, "method": f.stem, "weak_spot": str(r.get("weak_spot", "")),
-                        "lift": float(r["lift"]), "lift_lo": float(r.get("lift_lo", float("nan"))),
+                        "kind": str(r.get("kind", "")), "label": str(r.get("label") or ""),
+                        "prediction": str(r.get("prediction") or ""), "lift": float(r["lift"]), "lift_lo": float(r.get("lift_lo", float("nan"))),
                         "lift_hi": float(r.get("lift_hi", float("nan")))})
     return sorted(out, key=lambda r: -r["lift"] if math.isfinite(r["lift"]) else math.inf)
 

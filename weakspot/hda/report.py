@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -44,8 +44,8 @@ def report(result: HdaResult, params: HdaParams, target: AuditTarget) -> MethodR
     """The report section (without figures: :func:`weakspot.hda.figures.figures`), findings, repaired model and
     lineage of ``result``."""
     p = params
-    m = metrics(result, p)
-    tables = _tables(result, m, p)
+    m, claims = _metrics_and_claims(result, p)
+    tables = _tables(result, m, p, claims)
     section = StageResult(metrics=m, tables=tables, title=f"{TITLE} ({target.name})",
                           summary=_summary(result, p, tables), items=_items(result, p, tables),
                           headline=[_headline(result, m, p) + "."],
@@ -110,6 +110,11 @@ def wilson(rate: Optional[float], n: int) -> Optional[List[float]]:
 def metrics(result: HdaResult, p: HdaParams) -> Dict[str, Any]:
     """The metrics file: every generator's numbers on HDA's seeds (and under ``random_seeds``), RQ1's correlations,
     densities and FIDs, Table 8's and Table 9's numbers, the headline numbers and the paper's claims."""
+    return _metrics_and_claims(result, p)[0]
+
+
+def _metrics_and_claims(result: HdaResult, p: HdaParams) -> Tuple[Dict[str, Any], List[Any]]:
+    """``metrics`` and the claims it was computed with (the claims table shows the same ones)."""
     s, dist = result.seeds, result.distribution
     m: Dict[str, Any] = {"radius": rounded(result.radius, 6), "n_seeds": int(len(s.selected)), "indicator": s.indicator}
     for (mname, sname), e in result.generators.evals.items():
@@ -149,8 +154,9 @@ def metrics(result: HdaResult, p: HdaParams) -> Dict[str, Any]:
     if "pgd" in m:
         m["pgd_ae_prop"] = m["pgd"]["ae_prop"]
         m["pgd_fid"] = m["pgd"]["fid"]
-    m.update(as_metrics(check(result, m, ft_metrics, p)))
-    return m
+    claims = check(result, m, ft_metrics, p)
+    m.update(as_metrics(claims))
+    return m, claims
 
 
 # ----------------------------------------------------------------------------------------------------------- tables
@@ -261,7 +267,7 @@ def _settings(p: HdaParams, result: HdaResult) -> Any:
     return pd.DataFrame(rows)
 
 
-def _tables(result: HdaResult, m: Dict[str, Any], p: HdaParams) -> Dict[str, Any]:
+def _tables(result: HdaResult, m: Dict[str, Any], p: HdaParams, claims: List[Any]) -> Dict[str, Any]:
     """Tables 3-9 as the paper numbers them, the claims, the settings against the paper's and the timings."""
     import pandas as pd
 
@@ -281,7 +287,7 @@ def _tables(result: HdaResult, m: Dict[str, Any], p: HdaParams) -> Dict[str, Any
                         f"mean log10 {s.indicator} indicator": round(v["indicator"], 3)} for n, v in s.table5.items()])
     tables = {"table6": pd.DataFrame([_case_row(e) for e in result.generators.evals.values()]),
               "table3": result.distribution.table3.copy(), "fig3_fid": t3_fid, "table4": t4, "table5": t5,
-              "claims": claims_table(check(result, m, m.get("finetune", {}), p)), "settings": _settings(p, result),
+              "claims": claims_table(claims), "settings": _settings(p, result),
               "seconds": pd.DataFrame([{"step": kk, "seconds": vv} for kk, vv in result.seconds.items()])}
     t7, t8, t9 = (pd.DataFrame(f(result)) for f in (_table7_rows, _table8_rows, _table9_rows))
     if len(t7):
