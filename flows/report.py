@@ -46,9 +46,12 @@ def collect():
                 csv = sec_file.parent / f"{item['table']}.csv"
                 if csv.is_file():
                     tables[f"{key}/{item['table']}"] = pd.read_csv(csv)
-        mfile = paths.metrics(section["stage"], section.get("target"))
-        if mfile.is_file():
-            metrics[key] = json.loads(mfile.read_text())
+        # every metric (results.json); the metrics file holds the headline only
+        for mfile in (paths.results(section["stage"], section.get("target")),
+                      paths.metrics(section["stage"], section.get("target"))):
+            if mfile.is_file():
+                metrics[key] = json.loads(mfile.read_text())
+                break
     return sections, figures, tables, metrics
 
 

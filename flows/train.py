@@ -40,7 +40,8 @@ def train_flow(top: dict, target: str, t) -> dict:
     if out is not None:
         spec["weights"] = str(save_model(target, out["blob"], out["file"]))
     write_spec(target, spec, lin)
-    write_stage_result("train", result, lin, target=target)
+    write_stage_result("train", result, lin, target=target,
+                       headline=("test_accuracy", "val_accuracy", "train_accuracy", "ece", "n_test"))
     m = result.metrics
     print(f"train-{target}: test accuracy {m['test_accuracy']:.4f}, ECE {m['ece']:.4f} -> {paths.model_dir(target)}/")
     return m

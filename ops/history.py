@@ -39,11 +39,15 @@ SCHEMA = {"audit_id": "string", "time": "string (ISO 8601, UTC)", "git_rev": "st
 
 
 def snapshot(root: "str | Path" = ".") -> Dict[str, Any]:
-    """Every metric of the audit in ``root/metrics`` as ``{"<stage>/<target>:<key>": value}``."""
+    """Every metric of the audit as ``{"<stage>/<target>:<key>": value}``: for each stage's file in ``root/metrics``
+    (its headline) the results file beside its report section (``plots/<stage>/<target>/results.json``, every
+    metric) where there is one, so rules and gates may watch any detail."""
     root = Path(root)
     out: Dict[str, Any] = {}
-    for f in sorted((root / "metrics").rglob("*.json")):
-        name = f.relative_to(root / "metrics").with_suffix("").as_posix()
+    for m in sorted((root / "metrics").rglob("*.json")):
+        name = m.relative_to(root / "metrics").with_suffix("").as_posix()
+        f = root / "plots" / name / "results.json"
+        f = f if f.is_file() else m
         try:
             out.update({f"{name}:{k}": v for k, v in flatten(json.loads(f.read_text())).items()})
         except (OSError, ValueError) as e:

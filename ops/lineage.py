@@ -98,6 +98,19 @@ def lookup(path: Path, key: str) -> Any:
     return d
 
 
+def _value(root: Path, p: str, key: str) -> Any:
+    """The number at ``key`` in ``p``; for a stage's metrics file (its headline), a detail is looked up in the
+    results file beside its report section (``plots/<stage>/<target>/results.json``, made by the same stage)."""
+    details = root / "plots" / Path(p).relative_to("metrics").with_suffix("") / "results.json" \
+        if p.startswith("metrics/") else None
+    try:
+        return lookup(root / p, key)
+    except DataError:
+        if details is None or not details.is_file():
+            raise
+        return lookup(details, key)
+
+
 def trace(path: str, key: Optional[str] = None, root: "str | Path" = ".") -> Dict[str, Any]:
     """The lineage of ``path`` (and of the number at ``key`` in it): ``{"artifact", "key", "value", "chain"}``, the
     chain listing the producing stage first, then the stages that made its inputs, each once."""
@@ -116,7 +129,7 @@ def trace(path: str, key: Optional[str] = None, root: "str | Path" = ".") -> Dic
     if first is None:
         raise DataError(f"{p}: no stage of dvc.yaml produces it (outputs are under metrics/, plots/, findings/, "
                         "data/targets/, data/render/ and reports/)")
-    value = lookup(root / p, key) if key else None
+    value = _value(root, p, key) if key else None
     chain, seen, todo = [], set(), [first[0]]
     while todo:
         name = todo.pop(0)

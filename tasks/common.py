@@ -145,9 +145,13 @@ def _flow_run() -> Optional[Dict[str, str]]:
 
 
 def write_stage_result(stage: str, result: StageResult, lin: Dict[str, Any], *, target: Optional[str] = None,
-                       findings: Any = None, dpi: int = 110, order: Optional[int] = None) -> None:
-    """A stage's artifacts: ``metrics/<stage>[/<target>].json``, ``plots/<stage>[/<target>]/`` (tables as CSV,
-    figures as PNG, ``section.json`` for the report) and, for a method, ``findings/<target>/<stage>.parquet``."""
+                       findings: Any = None, dpi: int = 110, order: Optional[int] = None,
+                       headline: Iterable[str] = ()) -> None:
+    """A stage's artifacts: ``metrics/<stage>[/<target>].json`` (its headline figures, :mod:`tasks.headline`:
+    ``headline`` patterns and the section's key metrics), ``plots/<stage>[/<target>]/`` (every metric in
+    ``results.json``, tables as CSV, figures as PNG, ``section.json`` for the report) and, for a method,
+    ``findings/<target>/<stage>.parquet``."""
+    from tasks.headline import select
     from weakspot.findings import normalise
     from weakspot.io import write_parquet
 
@@ -172,7 +176,8 @@ def write_stage_result(stage: str, result: StageResult, lin: Dict[str, Any], *, 
         "lineage": lin,
     }
     write_json(plots / "section.json", section)
-    write_json(paths.metrics(stage, target), result.metrics)
+    write_json(paths.results(stage, target), result.metrics)
+    write_json(paths.metrics(stage, target), select(result.metrics, tuple(headline), result.key_metrics))
 
 
 class _QuietWeakspotErrors(logging.Filter):

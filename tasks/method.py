@@ -164,4 +164,15 @@ def write_method_report(method: Method, target: str, out: MethodReport, lin: Dic
             base = {k: v for k, v in spec.items() if k != "lineage"}
             extra = {**base, "weights": str(folder / "model.pt"), **extra}
         write_json(folder / "model.json", {**extra, "lineage": lin})
-    write_stage_result(method.name, out.section, lin, target=target, findings=out.findings, order=method.order)
+    write_stage_result(method.name, out.section, lin, target=target, findings=out.findings, order=method.order,
+                       headline=method_headline(method.name))
+
+
+def method_headline(name: str) -> Tuple[str, ...]:
+    """A method's headline metrics (its package's ``HEADLINE``, :mod:`tasks.headline`): declared in the package,
+    not in :class:`weakspot.methods.Method`, so changing them reruns that method's stages only."""
+    import importlib
+
+    from weakspot.methods import package_of
+
+    return tuple(getattr(importlib.import_module(package_of(name)), "HEADLINE", ()))

@@ -6,7 +6,8 @@ data/render/                          the rendered scene data set (shared by eve
 data/targets/<target>/prepared/       train/val/test Parquet + lineage.json
 data/targets/<target>/model/          model.pt (state_dict) or model.joblib, model.json (how to rebuild it + lineage)
 plots/<stage>/<target>/               a stage's report section: section.json, figures (PNG), tables (CSV)
-metrics/<stage>/<target>.json         a stage's metrics (dvc metrics)
+metrics/<stage>/<target>.json         a stage's headline metrics (dvc metrics; tasks/headline.py)
+plots/<stage>/<target>/results.json   all of a stage's metrics (the report, history and gates read these)
 findings/<target>/<method>.parquet    the weak spots a method found, one shape for every method (+ example PNGs)
 reports/index.html                    the report
 ```
@@ -48,6 +49,17 @@ def plots(stage: str, target: Optional[str] = None) -> Path:
 
 def metrics(stage: str, target: Optional[str] = None) -> Path:
     return METRICS / f"{stage_key(stage, target)}.json"
+
+
+def results(stage: str, target: Optional[str] = None) -> Path:
+    """Every metric of a stage (its metrics file holds the headline only)."""
+    return plots(stage, target) / "results.json"
+
+
+def results_of(metrics_file: "Path | str") -> Path:
+    """The results file beside ``metrics/<stage>[/<target>].json``."""
+    rel = Path(metrics_file).relative_to(METRICS).with_suffix("")
+    return PLOTS / rel / "results.json"
 
 
 def findings(target: str, method: str) -> Path:

@@ -33,6 +33,11 @@ def _snapshot(root: Path) -> dict:
     return out
 
 
+def _results(root: Path, stage_target: str) -> dict:
+    """Every metric of a stage (its metrics file holds the headline only: tasks/headline.py)."""
+    return json.loads((root / "plots" / stage_target / "results.json").read_text())
+
+
 def _smoke(r):
     import yaml
 
@@ -101,7 +106,7 @@ def test_a_toy_method_package_is_audited_on_every_target_with_nothing_else_touch
     import pandas as pd
 
     for t in TARGETS:  # a new package is a new method: it runs on every target it fits (all: it asks for nothing)
-        m = json.loads((repo.path / f"metrics/toy/{t}.json").read_text())
+        m = _results(repo.path, f"toy/{t}")
         assert 0 < m["least_confidence"] <= 1 and m["n_test"] > 0
         assert len(pd.read_parquet(repo.path / f"findings/{t}/toy.parquet")) == 3
     import yaml
@@ -166,13 +171,13 @@ def test_full_run_audits_every_target_with_every_method_that_fits(repo):
     import pandas as pd
 
     for t in ("digits", "scenes"):  # corner cases on both white-box image targets, none on the tabular one
-        cm = json.loads((repo.path / f"metrics/corner/{t}.json").read_text())
+        cm = _results(repo.path, f"corner/{t}")
         assert {"n_seeds", "margin_before", "margin_after", "realistic_yield", "tv_corner", "tv_fgsm",
                 "top_class_pairs"} <= set(cm) and cm["n_seeds"] == 40
         assert f"id='corner-{t}'" in page
     assert not (repo.path / "metrics/corner/phoneme.json").exists()
     for t in ("digits", "scenes"):  # intrinsic robustness on both white-box image targets, with the smoke's defences
-        im = json.loads((repo.path / f"metrics/intrinsic/{t}.json").read_text())
+        im = _results(repo.path, f"intrinsic/{t}")
         for d in ("none", "minmax", "distillation"):
             assert {"psi", "psi_softmax", "clean_acc", "fgsm_acc", "pgd30_acc", "cw30_acc", "autoattack_acc"} <= set(im[d])
         assert abs(im["reparam"]["none"]["x100"] / im["reparam"]["none"]["x1"] - 1) < 0.01
@@ -180,7 +185,7 @@ def test_full_run_audits_every_target_with_every_method_that_fits(repo):
         assert pd.read_parquet(repo.path / f"findings/{t}/intrinsic.parquet")["kind"].iloc[0] == "threat_model"
     assert not (repo.path / "metrics/intrinsic/phoneme.json").exists()
     for t in ("digits", "scenes"):  # HDA on both image targets: the issue's metrics, findings and the repaired model
-        hm = json.loads((repo.path / f"metrics/hda/{t}.json").read_text())
+        hm = _results(repo.path, f"hda/{t}")
         assert {"ae_prop", "pred_loss", "fid", "queries_per_seed"} <= set(hm["hda"])
         assert {"hda", "pgd", "coverage", "foda"} <= set(hm) and set(hm["indicator_pearson"]) == {"gradient", "separation"}
         assert {"hda", "pgd", "coverage", "none"} <= set(hm["finetune"])
@@ -197,7 +202,7 @@ def test_full_run_audits_every_target_with_every_method_that_fits(repo):
         assert s in out, (s, out[:2000])
     ex = pd.read_parquet(repo.path / "findings/scenes/examine.parquet")
     reg = ex[ex["kind"] == "factor_region"]  # a region per examined class with failing and passing scenes
-    em = json.loads((repo.path / "metrics/examine/scenes.json").read_text())
+    em = _results(repo.path, "examine/scenes")
     assert len(reg) == em["regions"]["proposed"] <= 3 and set(ex["kind"]) <= {"factor_region", "unlearnt_class"}
     assert (reg["n_confirm"] == 8).all() and (reg["n_control"] == 8).all()  # the smoke's fresh renders per region
     with_image = reg[reg["failures"] > 0]
@@ -208,6 +213,24 @@ def test_full_run_audits_every_target_with_every_method_that_fits(repo):
     assert lin["code"]["git_commit"] and all(len(h) == 64 for h in lin["inputs"].values())
     assert (repo.path / "data/targets/digits/model/model.pt").is_file()
     assert oct((repo.path / "metrics/train/digits.json").stat().st_mode & 0o777) != oct(0o600)  # readable as umask says
+
+
+def test_dvc_metrics_show_fits_a_terminal_each_file_its_headline(repo):
+    from ops.lineage import flatten
+
+    files = sorted(str(f.relative_to(repo.path)) for f in (repo.path / "metrics").rglob("*.json"))
+    assert len(files) >= 15
+    widths = {}
+    for f in files:  # DVC's own table of each file: Path, then one column per (flattened) metric
+        out = repo.dvc("metrics", "show", f, "--md").stdout
+        header = next(line for line in out.splitlines() if line.startswith("| Path"))
+        widths[f] = len(header.strip().strip("|").split("|")) - 1
+    assert all(2 <= n <= 15 for n in widths.values()), widths
+    # every detail is beside it, for the report, the history and the gates; the headline holds the same values
+    head, full = flatten(json.loads((repo.path / "metrics/hda/digits.json").read_text())), \
+        flatten(_results(repo.path, "hda/digits"))
+    assert {"hda_ae_prop", "hda_fid"} <= set(head) and len(full) > 5 * len(head)
+    assert all(full[k] == v for k, v in head.items())
 
 
 def test_changing_one_target_reruns_only_that_targets_stages(repo):
@@ -299,7 +322,7 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
     to_label = pd.read_csv(r.path / "findings/mine/gad_to_label.csv")
     assert set(to_label["clinic"]) <= {"north", "south", "east", "west"}  # the texts, as the user's table has them
     assert (to_label["part"] == "unlabelled").all() and to_label["row"].max() < len(production)
-    gad_metrics = json.loads((r.path / "metrics/gad/mine.json").read_text())
+    gad_metrics = _results(r.path, "gad/mine")
     m = gad_metrics.get("mine", gad_metrics)
     assert m["n_unlabelled"] == len(production) and m["n_to_label"] == len(to_label)
     segments = pd.read_parquet(r.path / "findings/mine/segments.parquet")
@@ -393,8 +416,8 @@ def test_a_second_model_on_the_same_data_shares_the_corner_generator(repo):
                for t in ("digits", "digits_mlp")]
         assert gen[0] == gen[1]  # the same training images, the same generator (its training time included)
         assert "corner-digits_mlp: corner: autoencoder" not in out and "Running stage 'corner-digits_mlp'" in out  # reused
-        m = json.loads((repo.path / "metrics/corner/digits_mlp.json").read_text())
-        assert m["n_seeds"] == 40 and m != json.loads((repo.path / "metrics/corner/digits.json").read_text())
+        m = _results(repo.path, "corner/digits_mlp")
+        assert m["n_seeds"] == 40 and m != _results(repo.path, "corner/digits")
     finally:
         p.write_text(text)
 

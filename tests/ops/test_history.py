@@ -31,6 +31,16 @@ def test_snapshot_flattens_every_metric_file_by_stage_target_and_key(tmp_path):
     assert s["corner/digits:top_class_pairs"] == [["3", "9", 50]]
 
 
+def test_snapshot_reads_every_detail_from_the_results_file_beside_a_headline(tmp_path):
+    _metrics(tmp_path, 0.99, [["3", "9", 50]])
+    (tmp_path / "plots/train/digits").mkdir(parents=True)
+    (tmp_path / "plots/train/digits/results.json").write_text(json.dumps(
+        {"test_accuracy": 0.99, "n_test": 268, "per_class_test_accuracy": {"8": 0.91}}))
+    s = snapshot(tmp_path)
+    assert s["train/digits:per_class_test_accuracy.8"] == 0.91 and s["train/digits:test_accuracy"] == 0.99
+    assert s["gad/phoneme:phoneme.sdr"] == 1.0  # a stage without a results file: its metrics file
+
+
 def test_a_planted_regression_is_flagged_and_small_moves_are_not(tmp_path):
     _metrics(tmp_path, 0.99, [["3", "9", 50]], sdr=1.0)
     first = record(tmp_path, "history")

@@ -76,3 +76,11 @@ def test_clear_errors_for_a_missing_file_a_foreign_file_and_a_missing_key(repo):
         trace("notes.txt", root=repo)
     with pytest.raises(DataError, match=r"no 'sdrr' in 'seed_0.sdrr'.*there: sdr"):
         trace("metrics/gad/t.json", "seed_0.sdrr", root=repo)
+
+
+def test_a_detail_beside_the_headline_is_found_in_the_stages_results_file(repo):
+    (repo / "plots/gad/t/results.json").write_text(json.dumps({"gad_sdr": 2.0, "per_seed": {"3": {"sdr": 7.5}}}))
+    t = trace("metrics/gad/t.json", "per_seed.3.sdr", root=repo)  # not in the headline file
+    assert t["value"] == 7.5 and t["chain"][0]["stage"] == "gad-t"
+    with pytest.raises(DataError, match="no 'nope'"):
+        trace("metrics/gad/t.json", "nope", root=repo)

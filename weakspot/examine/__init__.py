@@ -25,3 +25,7 @@ METHOD = register_method(Method(
 #: Tables of its section that are curves, declared in dvc.yaml's plots by ops/pipeline.py: (table, x, y columns;
 #: "params:<key>" = the columns its section's key lists).
 PLOTS = (("curve", "iteration", ("params:examiners", "T0")),)
+
+#: Its headline metrics in metrics/examine/<t>.json (tasks/headline.py; the rest in plots/examine/<t>/results.json).
+HEADLINE = ("bo.T*", "classes_t0_below_half", "regions.proposed", "regions.confirmed", "repeats.*.mean",
+            "repeats.bo.checkpoint")

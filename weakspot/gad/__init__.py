@@ -23,3 +23,8 @@ METHOD = register_method(Method(
 #: Tables of its section that are curves, declared in dvc.yaml's plots by ops/pipeline.py: (table, x, y columns;
 #: "params:<key>" = the columns its section's key lists).
 PLOTS = (("sdr_curve", "query", ("params:searches",)),)
+
+#: Its headline metrics in metrics/gad/<t>.json (tasks/headline.py; the rest in plots/gad/<t>/results.json).
+HEADLINE = ("*.sdr.gad", "*.sdr.random", "*.sdr.low_confidence", "*.errors.gad", "*.errors.random", "*.budget",
+            "*.gad_reliable", "*.pseudo_r2", "*.gad_error_auc", "*.confidence_error_auc", "*.test_accuracy",
+            "!*.per_seed.*")

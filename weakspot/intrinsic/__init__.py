@@ -14,3 +14,8 @@ METHOD = register_method(Method(
     run="weakspot.intrinsic.run:run", report="weakspot.intrinsic.report:report",
     figures="weakspot.intrinsic.figures:figures", modalities=("image",), needs_train=True, white_box=True, order=30,
     target_keys=("train",)))
+
+#: Its headline metrics in metrics/intrinsic/<t>.json (tasks/headline.py; the rest in plots/intrinsic/<t>/results.json),
+#: besides its section's key metrics.
+HEADLINE = ("eps", "n_inputs", "none.clean_acc", "minmax.psi", "minmax.clean_acc", "claims.psi_orders_as_cw30",
+            "claims.reparam_invariant")
