@@ -7,6 +7,7 @@ Caveats first:
   audits' plot files are taken from the DVC cache by each audit's recorded dvc.lock (a folder output's listing,
   then the file's hash) and committed into a throwaway git + DVC repository, one commit per audit tagged with its
   id; ``dvc plots diff`` runs there and writes its HTML. Nothing in this repository changes.
+* The page draws offline: DVC's template with Vega inlined (:func:`offline_template`), not loaded from a CDN.
 * A plot whose file one audit lacks (a curve added after it, a target it did not have) is drawn for the audit that
   has it only; a file whose cache entry is gone (``dvc gc``) is reported as missing.
 """
@@ -64,6 +65,32 @@ def _run(args: List[str], cwd: Path) -> str:
     return proc.stdout
 
 
+#: DVC's page (dvc_render's PAGE_HTML) with Vega, Vega-Lite and Vega-Embed inlined in place of its CDN scripts.
+PAGE = """<!DOCTYPE html>
+<html>
+<head>
+<meta charset="utf-8">
+<title>weakspot: dvc plots diff</title>
+<script>{bundle}</script>
+<style>table {{ border-spacing: 15px; }} body {{ font-family: sans-serif; }}</style>
+</head>
+<body>
+{{plot_divs}}
+</body>
+</html>"""
+
+
+def offline_template(folder: Path) -> Path:
+    """An HTML template for ``dvc plots diff --html-template`` that draws with no network: DVC's own page loads
+    Vega from a CDN, so a machine offline (or a CI artifact opened later) shows blank plots. The libraries come from
+    vl-convert's bundle (the versions it pins)."""
+    import vl_convert
+
+    f = folder / "offline.html"
+    f.write_text(PAGE.format(bundle=vl_convert.javascript_bundle().replace("</script", "<\\/script")))
+    return f
+
+
 def plots_diff(a: str, b: str, root: "str | Path" = ".", store: str = "history",
                out: "str | Path" = "reports/plots-diff") -> Dict[str, object]:
     """Render ``dvc plots diff`` between audits ``a`` and ``b`` into ``out``; ``{"html", "plots", "missing"}``."""
@@ -93,7 +120,8 @@ def plots_diff(a: str, b: str, root: "str | Path" = ".", store: str = "history",
         dest = Path(out).resolve()
         if dest.exists():
             shutil.rmtree(dest)
-        _run([dvc, "plots", "diff", str(audits[0]["audit_id"]), str(audits[1]["audit_id"]), "-o", str(dest)], work)
+        _run([dvc, "plots", "diff", str(audits[0]["audit_id"]), str(audits[1]["audit_id"]), "-o", str(dest),
+              "--html-template", str(offline_template(work))], work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {"html": str(dest / "index.html"), "plots": sorted(plots), "missing": missing}

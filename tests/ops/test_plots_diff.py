@@ -48,5 +48,6 @@ def test_two_audits_curves_from_the_cache_drawn_by_dvc_plots_diff(tmp_path):
     assert "plots/robustness/digits/curve.csv" in html
     assert "20261126T010000Z-aaaa" in html and "20261126T020000Z-bbbb" in html  # both audits drawn
     assert "0.34" in html and "0.4" in html  # each audit's numbers
+    assert "cdn.jsdelivr" not in html and "vegaEmbed" in html  # Vega inlined: the page draws offline
     assert res["missing"] == ["plots/gad/phoneme/sdr_curve.csv (20261126T010000Z-aaaa)",
                               "plots/gad/phoneme/sdr_curve.csv (20261126T020000Z-bbbb)"]
