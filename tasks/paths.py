@@ -56,12 +56,6 @@ def results(stage: str, target: Optional[str] = None) -> Path:
     return plots(stage, target) / "results.json"
 
 
-def results_of(metrics_file: "Path | str") -> Path:
-    """The results file beside ``metrics/<stage>[/<target>].json``."""
-    rel = Path(metrics_file).relative_to(METRICS).with_suffix("")
-    return PLOTS / rel / "results.json"
-
-
 def findings(target: str, method: str) -> Path:
     return FINDINGS / target / f"{method}.parquet"
 
