@@ -80,8 +80,9 @@ def test_every_number_in_the_headline_and_summary_comes_from_the_metrics_or_para
 
 @pytest.mark.parametrize("target", ["digits", "scenes"])
 def test_the_audits_prose_rebuilt_from_its_metrics_file_has_no_stray_number(target):
-    """On the last audit's metrics file, where it has the judge's numbers (skipped on a clone without an audit)."""
-    path = ROOT / "metrics" / "corner" / f"{target}.json"
+    """On the last audit's metrics (every one: the results file beside the report section, the metrics file holds the
+    headline only), where they have the judge's numbers (skipped on a clone without an audit)."""
+    path = ROOT / "plots" / "corner" / target / "results.json"
     if not path.exists() or "judge" not in json.loads(path.read_text()):
         pytest.skip(f"no audited corner metrics with the judge's numbers at {path}")
     import yaml
