@@ -4,7 +4,8 @@ results.json``), which the report, the history and the gates read.
 
 A method names its headline in its package's ``HEADLINE``: shell patterns over the dotted keys (``*.sdr.gad``); a
 pattern starting with ``!`` drops the keys it matches (``!*.per_seed.*``). Its section's key metrics (the report's
-cards) are always in. A stage that names none keeps every key when it has at most :data:`LIMIT`, else its key metrics.
+cards) are always in. A stage that names none keeps every key when it has at most :data:`LIMIT`, else its key metrics
+(a plug-in without cards: its first :data:`LIMIT` keys).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def select(metrics: Dict[str, Any], patterns: Sequence[str] = (), always: Iterab
     always = [k for k in always if k in keys]
     take, drop = [p for p in patterns if not p.startswith("!")], [p[1:] for p in patterns if p.startswith("!")]
     if not take:
-        chosen = keys if len(keys) <= LIMIT else always
+        chosen = keys if len(keys) <= LIMIT else (always or keys[:LIMIT])
     else:
         chosen = always + [k for k in keys if k not in always and any(fnmatch.fnmatchcase(k, p) for p in take)
                            and not any(fnmatch.fnmatchcase(k, p) for p in drop)]
