@@ -63,7 +63,8 @@ def confirmed_weak_spots(findings_root: "str | Path" = "findings") -> List[Dict[
         for r in df[df["confirmed"].astype(bool)].to_dict("records"):
             out.append({"target": f.parent.name, "method": f.stem, "weak_spot": str(r.get("weak_spot", "")),
                         "kind": str(r.get("kind", "")), "label": str(r.get("label") or ""),
-                        "prediction": str(r.get("prediction") or ""), "lift": float(r["lift"]), "lift_lo": float(r.get("lift_lo", float("nan"))),
+                        "prediction": str(r.get("prediction") or ""), "lift": float(r["lift"]),
+                        "lift_lo": float(r.get("lift_lo", float("nan"))),
                         "lift_hi": float(r.get("lift_hi", float("nan")))})
     return sorted(out, key=lambda r: -r["lift"] if math.isfinite(r["lift"]) else math.inf)
 

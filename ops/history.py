@@ -26,6 +26,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from tasks import paths
 from weakspot.errors import DataError
 from weakspot.hashing import sha256_file
 
@@ -46,7 +47,7 @@ def snapshot(root: "str | Path" = ".") -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for m in sorted((root / "metrics").rglob("*.json")):
         name = m.relative_to(root / "metrics").with_suffix("").as_posix()
-        f = root / "plots" / name / "results.json"
+        f = root / paths.results_for(m.relative_to(root))
         f = f if f.is_file() else m
         try:
             out.update({f"{name}:{k}": v for k, v in flatten(json.loads(f.read_text())).items()})

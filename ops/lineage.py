@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import yaml
 
+from tasks import paths
 from weakspot.errors import DataError
 from weakspot.hashing import file_digest
 
@@ -101,8 +102,7 @@ def lookup(path: Path, key: str) -> Any:
 def _value(root: Path, p: str, key: str) -> Any:
     """The number at ``key`` in ``p``; for a stage's metrics file (its headline), a detail is looked up in the
     results file beside its report section (``plots/<stage>/<target>/results.json``, made by the same stage)."""
-    details = root / "plots" / Path(p).relative_to("metrics").with_suffix("") / "results.json" \
-        if p.startswith("metrics/") else None
+    details = root / paths.results_for(p) if p.startswith(f"{paths.METRICS}/") else None
     try:
         return lookup(root / p, key)
     except DataError:

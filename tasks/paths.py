@@ -56,6 +56,12 @@ def results(stage: str, target: Optional[str] = None) -> Path:
     return plots(stage, target) / "results.json"
 
 
+def results_for(metrics_file: "Path | str") -> Path:
+    """The results file beside ``metrics/<stage>[/<target>].json`` (a path relative to the root): every metric of
+    that stage, where the metrics file holds its headline."""
+    return PLOTS / Path(metrics_file).relative_to(METRICS).with_suffix("") / "results.json"
+
+
 def findings(target: str, method: str) -> Path:
     return FINDINGS / target / f"{method}.parquet"
 
