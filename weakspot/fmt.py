@@ -23,6 +23,14 @@ def rounded(value: Any, digits: int = 4) -> Optional[float]:
     return round(v, digits) if math.isfinite(v) else None
 
 
+def stored(value: Any, digits: int = 4) -> float:
+    """``value`` as a metrics file stores it (:func:`rounded`), for prose that states a metric: formatting the raw
+    value instead would round twice and could write a last digit the metrics do not hold (0.0027253 is "0.00273",
+    its stored 0.002725 is "0.00272"). Not finite: the value itself, so the prose still says nan or inf."""
+    r = rounded(value, digits)
+    return float(value) if r is None else r
+
+
 def fmt(value: Any, digits: int = 3) -> str:
     """``value`` to ``digits`` significant digits for prose (``"n/a"`` when missing or not finite)."""
     if value is None:

@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from weakspot.fmt import stored
 from weakspot.hda.config import HdaParams, coverage_iterations
 from weakspot.hda.generate import CaseEval
 
@@ -52,13 +53,15 @@ def _ae(e: CaseEval, name: str) -> str:
 
 
 def fid_text(e: CaseEval, name: str) -> str:
-    """``"hda 1.2 (0.9-1.6, 146 AEs)"``: a FID with its interval and pairs, or why there is none."""
+    """``"hda 1.2 (0.9-1.6, 146 AEs)"``: a FID with its interval and pairs, or why there is none. The numbers are
+    formatted from the values the metrics file stores (rounded to 6 decimals), never from the raw ones: rounding twice
+    could otherwise write a last digit the metrics do not hold."""
     f, n = e.fid_est, int(e.ae_mask.sum())
     aes = f"{n} AE" + ("" if n == 1 else "s")
     if f is None or not np.isfinite(f.value):
         return f"{name} n/a ({aes})"
-    ci = f" ({f.lo:.3g}-{f.hi:.3g}, " if np.isfinite(f.lo) else " ("
-    return f"{name} {f.value:.3g}{ci}{aes})"
+    ci = f" ({stored(f.lo, 6):.3g}-{stored(f.hi, 6):.3g}, " if np.isfinite(f.lo) else " ("
+    return f"{name} {stored(f.value, 6):.3g}{ci}{aes})"
 
 
 def _generators(evals: Dict[Any, CaseEval], p: HdaParams) -> List[Claim]:

@@ -30,7 +30,7 @@ from weakspot.hda.config import PAPER_SETTINGS, HdaParams, coverage_iterations
 from weakspot.hda.generate import CaseEval
 from weakspot.hda.result import HdaResult
 from weakspot.methods import AuditTarget, MethodReport
-from weakspot.fmt import rounded
+from weakspot.fmt import rounded, stored
 from weakspot.result import StageResult
 
 METHOD_TITLES = {"hda": "HDA (two-step GA)", "pgd": "PGD", "coverage": "coverage-guided fuzzing",
@@ -317,8 +317,8 @@ def _summary(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[st
         f"{radius:.4g} for AEs, first for any AE, then for AEs that stay perceptually close to the seed "
         f"({p.ga.metric.upper()}, lambda {p.ga.lam:g}).",
         f"On {len(s.selected)} selected seeds, {h.n_cases} test cases: HDA's AE proportion {h.ae_prop:.0%}, FID "
-        f"{fid_text(h, '').strip()}, SSIM to the seed {h.ssim:.3f}"
-        + (f"; PGD-{p.pgd_steps}'s {pg.ae_prop:.0%}, FID {fid_text(pg, '').strip()}, SSIM {pg.ssim:.3f}"
+        f"{fid_text(h, '').strip()}, SSIM to the seed {stored(h.ssim):.3f}"
+        + (f"; PGD-{p.pgd_steps}'s {pg.ae_prop:.0%}, FID {fid_text(pg, '').strip()}, SSIM {stored(pg.ssim):.3f}"
            if pg is not None else "")
         + (f"; coverage-guided fuzzing's {evals[('coverage', 'selected')].ae_prop:.0%} (neuron coverage "
            f"{result.generators.coverage_rate:.0%})" if ("coverage", "selected") in evals else "")
@@ -395,9 +395,9 @@ def _headline(result: HdaResult, m: Dict[str, Any], p: HdaParams) -> str:
     evals = result.generators.evals
     h, pg = evals[("hda", "selected")], evals.get(("pgd", "selected"))
     head = f"HDA: {h.ae_prop:.0%} of {h.n_cases} test cases around {len(result.seeds.selected)} dense, fragile seeds " \
-           f"are AEs at L-inf {result.radius:.3g} (SSIM {h.ssim:.3f} to the seed)"
+           f"are AEs at L-inf {result.radius:.3g} (SSIM {stored(h.ssim):.3f} to the seed)"
     if pg is not None:
-        head += f"; PGD-{p.pgd_steps}: {pg.ae_prop:.0%} (SSIM {pg.ssim:.3f})"
+        head += f"; PGD-{p.pgd_steps}: {pg.ae_prop:.0%} (SSIM {stored(pg.ssim):.3f})"
     if "finetune" in m and "hda" in m["finetune"]:
         f = m["finetune"]
         head += (f"; HDA fine-tuning: accuracy on AEs around held-out seeds {f['hda']['global_robustness'] or 0:.0%} "
