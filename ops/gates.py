@@ -50,23 +50,40 @@ def _metric_gate(g: GateParams, metrics: Dict[str, Any]) -> Dict[str, Any]:
     return {**row, "passed": not bad, "numbers": what + numbers}
 
 
+def _finds(method: str) -> str:
+    """The kind of weak spot a method's findings are (``natural`` or ``attack``; unknown methods: ``natural``)."""
+    from weakspot import methods
+    from weakspot.errors import WeakspotError
+
+    try:
+        return methods.get(method).finds
+    except (WeakspotError, ImportError):
+        return "natural"
+
+
 def confirmed_weak_spots(findings_root: "str | Path" = "findings") -> List[Dict[str, Any]]:
-    """Every confirmed finding of the audit: ``{target, method, weak_spot, kind, label, prediction, lift, lift_lo,
-    lift_hi}``, highest lift first."""
+    """Every confirmed finding of the audit, after the correction over every candidate of every findings table
+    (:func:`weakspot.findings.correct`): ``{target, method, weak_spot, kind, label, prediction, lift, lift_lo,
+    lift_hi, lift_lo_adjusted, p_value, p_adjusted, family}``, highest adjusted lower bound first."""
     import pandas as pd
 
+    from weakspot.findings import correct
+
+    tables = {f: pd.read_parquet(f) for f in sorted(Path(findings_root).glob("*/*.parquet"))}
+    tables = correct({f: df for f, df in tables.items() if "confirmed" in df.columns and "lift" in df.columns})
     out = []
-    for f in sorted(Path(findings_root).glob("*/*.parquet")):
-        df = pd.read_parquet(f)
-        if "confirmed" not in df.columns or "lift" not in df.columns:
-            continue
+    for f, df in tables.items():
         for r in df[df["confirmed"].astype(bool)].to_dict("records"):
             out.append({"target": f.parent.name, "method": f.stem, "weak_spot": str(r.get("weak_spot", "")),
                         "kind": str(r.get("kind", "")), "label": str(r.get("label") or ""),
                         "prediction": str(r.get("prediction") or ""), "lift": float(r["lift"]),
                         "lift_lo": float(r.get("lift_lo", float("nan"))),
-                        "lift_hi": float(r.get("lift_hi", float("nan")))})
-    return sorted(out, key=lambda r: -r["lift"] if math.isfinite(r["lift"]) else math.inf)
+                        "lift_hi": float(r.get("lift_hi", float("nan"))),
+                        "lift_lo_adjusted": float(r.get("lift_lo_adjusted", float("nan"))),
+                        "p_value": float(r.get("p_value", float("nan"))),
+                        "p_adjusted": float(r.get("p_adjusted", float("nan"))), "family": int(r.get("family", 0)),
+                        "finds": _finds(f.stem)})
+    return sorted(out, key=lambda r: -r["lift_lo_adjusted"] if math.isfinite(r["lift_lo_adjusted"]) else math.inf)
 
 
 def _weak_spot_gate(g: GateParams, spots: List[Dict[str, Any]]) -> Dict[str, Any]:

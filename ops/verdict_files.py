@@ -21,9 +21,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from weakspot.io import write_text
-
 from ops.gates import confirmed_weak_spots
+from weakspot.evidence import FDR
+from weakspot.fmt import bound
+from weakspot.io import write_text
 
 
 def conditions(comparison: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -85,8 +86,8 @@ def junit_xml(comparison: Dict[str, Any], methods: List[Dict[str, Any]]) -> str:
 
 
 def _lift(s: Dict[str, Any]) -> str:
-    ci = f" ({s['lift_lo']:.2f}-{s['lift_hi']:.2f})" if math.isfinite(s["lift_lo"]) else ""
-    return f"{s['lift']:.2f}{ci}"
+    lo = s.get("lift_lo_adjusted", s["lift_lo"])
+    return f"{s['lift']:.2f} (at least {bound(lo)})" if math.isfinite(lo) else f"{s['lift']:.2f}"
 
 
 def _n(conds: List[Dict[str, Any]], kind: str, word: str) -> str:
@@ -116,11 +117,20 @@ def summary_markdown(comparison: Dict[str, Any], spots: List[Dict[str, Any]], me
                      + ", ".join(f"{m['method']} on {m['target']}" for m in lost) + ".")
         lines.append("")
     if spots:
-        lines += [f"Top confirmed weak spots ({min(top, len(spots))} of {len(spots)}, by lift over a random control, "
-                  "95% interval):", "", "| target | method | weak spot | lift |", "|---|---|---|---|"]
-        lines += [f"| {s['target']} | {s['method']} | {s['weak_spot']} | {_lift(s)} |" for s in spots[:top]]
+        family = max(s.get("family", 0) for s in spots)
+        lines += [f"Top confirmed weak spots of each kind ({len(spots)} in all, confirmed at "
+                  f"{FDR:.0%} false discovery rate over the audit's {family} candidates; ranked by the adjusted lower "
+                  "bound of the lift over the control):", "", "| target | method | weak spot | lift |",
+                  "|---|---|---|---|"]
+        from weakspot.methods import FINDS
+
+        for kind, title in FINDS.items():
+            mine = [s for s in spots if s.get("finds", "natural") == kind]
+            lines += [f"| {s['target']} | {s['method']} | {s['weak_spot']} ({title}) | {_lift(s)} |"
+                      for s in mine[:top]]
     else:
-        lines.append("No weak spot confirmed on held-out inputs against a random control.")
+        lines.append("No weak spot confirmed on held-out inputs against a control, after the correction for every "
+                     "candidate of the audit.")
     lines.append("")
     if report_path:
         lines.append(f"Report: `{report_path}`")

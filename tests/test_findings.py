@@ -41,4 +41,4 @@ def test_the_evidence_sentence_says_when_too_few_inputs_fall_inside():
     ev = compare(1, 1, 0, 1)
     assert not ev.confirmed and "too few inside to confirm" in ev.sentence() and str(MIN_CONFIRM) in ev.sentence()
     ok = compare(38, 50, 6, 50)
-    assert ok.confirmed and ok.sentence().startswith("38 of 50 held-out inputs fail inside, 6 of 50 random ones: lift")
+    assert ok.confirmed and ok.sentence().startswith("38 of 50 held-out inputs fail inside, 6 of 50 in the control: lift")

@@ -138,9 +138,10 @@ class Audit:
 
     @property
     def weak_spots(self) -> Any:
-        """The confirmed findings of every method, ranked by lift (the report's verdict)."""
+        """The confirmed findings of every method (after the correction over every candidate of the audit), ranked
+        by the adjusted lower bound of the lift (the report's verdict)."""
         df = self.findings[self.findings["confirmed"].astype(bool)]
-        return df.sort_values("lift", ascending=False, kind="stable").reset_index(drop=True)
+        return df.sort_values("lift_lo_adjusted", ascending=False, kind="stable").reset_index(drop=True)
 
     def to_html(self, path: "str | Path", title: str = "weakspot audit") -> Path:
         """Write the report (the pipeline's page for this one target) to ``path``; returns the path."""
@@ -227,7 +228,7 @@ def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: An
     from weakspot.config import validate_section
     from weakspot.data.prepare import resolve_class
     from weakspot.evaluate import target_section
-    from weakspot.findings import normalise
+    from weakspot.findings import correct, normalise
     from weakspot.methods import AuditTarget
     from weakspot.progress import printer
     from weakspot.runtime import Runtime
@@ -274,6 +275,7 @@ def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: An
         results[m], metrics[m] = out.section, out.section.metrics
         frames.append(normalise(out.findings, where=f"{m}-{name}").assign(method=m))
     findings = pd.concat(frames, ignore_index=True) if frames else normalise(None).assign(method=[])
+    findings = correct({"audit": findings})["audit"]  # one family: every candidate of every method
     skipped = {m: why for m, why in fits.items() if why is not None}
     skipped.update({m: f"not asked for (methods={list(methods)})" for m in fits
                     if methods is not None and m not in chosen and m not in skipped})

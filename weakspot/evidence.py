@@ -1,30 +1,44 @@
-"""The evidence that makes a finding a weak spot: its failure rate on inputs the search never saw, against a random
-control measured the same way, as a lift with a 95% interval.
+"""The evidence that makes a finding a weak spot: its failure rate on inputs the search never saw against a control
+disjoint from it, as a lift with a one-sided test and the bound that agrees with it, corrected for every candidate.
 
 Caveats first: a method's search proposes a *region* (feature ranges, a class, a box of rendering factors, one
 input's neighbourhood); this module does not search, it only judges. ``failures`` of ``n_confirm`` held-out inputs
-inside the region are compared with ``control_failures`` of ``n_control`` inputs drawn at random from the same
-eligible set (the same measure, the same budget). The lift is the ratio of the two failure rates; its interval and
-one-sided p-value are the score (Miettinen-Nurminen) ones of ``statsmodels`` for a ratio of two independent
-proportions. A finding is **confirmed** when the interval's lower end is above 1. With no control failure the ratio
-is infinite: :attr:`Evidence.lift` then counts the control's zero as half a failure (say so where it is shown), and
-the interval still comes from the counts. Nothing is confirmed from fewer than :data:`MIN_CONFIRM` held-out inputs.
+inside the region are compared with ``control_failures`` of ``n_control`` control inputs: by default the region's
+complement in the same held-out set (:func:`on_masks`, no seed), or a sample measured the same way and disjoint from
+the region where no complement exists (fresh renders). The lift is the ratio of the two failure rates.
+
+* **One test, one bound.** The p-value is Fisher's exact one-sided test of "the region fails no more often than its
+  control"; the bounds are the same conditional test inverted (:func:`bound`), so ``lift_lo > 1`` exactly when
+  ``p_value < alpha`` -- also where every input inside fails (a score interval read off separately confirmed 26 of 26
+  against 26 of 26) or none in the control does. Exact rather than a score test: on small regions with a low error
+  rate the score test rejects a true null up to 9% of the time at 5% (5 inputs inside, 5% error rate; measured by
+  enumeration in ``tests/test_evidence.py``), Fisher's never above its level. The bounds are one-sided at
+  :data:`ALPHA` each (together a 90% interval); the point lift counts a control's zero as half a failure (say so where
+  it is shown), the bounds do not.
+* **Many candidates, one family.** A finding is *confirmed* only after the Benjamini-Hochberg correction over every
+  candidate of its family (:func:`correct`) at :data:`FDR` false discovery rate: each carries its raw and adjusted p
+  and its adjusted lower bound (the bound at level ``R * FDR / m``, Benjamini and Yekutieli's false-coverage
+  adjustment, so the adjusted bound is above 1 exactly when the adjusted p is at most :data:`FDR`). BH rather than
+  Holm: when no candidate is a weak spot the two are the same guarantee (a null audit confirms anything with
+  probability at most 5%), and where real weak spots exist BH keeps the power to find the weaker ones.
+* Nothing is confirmed from fewer than :data:`MIN_CONFIRM` held-out inputs (such a candidate still counts in the
+  family: it was tested).
 
 Example
 -------
 >>> e = compare(failures=38, n_confirm=50, control_failures=6, n_control=50)
 >>> round(e.lift, 2), e.confirmed, e.lift_lo > 3
 (6.33, True, True)
->>> compare(failures=5, n_confirm=50, control_failures=5, n_control=50).confirmed
-False
+>>> compare(26, 26, 26, 26).confirmed, compare(5, 5, 3, 5).confirmed  # lift 1.00; p 0.067
+(False, False)
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass
-from typing import Any, Dict, Optional
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 
@@ -32,14 +46,19 @@ from weakspot.errors import DataError
 
 #: fewer held-out inputs inside a region than this and it is never confirmed (the interval would be all noise)
 MIN_CONFIRM = 5
+#: one-sided level of each test and of each end of the lift's interval (the lower bound is a 95% lower bound)
+ALPHA = 0.05
+#: the false discovery rate at which a family's candidates are confirmed (Benjamini-Hochberg)
+FDR = 0.05
 #: the findings columns every method fills with :meth:`Evidence.columns`
 COLUMNS = ("n_confirm", "failures", "n_control", "control_failures", "lift", "lift_lo", "lift_hi", "p_value",
-           "confirmed")
+           "p_adjusted", "lift_lo_adjusted", "family", "confirmed")
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """Failures inside a region on held-out inputs against a random control of the same eligible set."""
+    """Failures inside a region on held-out inputs against a control, with the test of its family (``family``
+    candidates tested together; 1 until :func:`correct` says otherwise)."""
 
     n_confirm: int
     failures: int
@@ -49,6 +68,14 @@ class Evidence:
     lift_lo: float
     lift_hi: float
     p_value: float
+    p_adjusted: float = float("nan")
+    lift_lo_adjusted: float = float("nan")
+    family: int = 1
+
+    def __post_init__(self) -> None:
+        if self.family == 1 and self.p_adjusted != self.p_adjusted and self.p_value == self.p_value:
+            object.__setattr__(self, "p_adjusted", self.p_value)  # a family of one: nothing to adjust
+            object.__setattr__(self, "lift_lo_adjusted", self.lift_lo)
 
     @property
     def rate(self) -> float:
@@ -59,27 +86,39 @@ class Evidence:
         return self.control_failures / self.n_control if self.n_control else float("nan")
 
     @property
+    def testable(self) -> bool:
+        """At least :data:`MIN_CONFIRM` inputs inside and a finite p-value: the candidate can be confirmed."""
+        return bool(self.n_confirm >= MIN_CONFIRM and self.p_value == self.p_value)
+
+    @property
     def confirmed(self) -> bool:
-        """The 95% interval of the lift lies above 1, on at least :data:`MIN_CONFIRM` held-out inputs."""
-        return bool(self.n_confirm >= MIN_CONFIRM and math.isfinite(self.lift_lo) and self.lift_lo > 1.0)
+        """The adjusted lower bound of the lift is above 1 (the adjusted p at most :data:`FDR`), on at least
+        :data:`MIN_CONFIRM` held-out inputs."""
+        return bool(self.testable and math.isfinite(self.lift_lo_adjusted) and self.lift_lo_adjusted > 1.0)
+
+    @property
+    def excess(self) -> float:
+        """The failures inside beyond what the control's rate predicts for as many inputs (the errors the region
+        explains)."""
+        return float(self.failures - self.n_confirm * self.control_rate) if self.n_control else float("nan")
 
     def columns(self) -> Dict[str, Any]:
         """The findings columns (:data:`COLUMNS`)."""
         return {**asdict(self), "confirmed": self.confirmed}
 
-    def sentence(self, unit: str = "inputs") -> str:
-        """``"38 of 50 held-out inputs fail inside, 6 of 50 random ones: lift 6.3 (95% 3.1-13.8)"``."""
+    def sentence(self, unit: str = "inputs", control: str = "in the control") -> str:
+        """``"38 of 50 held-out inputs fail inside, 6 of 50 in the control: lift 6.33, at least 3.17 (95% one-sided,
+        p 4.1e-11)"``: the raw evidence (the family's correction is stated where the family is known)."""
+        counts = (f"{self.failures} of {self.n_confirm} held-out {unit} fail inside, {self.control_failures} of "
+                  f"{self.n_control} {control}")
         if self.n_confirm < MIN_CONFIRM:
-            return (f"{self.failures} of {self.n_confirm} held-out {unit} fail inside, {self.control_failures} of "
-                    f"{self.n_control} random ones: too few inside to confirm (at least {MIN_CONFIRM})")
+            return f"{counts}: too few inside to confirm (at least {MIN_CONFIRM})"
         if not (math.isfinite(self.lift_lo) and math.isfinite(self.lift)):
-            return (f"{self.failures} of {self.n_confirm} held-out {unit} fail inside, {self.control_failures} of "
-                    f"{self.n_control} random ones: too few to compare")
-        from weakspot.fmt import interval
+            return f"{counts}: too few to compare"
+        from weakspot.fmt import bound as end
 
         zero = " (no control failure: counted as half a failure)" if self.control_failures == 0 and self.failures else ""
-        return (f"{self.failures} of {self.n_confirm} held-out {unit} fail inside, {self.control_failures} of "
-                f"{self.n_control} random ones: lift {self.lift:.2f}{zero} (95% {interval(self.lift_lo, self.lift_hi)})")
+        return f"{counts}: lift {self.lift:.2f}{zero}, at least {end(self.lift_lo)} (95% one-sided, p {self.p_value:.2g})"
 
 
 def _count(value: Any, name: str) -> int:
@@ -88,9 +127,43 @@ def _count(value: Any, name: str) -> int:
     return int(value)
 
 
+def p_value(f: int, n: int, c: int, m: int) -> float:
+    """One-sided p of "the region fails no more often than its control" for ``f`` of ``n`` failures inside and ``c``
+    of ``m`` in the control: Fisher's exact test (scipy), conditional on the failures of both sides together."""
+    from scipy.stats import fisher_exact
+
+    return float(fisher_exact([[f, n - f], [c, m - c]], alternative="greater").pvalue)
+
+
+def bound(f: int, n: int, c: int, m: int, alpha: float = ALPHA, upper: bool = False) -> float:
+    """The lift's one-sided ``1 - alpha`` lower bound (``upper``: upper bound), as the test of :func:`p_value` sees
+    it: the exact conditional bound ``psi`` of the odds ratio (scipy inverts the noncentral hypergeometric test whose
+    value at 1 is :func:`p_value`) written as a lift, ``psi / (1 - q + psi q)``, at the least favourable control rate
+    ``q`` of its Clopper-Pearson bound at the same level (the highest for a lower bound, the lowest for an upper). For
+    every ``q < 1`` that map is increasing in ``psi`` and 1 at ``psi = 1``, so ``bound(...) > 1`` exactly when
+    ``p_value(...) < alpha``, and the control's own uncertainty widens the lift's bounds rather than being ignored.
+    No failure inside: lower bound 0; an unbounded odds ratio: the lift's ceiling ``1 / q``."""
+    from scipy.stats import beta
+    from scipy.stats.contingency import odds_ratio
+
+    if not upper and f == 0:
+        return 0.0
+    ci = odds_ratio([[f, n - f], [c, m - c]], kind="conditional").confidence_interval(
+        confidence_level=1.0 - alpha, alternative="less" if upper else "greater")
+    psi = float(ci.high if upper else ci.low)
+    if upper:
+        q = float(beta.ppf(alpha, c, m - c + 1)) if c > 0 else 0.0
+    else:
+        q = float(beta.ppf(1.0 - alpha, c + 1, m - c)) if c < m else 1.0
+    if not math.isfinite(psi):
+        return 1.0 / q if q > 0 else float("inf")
+    den = 1.0 - q + psi * q
+    return psi / den if den > 0 else 0.0  # every control input fails and psi = 0: no failure inside is possible
+
+
 def compare(failures: int, n_confirm: int, control_failures: int, n_control: int) -> Evidence:
     """The :class:`Evidence` of ``failures`` of ``n_confirm`` inside a region against ``control_failures`` of
-    ``n_control`` random inputs.
+    ``n_control`` control inputs, as a family of one (:func:`correct` puts it in its family).
 
     Raises
     ------
@@ -101,39 +174,67 @@ def compare(failures: int, n_confirm: int, control_failures: int, n_control: int
     c, m = _count(control_failures, "control_failures"), _count(n_control, "n_control")
     if f > n or c > m:
         raise DataError(f"evidence: {f} failures of {n} inside, {c} of {m} in the control: more failures than inputs")
-    if n == 0 or m == 0 or (f == 0 and c == 0):
-        lift = float("nan") if n == 0 or m == 0 else 1.0
-        return Evidence(n, f, m, c, lift, float("nan"), float("nan"), float("nan") if n == 0 or m == 0 else 1.0)
+    if n == 0 or m == 0:
+        nan = float("nan")
+        return Evidence(n, f, m, c, nan, nan, nan, nan)
+    if f == 0 and c == 0:
+        return Evidence(n, f, m, c, 1.0, 0.0, float("inf"), 1.0)
     lift = (f / n) / (max(c, 0.5) / m)
-    from statsmodels.stats.proportion import confint_proportions_2indep, test_proportions_2indep
-
-    with warnings.catch_warnings():  # statsmodels divides by a zero count on the way to an infinite upper end
-        warnings.simplefilter("ignore", RuntimeWarning)
-        lo, hi = confint_proportions_2indep(f, n, c, m, method="score", compare="ratio", alpha=0.05)
-        p = test_proportions_2indep(f, n, c, m, compare="ratio", alternative="larger", method="score").pvalue
-    lo, hi = float(np.real(lo)), float(np.real(hi))  # statsmodels' root search can hand back a complex 0j part
-    lo = 0.0 if f == 0 else lo
-    return Evidence(n, f, m, c, float(lift), lo, float(hi) if np.isfinite(hi) else float("inf"),
-                    float(p) if np.isfinite(p) else float("nan"))
+    return Evidence(n, f, m, c, float(lift), bound(f, n, c, m), bound(f, n, c, m, upper=True), p_value(f, n, c, m))
 
 
-def control_draw(eligible: int, size: int, seed: Any) -> np.ndarray:
-    """``size`` distinct indices into an eligible set of ``eligible`` inputs, drawn at random from ``seed`` (all of
-    them when the set is smaller): the random control of a region measured on ``size`` inputs."""
-    n, k = _count(eligible, "eligible"), _count(size, "size")
-    rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(n, size=min(k, n), replace=False)) if n else np.zeros(0, np.int64)
+def correct(evidence: Sequence[Evidence], fdr: float = FDR) -> "list[Evidence]":
+    """The family's evidence after the Benjamini-Hochberg correction at ``fdr``: each with its adjusted p, its lower
+    bound at the adjusted level ``R * fdr / m`` (``R`` confirmed of ``m`` candidates; ``fdr / m`` when none is) and
+    ``family = m``. Every candidate with a p-value counts in ``m``; one with fewer than :data:`MIN_CONFIRM` inputs
+    inside is never confirmed (its p is taken as 1 for the ranking). Evidence without a p-value (nothing measured)
+    is returned as it is and not counted.
+
+    >>> fam = correct([compare(30, 50, 5, 50), compare(9, 50, 5, 50), compare(5, 5, 0, 5)])
+    >>> [e.confirmed for e in fam], fam[0].family, fam[0].p_adjusted > fam[0].p_value
+    ([True, False, True], 3, True)
+    """
+    idx = [i for i, e in enumerate(evidence) if e.p_value == e.p_value]
+    out = list(evidence)
+    m = len(idx)
+    if not m:
+        return out
+    p = np.array([evidence[i].p_value if evidence[i].testable else 1.0 for i in idx])
+    order = np.argsort(p, kind="stable")
+    ranked = p[order] * m / np.arange(1, m + 1)
+    adj_sorted = np.minimum(1.0, np.minimum.accumulate(ranked[::-1])[::-1])
+    adjusted = np.empty(m)
+    adjusted[order] = adj_sorted
+    r = int((adjusted <= fdr).sum())
+    level = max(r, 1) * fdr / m
+    for k, i in enumerate(idx):
+        e = evidence[i]
+        lo = bound(e.failures, e.n_confirm, e.control_failures, e.n_control, alpha=level) if e.testable else 0.0
+        if e.testable and (adjusted[k] <= fdr) != (lo > 1.0):  # a tie at the level: the p-value decides
+            lo = math.nextafter(1.0, 2.0) if adjusted[k] <= fdr else min(lo, 1.0)
+        out[i] = replace(e, p_adjusted=float(adjusted[k]), lift_lo_adjusted=float(lo), family=m)
+    return out
 
 
-def on_masks(fails: np.ndarray, inside: np.ndarray, seed: Any, control: Optional[np.ndarray] = None) -> Evidence:
-    """Evidence from per-input failure flags of a held-out set: the inputs ``inside`` the region against as many
-    drawn at random (from ``seed``) among the ``control`` inputs (default: every held-out input)."""
+def on_masks(fails: np.ndarray, inside: np.ndarray, control: Optional[np.ndarray] = None) -> Evidence:
+    """Evidence from per-input failure flags of a held-out set: the inputs ``inside`` the region against its
+    complement among the ``control`` inputs (default: every held-out input), never a random draw: the verdict needs
+    no seed, and no input is on both sides."""
     fails = np.asarray(fails, bool)
     inside = np.asarray(inside, bool)
     if fails.shape != inside.shape or fails.ndim != 1:
         raise DataError(f"evidence: failure flags {fails.shape} and region mask {inside.shape} must be one flag per "
                         "held-out input")
-    pool = np.flatnonzero(np.ones_like(fails) if control is None else np.asarray(control, bool))
-    n_in = int(inside.sum())
-    drawn = pool[control_draw(len(pool), n_in, seed)]
-    return compare(int(fails[inside].sum()), n_in, int(fails[drawn].sum()), len(drawn))
+    pool = np.ones_like(fails) if control is None else np.asarray(control, bool)
+    if pool.shape != fails.shape:
+        raise DataError(f"evidence: control mask {pool.shape} must be one flag per held-out input ({fails.shape})")
+    outside = pool & ~inside
+    return compare(int(fails[inside].sum()), int(inside.sum()), int(fails[outside].sum()), int(outside.sum()))
+
+
+def control_draw(eligible: int, size: int, seed: Any) -> np.ndarray:
+    """``size`` distinct indices into an eligible set of ``eligible`` inputs, drawn at random from ``seed`` (all of
+    them when the set is smaller): a control sample where the region has no complement to measure (fresh renders)."""
+    n, k = _count(eligible, "eligible"), _count(size, "size")
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n, size=min(k, n), replace=False)) if n else np.zeros(0, np.int64)

@@ -1,8 +1,11 @@
 """Findings: one table shape for the weak spots every method reports, per (target, method).
 
 Caveats first: a finding is a weak spot only when it is ``confirmed``: measured on inputs its search never saw
-against a random control (:mod:`weakspot.evidence`), its lift's 95% interval above 1. A method that confirms its
-findings makes ``severity`` the lift, so confirmed weak spots rank across methods; a method that does not yet leaves
+against a control disjoint from it (:mod:`weakspot.evidence`), its adjusted lower bound above 1 after the
+Benjamini-Hochberg correction over its family. :func:`normalise` corrects over one method's candidates on one target
+(what a stage writes); :func:`correct` over every table of an audit (what the report, the gates and
+``weakspot.audit`` decide with), so a finding confirmed in its stage's file may not survive the audit's family. A
+method that confirms its findings makes ``severity`` the lift; a method that does not yet leaves
 its own number in ``severity`` (``severity_meaning`` says what it is) and its findings unchecked (the evidence columns
 at their defaults, :data:`UNCHECKED`). Examples travel with the finding: an image as PNG bytes (``image``), a table
 row as JSON (``example``), a rendering condition as JSON (``factors``).
@@ -25,9 +28,12 @@ failures           how many of them the model fails
 n_control          inputs drawn at random from the same eligible set, measured the same way
 control_failures   how many of them the model fails
 lift               failure rate inside / the control's (NaN: not checked)
-lift_lo, lift_hi   its 95% interval (score interval for a ratio of two proportions)
-p_value            one-sided: the region fails no more often than the control
-confirmed          ``lift_lo > 1`` on at least :data:`weakspot.evidence.MIN_CONFIRM` inputs
+lift_lo, lift_hi   its one-sided 95% bounds (Fisher's exact test inverted; a 90% interval together)
+p_value            one-sided: the region fails no more often than the control (Fisher's exact test)
+p_adjusted         Benjamini-Hochberg adjusted p over the family
+lift_lo_adjusted   the lower bound at the family's adjusted level (above 1 exactly when confirmed)
+family             how many candidates were tested together
+confirmed          ``lift_lo_adjusted > 1`` on at least :data:`weakspot.evidence.MIN_CONFIRM` inputs
 confirmation       one sentence: what the held-out inputs and the control were, or that it was not checked
 =================  ==========================================================================================
 """
@@ -35,7 +41,7 @@ confirmation       one sentence: what the held-out inputs and the control were, 
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 
@@ -44,7 +50,8 @@ from weakspot.errors import DataError
 REQUIRED = ("weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence")
 #: the evidence columns (:mod:`weakspot.evidence`) as a finding no one has checked on held-out inputs carries them
 UNCHECKED = {"n_confirm": 0, "failures": 0, "n_control": 0, "control_failures": 0, "lift": float("nan"),
-             "lift_lo": float("nan"), "lift_hi": float("nan"), "p_value": float("nan"), "confirmed": False,
+             "lift_lo": float("nan"), "lift_hi": float("nan"), "p_value": float("nan"), "p_adjusted": float("nan"),
+             "lift_lo_adjusted": float("nan"), "family": 0, "confirmed": False,
              "confirmation": "not checked: the search's own output, never measured on held-out inputs against a "
                              "random control"}
 OPTIONAL = {"example": "", "factors": "", "image": None, **UNCHECKED}
@@ -74,17 +81,46 @@ def normalise(df: Any, *, where: str = "findings") -> "Any":
     if out["severity"].isna().any():
         raise DataError(f"{where}: a finding has a NaN severity")
     out["confidence"] = out["confidence"].astype(float)
-    for col in ("n_confirm", "failures", "n_control", "control_failures"):
+    for col in ("n_confirm", "failures", "n_control", "control_failures", "family"):
         out[col] = out[col].fillna(0).astype(np.int64)
-    for col in ("lift", "lift_lo", "lift_hi", "p_value"):
+    for col in ("lift", "lift_lo", "lift_hi", "p_value", "p_adjusted", "lift_lo_adjusted"):
         out[col] = out[col].astype(float)
     out["confirmed"] = out["confirmed"].fillna(False).astype(bool)
+    out = correct({"": out})[""]
     out["confirmation"] = out["confirmation"].fillna(UNCHECKED["confirmation"])  # rows a method left unchecked
     for col in ("weak_spot", "kind", "severity_meaning", "label", "prediction", "example", "factors", "confirmation"):
         out[col] = out[col].fillna("").astype(str)
     out = out.reset_index(drop=True)
     out.insert(0, "rank", np.arange(1, len(out) + 1, dtype=np.int64))
     return out[list(COLUMNS)]
+
+
+def correct(tables: "Mapping[Any, Any]", fdr: Optional[float] = None) -> "Dict[Any, Any]":
+    """The findings tables of one family (every candidate of every table with a p-value), each with ``p_adjusted``,
+    ``lift_lo_adjusted``, ``family`` and ``confirmed`` decided by :func:`weakspot.evidence.correct` (Benjamini-Hochberg
+    at ``fdr``, default :data:`weakspot.evidence.FDR`) from the counts the rows carry; unchecked rows stay unconfirmed.
+    The tables keep their rows and order; the input is not changed."""
+    from weakspot import evidence as ev
+
+    out = {k: (t.copy() if t is not None else None) for k, t in tables.items()}
+    rows, items = [], []
+    for k, t in out.items():
+        if t is None or not len(t) or not set(ev.COLUMNS[:8]) <= set(t.columns):
+            continue  # a table without the evidence columns: nothing to correct
+        for i, r in enumerate(t[["n_confirm", "failures", "n_control", "control_failures", "lift", "lift_lo",
+                                 "lift_hi", "p_value"]].itertuples(index=False)):
+            if r.p_value == r.p_value:
+                rows.append((k, i))
+                items.append(ev.Evidence(int(r.n_confirm), int(r.failures), int(r.n_control),
+                                         int(r.control_failures), float(r.lift), float(r.lift_lo), float(r.lift_hi),
+                                         float(r.p_value)))
+    done = ev.correct(items, ev.FDR if fdr is None else fdr)
+    for (k, i), e in zip(rows, done):
+        t = out[k]
+        for col, v in (("p_adjusted", e.p_adjusted), ("lift_lo_adjusted", e.lift_lo_adjusted), ("family", e.family),
+                       ("confirmed", e.confirmed)):
+            t.iloc[i, t.columns.get_loc(col)] = v
+    return out
 
 
 def to_png(image: Any, *, scale: int = 1) -> bytes:

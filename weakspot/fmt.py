@@ -39,18 +39,20 @@ def fmt(value: Any, digits: int = 3) -> str:
     return f"{v:.{digits}g}" if math.isfinite(v) else "n/a"
 
 
+def bound(v: Any) -> str:
+    """One end of a lift's interval, ``"1.31"``: two decimals, more where two would put a value above 1 at 1 (or
+    below 1 at 1), so it never reads as touching 1 when it does not; ``inf`` when unbounded."""
+    v = float(v)
+    if not math.isfinite(v):
+        return "inf" if v > 0 else "n/a"
+    s = f"{v:.2f}"
+    for d in range(2, 7):
+        s = f"{v:.{d}f}"
+        if (float(s) > 1) == (v > 1) and (float(s) < 1) == (v < 1):
+            return s
+    return s
+
+
 def interval(lo: Any, hi: Any) -> str:
-    """A lift's 95% interval, ``"1.3-5.8"``: two decimals, more where two would put a lower end above 1 at 1 (or
-    below 1 at 1), so the interval never reads as touching 1 when it does not; ``inf`` for an unbounded end."""
-
-    def end(v: Any) -> str:
-        v = float(v)
-        if not math.isfinite(v):
-            return "inf" if v > 0 else "n/a"
-        for d in range(2, 7):
-            s = f"{v:.{d}f}"
-            if (float(s) > 1) == (v > 1) and (float(s) < 1) == (v < 1):
-                return s
-        return s
-
-    return f"{end(lo)}-{end(hi)}"
+    """A lift's interval, ``"1.3-5.8"``: each end as :func:`bound` writes it."""
+    return f"{bound(lo)}-{bound(hi)}"

@@ -47,6 +47,10 @@ if TYPE_CHECKING:  # pragma: no cover
 ENTRY_POINTS = "weakspot.methods"
 
 
+#: the two kinds of weak spot, by the failure their evidence counts (:attr:`Method.finds`), as the report names them
+FINDS = {"natural": "fails on natural inputs", "attack": "fragile under attack"}
+
+
 @dataclass(frozen=True)
 class Method:
     """A method of audit and what it needs of a target.
@@ -82,6 +86,10 @@ class Method:
         Extra products it writes next to its findings (``findings/<t>/<name>_<output>``).
     repairs : bool
         It may return a repaired copy of the model (``data/targets/<t>/repaired_<name>/``).
+    finds : str
+        What its weak spots are, the one failure definition of its evidence: ``"natural"`` (the model's errors on
+        real held-out inputs or fresh renders) or ``"attack"`` (inputs the model gets right that an attack of a stated
+        budget turns wrong). The two kinds rank apart: their lifts have different ceilings.
     """
 
     name: str
@@ -101,6 +109,11 @@ class Method:
     skip_keys: Tuple[str, ...] = ()
     outputs: Tuple[str, ...] = ()
     repairs: bool = False
+    finds: str = "natural"
+
+    def __post_init__(self) -> None:
+        if self.finds not in FINDS:
+            raise ValueError(f"method {self.name}: finds={self.finds!r}; valid: {', '.join(FINDS)}")
 
     def misfit(self, target: "TargetParams") -> Optional[str]:
         """Why this method does not run on ``target`` (``None`` when it does)."""

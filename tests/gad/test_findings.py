@@ -59,7 +59,7 @@ def test_weak_spots_have_the_shared_findings_shape(outcome):
 
 def test_the_feature_range_is_confirmed_on_the_rows_it_was_not_drawn_from(outcome):
     """Known answer from the outcome: the box's errors among the eligible rows outside the top 15 (held out) against
-    as many random rows of those; the severity is that lift."""
+    the rest of those rows; the severity is that lift."""
     weak, to_label = findings_of(outcome, top=15)
     row = weak.iloc[0]
     wrong = ~outcome.test_correct[to_label["row"].to_numpy()]
@@ -70,8 +70,9 @@ def test_the_feature_range_is_confirmed_on_the_rows_it_was_not_drawn_from(outcom
         inside &= (to_label[name].to_numpy() >= q[0]) & (to_label[name].to_numpy() <= q[1])
     held = np.arange(len(to_label)) >= 15
     assert row["n_confirm"] == (inside & held).sum() and row["failures"] == (wrong & inside & held).sum()
-    assert row["n_control"] == row["n_confirm"] and row["severity"] == pytest.approx(np.nan_to_num(row["lift"]))
-    assert row["confirmed"] == (row["lift_lo"] > 1 and row["n_confirm"] >= 5)
+    assert row["n_control"] == (~inside & held).sum() and row["control_failures"] == (wrong & ~inside & held).sum()
+    assert row["severity"] == pytest.approx(np.nan_to_num(row["lift"]))
+    assert row["confirmed"] == (row["lift_lo_adjusted"] > 1 and row["n_confirm"] >= 5)
     assert weak["confidence"].iloc[0] == pytest.approx(to_label["confidence"].iloc[:15].mean())
     ranges = re.findall(r"(\S+) in \[([^,\]]+), ([^\]]+)\]", weak["weak_spot"].iloc[0])
     assert 1 <= len(ranges) <= 3

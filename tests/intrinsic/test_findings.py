@@ -30,7 +30,11 @@ def test_findings_rank_the_strongest_attack_then_inputs_and_classes_by_instabili
     assert [json.loads(x)["input"] for x in inputs["example"]] == [0, 2, 5]
     assert all(isinstance(b, bytes) and b[:4] == b"\x89PNG" for b in inputs["image"])
     cls = f[f["kind"] == "class"]
-    assert list(cls["label"]) == ["c"] and cls["severity"].iloc[0] == pytest.approx(2.0)  # 1 / psi of class c
+    assert list(cls["label"]) == ["c"]
+    c = cls.iloc[0]  # every held-out input of class c fails, the others' only where input 0 is: against the rest
+    assert c["failures"] == c["n_confirm"] and c["control_failures"] <= 1 and c["n_confirm"] + c["n_control"] == 6
+    assert c["severity"] == pytest.approx(c["lift"]) == pytest.approx(
+        (c["failures"] / c["n_confirm"]) / (max(c["control_failures"], 0.5) / c["n_control"]))
 
 
 def test_an_input_whose_neighbour_keeps_its_class_says_so():

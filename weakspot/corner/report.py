@@ -28,10 +28,10 @@ from weakspot.result import StageResult
 SEVERITY_PAIR = ("number of corner cases (optimised seeds with top-two probabilities within {bm} and a "
                  "latent density above the realism threshold) whose two top classes are this pair")
 SEVERITY_INPUT = "1 - (p_top1 - p_top2) after the search: 1 = exactly on the decision boundary"
-SEVERITY_PAIR_LIFT = ("lift: the share of held-out inputs of the two classes that are misclassified or within {bm} of "
-                      "the boundary (top-two probabilities), over that of as many random held-out inputs")
-CONFIRM_PAIR = (" (held-out inputs of class {a} or {b}, which the search never saw, against as many random held-out "
-                "inputs; an input fails when misclassified or its top-two probabilities lie within {bm})")
+SEVERITY_PAIR_LIFT = ("lift: the share of held-out inputs of the two classes the model misclassifies, over that of the "
+                      "other classes' held-out inputs")
+CONFIRM_PAIR = (" (held-out inputs of class {a} or {b}, which the search never saw, against the other held-out "
+                "inputs; an input fails when misclassified)")
 NO_HELDOUT = "not checked: the target has no held-out inputs to confirm the pair on"
 NOT_CHECKED_INPUT = ("not checked: one generated corner case is the search's own output (an example); its class pair "
                      "is checked on held-out inputs above")
@@ -298,16 +298,15 @@ def findings_of(result: CornerResult, classes: List[str], params: CornerParams) 
 
 
 def pair_evidence(result: CornerResult, a: int, b: int, params: CornerParams) -> Any:
-    """The class pair on the held-out inputs the search never saw: inputs of class ``a`` or ``b`` against as many
-    random held-out inputs, an input failing when it is misclassified or within ``boundary_margin`` of the boundary
-    (its top-two probabilities that close, the corner cases' own criterion). None without held-out inputs."""
+    """The class pair on the held-out inputs the search never saw: inputs of class ``a`` or ``b`` against the other
+    held-out inputs, an input failing when the model misclassifies it (a natural error: a low margin alone is not a
+    failure). None without held-out inputs."""
     from weakspot.evidence import on_masks
 
     h = result.heldout
     if h is None or not len(h["y"]):
         return None
-    fails = (h["pred"] != h["y"]) | (h["margin"] < params.boundary_margin)
-    return on_masks(fails, np.isin(h["y"], [a, b]), seed=[int(params.seed) % (2**32), a, b])
+    return on_masks(h["pred"] != h["y"], np.isin(h["y"], [a, b]))
 
 
 def items_of(m: Dict[str, Any], latent: int, params: CornerParams) -> List[Dict[str, str]]:

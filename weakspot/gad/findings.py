@@ -204,19 +204,19 @@ def _feature_range_spot(o: DatasetOutcome, ranked: np.ndarray, top: int) -> Dict
         f"= {split.text_of(j, q_top[0, j])} in {float((X[:k, j] == q_top[0, j]).mean()):.0%} of the top rows and "
         f"{float((X[:, j] == q_top[0, j]).mean()):.0%} of the eligible rows" if j in split.categorical
         else f"IQR {ratio[j]:.0%} of the eligible rows'") for j in chosen)
-    # confirmed on the eligible rows the box was not drawn from (all but the top k) against as many random ones
+    # confirmed on the eligible rows the box was not drawn from (all but the top k) against the rest of them
     inside = np.ones(n, bool)
     for j in chosen:
         inside &= (X[:, j] >= q_top[0, j]) & (X[:, j] <= q_top[1, j])
     held = np.arange(n) >= k
-    ev = on_masks(wrong[held], inside[held], seed=[o.split_seed, 17])
+    ev = on_masks(wrong[held], inside[held])
     return {
         "weak_spot": spot,
         "kind": "feature_range",
         "severity": float(np.nan_to_num(ev.lift, nan=0.0)),
         "severity_meaning": (
             "lift: the share of errors (ground truth, audit only) among the eligible rows inside the box that the "
-            f"box was not drawn from, over that of as many random ones; the box is the top-{k} GAD-ranked rows' "
+            f"box was not drawn from, over that of the rest of them; the box is the top-{k} GAD-ranked rows' "
             f"25th-75th percentiles ({conc}), {share:.0%} of which are errors against {base:.0%} of all {n} "
             f"confident (> {o.confidence_threshold:g}) {o.class_name!r} predictions"
         ),

@@ -18,7 +18,7 @@ METHOD = register_method(Method(
     "hda", "Hierarchical distribution-aware testing", "seeds/004 (Huang et al.)", params=HdaParams,
     run="weakspot.hda.run:run", report="weakspot.hda.report:report", figures="weakspot.hda.figures:figures",
     modalities=("image",), needs_train=True, order=45, target_keys=("train",), reads=("intrinsic",),
-    repairs=True))
+    repairs=True, finds="attack"))
 
 #: Its headline metrics in metrics/hda/<t>.json (tasks/headline.py; the rest in plots/hda/<t>/results.json), besides
 #: its section's key metrics.

@@ -59,4 +59,4 @@ def class_evidence(result: Any, seed: int, top: int = 3) -> List[Tuple[int, Evid
         if mine.sum() >= MIN_SEEDS and sel_fail[mine].mean() > overall:
             rates.append((-float(sel_fail[mine].mean()), -int(mine.sum()), int(c)))
     chosen = [c for _, _, c in sorted(rates)[:top]]
-    return [(c, on_masks(rnd_fail, y_rnd == c, seed=[seed, c])) for c in chosen]
+    return [(c, on_masks(rnd_fail, y_rnd == c)) for c in chosen]

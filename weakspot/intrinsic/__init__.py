@@ -13,7 +13,7 @@ METHOD = register_method(Method(
     "intrinsic", "Intrinsic robustness", "seeds/002 (Yu et al., IJCAI 2019)", params=IntrinsicParams,
     run="weakspot.intrinsic.run:run", report="weakspot.intrinsic.report:report",
     figures="weakspot.intrinsic.figures:figures", modalities=("image",), needs_train=True, white_box=True, order=30,
-    target_keys=("train",)))
+    target_keys=("train",), finds="attack"))
 
 #: Its headline metrics in metrics/intrinsic/<t>.json (tasks/headline.py; the rest in plots/intrinsic/<t>/results.json),
 #: besides its section's key metrics.

@@ -22,10 +22,11 @@ from weakspot.intrinsic.evaluate import ModelEval
 from weakspot.intrinsic.tables import attack_names
 
 SEVERITY_THREAT = "share of the attacked inputs misclassified under the strongest attack that ran (1 = every one)"
-SEVERITY_CLASS = ("lift: the share of the class's held-out inputs with a misclassified neighbour in the eps-ball over "
-                  "that of as many random held-out inputs (the class chosen by its psi on the other half)")
-CONFIRM_CLASS = (" (inputs of class {c} in the half of the attacked inputs that did not choose the class, against "
-                 "as many random ones of that half; an input fails when a neighbour in its eps-ball is misclassified)")
+SEVERITY_CLASS = ("lift: the share of the class's correctly classified held-out inputs with a misclassified neighbour "
+                  "in the eps-ball over that of the other classes' (the class chosen by its psi on the other half)")
+CONFIRM_CLASS = (" (inputs of class {c} the model gets right in the half of the attacked inputs that did not choose "
+                 "the class, against the other classes' inputs it gets right there; an input fails when a neighbour "
+                 "in its eps-ball is misclassified)")
 
 
 def class_evidence(e: ModelEval, y: np.ndarray, n_classes: int, seed: int, top: int = 3) -> List[Tuple[int, Any]]:
@@ -33,8 +34,9 @@ def class_evidence(e: ModelEval, y: np.ndarray, n_classes: int, seed: int, top: 
 
     The inputs are split in two halves drawn from ``seed``; a class is a candidate when its psi on the first half
     (``1 / mean KL`` of its inputs) is below the first half's overall psi (at most ``top``, least stable first); its
-    evidence (:func:`weakspot.evidence.on_masks`) counts, on the second half, its inputs whose worst neighbour in the
-    eps-ball is misclassified against as many random inputs of that half: ``[(class, Evidence)]``."""
+    evidence (:func:`weakspot.evidence.on_masks`) counts, on the second half, its correctly classified inputs whose
+    worst neighbour in the eps-ball is misclassified against the other classes' correctly classified inputs there
+    (a clean error is not the attack's): ``[(class, Evidence)]``."""
     from weakspot.evidence import on_masks
 
     y = np.asarray(y)
@@ -51,8 +53,9 @@ def class_evidence(e: ModelEval, y: np.ndarray, n_classes: int, seed: int, top: 
     overall = psi_of(a)
     psi_a = np.array([psi_of(a & (y == c)) for c in range(n_classes)])
     chosen = [int(c) for c in np.argsort(psi_a, kind="stable") if np.isfinite(psi_a[c]) and psi_a[c] < overall][:top]
+    clean = np.asarray(e.pred) == y  # fragile under attack: inputs the model gets right that the attack turns wrong
     fails = np.asarray(e.pred_worst) != y
-    return [(c, on_masks(fails[b], y[b] == c, seed=[seed, c])) for c in chosen]
+    return [(c, on_masks(fails[b], (y[b] == c) & clean[b], control=clean[b])) for c in chosen]
 SEVERITY_INPUT = ("largest KL divergence between the prediction at the input and at a neighbour in the eps-ball "
                   "(normalised logits)")
 

@@ -16,7 +16,8 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
-from weakspot.fmt import fmt, interval
+from weakspot.evidence import FDR
+from weakspot.fmt import bound, fmt, interval
 
 #: a table with more columns than this and at most TRANSPOSE_ROWS rows is shown transposed (one line per column)
 TRANSPOSE_COLUMNS, TRANSPOSE_ROWS = 14, 8
@@ -115,11 +116,14 @@ def control_verdict(df: Any) -> Dict[str, str]:
     if not len(checked):
         return {"kind": "unchecked", "text": f"Not checked against a control: its {len(df)} finding(s) are the "
                                              "search's own output, shown below as not confirmed."}
+    family = int(df["family"].max()) if "family" in df.columns and len(df) else len(checked)
     if n_ok:
-        return {"kind": "won", "text": f"Beat its random control: {n_ok} of {len(checked)} finding(s) checked on "
-                                       "held-out inputs confirmed."}
-    return {"kind": "lost", "text": f"Did not beat its random control: none of the {len(checked)} finding(s) checked "
-                                    "on held-out inputs failed more often than random ones."}
+        return {"kind": "won", "text": f"Beat its control: {n_ok} of {len(checked)} finding(s) checked on held-out "
+                                       f"inputs confirmed (at {FDR:.0%} false discovery rate over {family} "
+                                       "candidates)."}
+    return {"kind": "lost", "text": f"Did not beat its control: none of the {len(checked)} finding(s) checked on "
+                                    "held-out inputs failed more often than its control, after the correction for "
+                                    f"{family} candidates."}
 
 
 def method_card(m: Mapping[str, Any], max_findings: int) -> Dict[str, Any]:
@@ -141,24 +145,54 @@ def method_card(m: Mapping[str, Any], max_findings: int) -> Dict[str, Any]:
             "n_unconfirmed": int((~ok).sum()), "control": control_verdict(df)}
 
 
+def _finds(m: Mapping[str, Any]) -> str:
+    """The kind of weak spot a method card's findings are (:data:`weakspot.methods.FINDS`)."""
+    from weakspot import methods
+
+    try:
+        return methods.get(str(m.get("name", ""))).finds
+    except Exception:  # noqa: BLE001 (a card of a method this install does not know: its findings are natural errors)
+        return "natural"
+
+
+def by_kind(spots: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Confirmed weak spots in one list per kind (:data:`weakspot.methods.FINDS`), each ranked on its own:
+    ``[{"kind", "title", "spots"}]`` for the kinds that have any."""
+    from weakspot.methods import FINDS
+
+    return [{"kind": k, "title": title, "spots": [s for s in spots if s["finds"] == k]}
+            for k, title in FINDS.items() if any(s["finds"] == k for s in spots)]
+
+
 def confirmed_spots(t: Mapping[str, Any]) -> List[Dict[str, Any]]:
-    """Every method's confirmed findings on target ``t``, ranked by lift (highest first): ``finding`` rows with the
-    method's title and the lift's interval."""
+    """Every method's confirmed findings on target ``t``, ranked by the adjusted lower bound of the lift (highest
+    first: a large sample's sure lift before a small sample's lucky one): ``finding`` rows with the method's title,
+    the lift, its adjusted bound, the adjusted p and the family, the size and the failures beyond the control's
+    rate."""
     out = []
     for m in t.get("methods", []):
         df = m.get("findings")
         if m.get("reason") or df is None or "confirmed" not in df.columns:
             continue
         for r in df[df["confirmed"].astype(bool)].to_dict("records"):
-            out.append({**finding(r), "method": str(m["title"]), "lift": float(r["lift"]),
-                        "interval": interval(r["lift_lo"], r["lift_hi"])})
-    return sorted(out, key=lambda f: -f["lift"])
+            n, f = int(r.get("n_confirm", 0) or 0), int(r.get("failures", 0) or 0)
+            c, nc = int(r.get("control_failures", 0) or 0), int(r.get("n_control", 0) or 0)
+            excess = f - n * c / nc if nc else float("nan")
+            out.append({**finding(r), "method": str(m["title"]), "finds": _finds(m), "lift": float(r["lift"]),
+                        "lift_lo_adjusted": float(r.get("lift_lo_adjusted", float("nan"))),
+                        "interval": interval(r["lift_lo"], r["lift_hi"]),
+                        "adjusted": bound(r.get("lift_lo_adjusted", float("nan"))),
+                        "p_adjusted": f"{float(r.get('p_adjusted', float('nan'))):.2g}",
+                        "family": int(r.get("family", 0) or 0), "size": n, "rate": f / n if n else 0.0,
+                        "control_rate": c / nc if nc else 0.0, "excess": fmt(excess, 3)})
+    return sorted(out, key=lambda f: -f["lift_lo_adjusted"] if f["lift_lo_adjusted"] == f["lift_lo_adjusted"] else 0)
 
 
 def target(t: Mapping[str, Any], max_findings: int = 4) -> Dict[str, Any]:
     """``{"name", "intro", "confirmed": [...], "model", "accuracy", "methods": [...]}`` (see
     :func:`weakspot.report.html.weak_spots_html`) for ``weak_spots.html``."""
-    return {"name": t["name"], "intro": t.get("intro", ""), "confirmed": confirmed_spots(t),
+    spots = confirmed_spots(t)
+    return {"name": t["name"], "intro": t.get("intro", ""), "confirmed": spots, "kinds": by_kind(spots), "fdr": FDR,
             "model": t.get("model"), "accuracy": t.get("accuracy"),
             "methods": [method_card(m, max_findings) for m in t.get("methods", [])]}
 
@@ -174,11 +208,12 @@ def overview(shown: List[Mapping[str, Any]]) -> Dict[str, Any]:
     for t in shown:
         verdicts = {m["title"]: "not run" if m["reason"] else "missing" if m["missing"] else m["control"]["kind"]
                     for m in t["methods"]}
-        acc, worst = t.get("accuracy"), (t["confirmed"] or [None])[0]
+        acc = t.get("accuracy")
         rows.append({"name": t["name"], "model": str(t.get("model") or ""),
                      "accuracy": "" if acc is None else f"{100 * float(acc):.1f}%", "n_confirmed": len(t["confirmed"]),
-                     "worst": f"{worst['weak_spot']} ({worst['method']}): lift {fmt(worst['lift'], 2)}, 95% "
-                              f"{worst['interval']}" if worst else "none confirmed",
+                     "worst": "; ".join(f"{k['title']}: {k['spots'][0]['weak_spot']} ({k['spots'][0]['method']}): lift "
+                                        f"{fmt(k['spots'][0]['lift'], 2)}, at least {k['spots'][0]['adjusted']}"
+                                        for k in t.get("kinds", [])) or "none confirmed",
                      "verdicts": [verdicts.get(m, "") for m in methods]})
     return {"methods": methods, "rows": rows}
 

@@ -1,12 +1,13 @@
 """The robustness curve's report: metrics (the curve with 95% Wilson intervals, the eps at which PGD halves the clean
 accuracy), the curve as a table (``curve.csv``, a DVC plot: x eps, one column per attack), prose and the classes that
-fall first, confirmed on held-out inputs against a random control.
+fall first, confirmed on held-out inputs against a control disjoint from them.
 
 Caveats first: the intervals are per point (Wilson, 95%); neighbouring points share inputs, so they are not
 independent. ``eps_half_pgd`` is interpolated linearly between grid points (None when PGD never halves the accuracy
 on the grid). A class is proposed on a random half of the inputs (its PGD error at the focal eps, where that half's
 accuracy is nearest half its clean accuracy, above that half's overall error) and confirmed on the other half
-against as many random inputs of it (:func:`weakspot.evidence.on_masks`).
+against the other classes' inputs of it (:func:`weakspot.evidence.on_masks`), both among the inputs the model gets
+right (an input it already gets wrong is not an attack's failure).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from weakspot.robustness.config import RobustnessParams
 from weakspot.robustness.run import CurveResult
 
 NAMES = {"clean": "clean", "pgd": "PGD", "autoattack": "AutoAttack (ART)"}
-SEVERITY_CLASS = ("lift: the share of the class's held-out inputs PGD turns wrong at the focal eps over that of as "
-                  "many random held-out inputs (the class chosen on the other half)")
+SEVERITY_CLASS = ("lift: the share of the class's correctly classified held-out inputs PGD turns wrong at the focal eps "
+                  "over that of the other classes' (the class chosen on the other half)")
 
 
 def _wilson(k: int, n: int) -> List[float]:
@@ -105,6 +106,7 @@ def findings(res: CurveResult, p: RobustnessParams) -> Any:
     from weakspot.findings import REQUIRED
 
     f, y = focal(res, p.seed), np.asarray(res.y)
+    clean = np.asarray(res.correct["clean"][f], bool)  # fragile under attack: clean errors are not attack failures
     fails = ~res.correct["pgd"][f]
     a, b = halves(res, p.seed)
     overall = fails[a].mean() if a.any() else 0.0
@@ -112,16 +114,17 @@ def findings(res: CurveResult, p: RobustnessParams) -> Any:
     chosen = [c for r, c in sorted(rates, reverse=True) if r > overall][:3]
     rows = []
     for c in chosen:
-        ev = on_masks(fails[b], y[b] == c, seed=[int(p.seed), c])
+        ev = on_masks(fails[b], (y[b] == c) & clean[b], control=clean[b])
         rows.append({"weak_spot": f"class {res.classes[c]} under PGD at L-inf eps {res.eps_data[f]:.4g}",
                      "kind": "class", "severity": float(np.nan_to_num(ev.lift, nan=0.0)),
                      "severity_meaning": SEVERITY_CLASS, "label": res.classes[c], "prediction": "",
                      "confidence": float("nan"), "example": json.dumps({"eps": round(res.eps_data[f], 6)}),
                      **ev.columns(),
                      "confirmation": ev.sentence() + f" (inputs of class {res.classes[c]} in the half that did not "
-                                                     "choose the class, against as many random inputs of it)"})
+                                                     "choose the class and the model gets right, against the other classes' inputs it gets right there)"})
     cols = list(REQUIRED) + ["example", "confirmation", "n_confirm", "failures", "n_control", "control_failures",
-                             "lift", "lift_lo", "lift_hi", "p_value", "confirmed"]
+                             "lift", "lift_lo", "lift_hi", "p_value", "p_adjusted", "lift_lo_adjusted", "family",
+                             "confirmed"]
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -3,8 +3,11 @@
 Caveats first: a tabular target's own columns (numeric in their units, a categorical column as its categories: the
 tree splits on one indicator per category, so a rule reads "country = FR", never a code range); an image target's brightness (mean
 pixel), RMS contrast (the standard deviation of the grey image) and, in colour, each channel's share of the mean
-intensity (Deepchecks' image properties). The true class is a feature of every target; the predicted class is not,
-because a rule on both the true and the predicted class is an error by definition.
+intensity (Deepchecks' image properties): what is known before the label and before the model answers. Neither class
+is a feature beside them: "class 0 and a > 1" is where the model predicts 1, so its class-0 rows fail by
+construction (label noise included), and "predicted 0 and a > 1" is, where the label follows the features, the set
+of the model's errors itself; a tree on either finds "weak spots" on a model whose only errors are noise. The true
+class stands alone as its own candidate (:mod:`weakspot.segments.run`).
 
 >>> import numpy as np
 >>> from weakspot.data.dataset import Dataset
@@ -26,7 +29,7 @@ from weakspot.rules import Column
 @dataclass(frozen=True)
 class Features:
     """Readable numeric features ``values`` ``(n, d)`` named ``names``, and each row's true class ``y`` of
-    ``classes``."""
+    ``classes`` (never a column of :meth:`matrix`)."""
 
     values: np.ndarray
     names: List[str]
@@ -35,10 +38,9 @@ class Features:
     categories: Dict[str, List[str]] = field(default_factory=dict)  # a categorical column's texts by code
 
     def columns(self) -> List[Column]:
-        """What each column of :meth:`matrix` is: the numeric features, one indicator per class, then one indicator
-        per category of each categorical feature."""
+        """What each column of :meth:`matrix` is: the numeric features, then one indicator per category of each
+        categorical feature."""
         cols = [Column("num", n) for n in self.names if n not in self.categories]
-        cols += [Column("class", code=c, n=len(self.classes)) for c in range(len(self.classes))]
         for name, texts in self.categories.items():
             cols += [Column("cat", name, code=i, n=len(texts)) for i in range(len(texts))]
         return cols
@@ -50,8 +52,7 @@ class Features:
             if col.kind == "num":
                 out.append(self.values[:, self.names.index(col.name)].astype(np.float64))
             else:
-                codes = self.y if col.kind == "class" else self.values[:, self.names.index(col.name)]
-                out.append((codes == col.code).astype(np.float64))
+                out.append((self.values[:, self.names.index(col.name)] == col.code).astype(np.float64))
         return np.column_stack(out) if out else np.zeros((len(self.y), 0))
 
 

@@ -2,9 +2,10 @@
 and findings.
 
 Caveats first: ``severity`` is the held-out lift (the segment's failure rate on the confirmation half over that of
-as many random rows of the half); with no failure among the random rows the lift counts half a failure there (the
-evidence sentence says so). Every candidate is a finding; only confirmed ones (the lift's 95% interval above 1) are
-weak spots. The method beats its control on a target when at least one segment is confirmed.
+the rest of the half); with no failure in the rest the lift counts half a failure there (the evidence sentence says
+so). Every candidate is a finding; only confirmed ones (the adjusted lower bound of the lift above 1, after the
+Benjamini-Hochberg correction over every candidate) are weak spots. The method beats its control on a target when at
+least one segment is confirmed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from weakspot.evidence import COLUMNS as EVIDENCE_COLUMNS
+from weakspot.evidence import FDR
 from weakspot.findings import to_png
 from weakspot.fmt import fmt, rounded
 from weakspot.methods import AuditTarget, MethodReport
@@ -22,9 +24,9 @@ from weakspot.result import StageResult
 from weakspot.segments.config import SegmentsParams
 from weakspot.segments.run import Segment, SegmentsResult
 
-SEVERITY = ("lift: the segment's failure rate on held-out evaluation rows over that of as many random rows of the "
-            "same held-out half")
-CONFIRMATION = " (held-out rows the error tree never saw; the random ones drawn from the same half)"
+SEVERITY = ("lift: the segment's failure rate on held-out evaluation rows over that of the other rows of the same "
+            "held-out half")
+CONFIRMATION = " (held-out rows the error tree never saw; the control is the rest of that half)"
 KEY_METRICS = ["error_rate", "n_candidates", "n_confirmed", "top_lift", "top_lift_lo"]
 
 
@@ -34,7 +36,9 @@ def metrics_of(result: SegmentsResult) -> Dict[str, Any]:
             "n_confirm": int(len(result.confirm)), "error_rate": rounded(result.failed.mean()),
             "min_rows": int(result.min_rows), "n_candidates": len(result.segments),
             "n_confirmed": len(result.confirmed), "top_lift": rounded(top.lift) if top else None,
-            "top_lift_lo": rounded(top.lift_lo) if top else None, "beat_control": bool(result.confirmed)}
+            "top_lift_lo": rounded(top.lift_lo) if top else None,
+            "top_lift_lo_adjusted": rounded(top.lift_lo_adjusted) if top else None,
+            "beat_control": bool(result.confirmed)}
 
 
 def table_of(result: SegmentsResult) -> Any:
@@ -44,12 +48,15 @@ def table_of(result: SegmentsResult) -> Any:
     for s in result.segments:
         e = s.evidence
         rows.append({"segment": s.text, "search_rows": s.search_rows, "search_failures": s.search_failures,
-                     "held_out_rows": e.n_confirm, "failures": e.failures, "control_rows": e.n_control,
+                     "held_out_rows": e.n_confirm, "failures": e.failures,
+                     "expected_by_confidence": rounded(s.expected_failures, 1), "control_rows": e.n_control,
                      "control_failures": e.control_failures, "lift": rounded(e.lift, 3),
                      "lift_lo": rounded(e.lift_lo, 3), "lift_hi": rounded(e.lift_hi, 3),
-                     "p_value": rounded(e.p_value, 5), "confirmed": e.confirmed})
-    cols = ["segment", "search_rows", "search_failures", "held_out_rows", "failures", "control_rows",
-            "control_failures", "lift", "lift_lo", "lift_hi", "p_value", "confirmed"]
+                     "p_value": float(f"{e.p_value:.3g}"), "p_adjusted": float(f"{e.p_adjusted:.3g}"),
+                     "lift_lo_adjusted": rounded(e.lift_lo_adjusted, 3), "confirmed": e.confirmed})
+    cols = ["segment", "search_rows", "search_failures", "held_out_rows", "failures", "expected_by_confidence",
+            "control_rows", "control_failures", "lift", "lift_lo", "lift_hi", "p_value", "p_adjusted",
+            "lift_lo_adjusted", "confirmed"]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -77,12 +84,14 @@ def findings_of(result: SegmentsResult, target: AuditTarget) -> Any:
             shown = {"label": classes[int(result.features.y[i])], "prediction": classes[int(result.predicted[i])],
                      "confidence": float(result.confidence[i]), **_example(result, target, i)}
         else:
-            one = s.rule.allowed is not None and len(s.rule.allowed) == 1
+            one = s.kind == "class" and s.rule.allowed is not None and len(s.rule.allowed) == 1
             shown = {"label": classes[next(iter(s.rule.allowed))] if one else "", "prediction": "",
                      "confidence": float("nan")}
-        rows.append({"weak_spot": s.text, "kind": "segment", "severity": float(np.nan_to_num(e.lift, nan=0.0)),
+        rows.append({"weak_spot": s.text, "kind": s.kind, "severity": float(np.nan_to_num(e.lift, nan=0.0)),
                      "severity_meaning": SEVERITY, **shown, **e.columns(),
-                     "confirmation": e.sentence("rows") + CONFIRMATION})
+                     "confirmation": e.sentence("rows", "in the rest of the half") + CONFIRMATION
+                     + f"; the model's confidences predict {fmt(s.expected_failures, 3)} failures inside ("
+                     + ("overconfident there)" if s.overconfident else "it knows it is unsure there)")})
     cols = ["weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence", "example",
             "image", *EVIDENCE_COLUMNS, "confirmation"]
     return pd.DataFrame(rows, columns=cols)
@@ -92,19 +101,21 @@ def summary_of(m: Dict[str, Any], result: SegmentsResult, params: SegmentsParams
     if result.note:
         return [f"No segment was searched on this target: {result.note}."]
     feats = ", ".join(result.features.names)
+    n_class = sum(s.kind == "class" for s in result.segments)
     first = (f"An error tree (depth at most {params.max_depth}, segments of at least {m['min_rows']} rows) was fit on "
-             f"{m['n_search']} of the {m['n_eval']} evaluation rows, in the target's true class and {feats}; the "
-             f"model fails {fmt(100 * m['error_rate'])}% of the evaluation rows. It proposed {m['n_candidates']} "
-             f"segment(s) that fail more often than the rows overall; each was measured on the other "
-             f"{m['n_confirm']} rows against as many rows drawn at random from them, at the 95% level each (no "
-             f"correction for the {m['n_candidates']} tested).")
+             f"{m['n_search']} of the {m['n_eval']} evaluation rows, in {feats} (neither the true nor the "
+             f"predicted class beside them); the model fails {fmt(100 * m['error_rate'])}% of the evaluation "
+             f"rows. It proposed {m['n_candidates'] - n_class} segment(s) that fail more often than the rows overall, "
+             f"and {n_class} true class(es) fail more often than the rest; each was measured on the other "
+             f"{m['n_confirm']} rows against the rest of them, and confirmed at {fmt(100 * FDR)}% false discovery "
+             f"rate over the {m['n_candidates']} tested (Benjamini-Hochberg).")
     if result.confirmed:
         s = result.confirmed[0]
-        second = (f"{m['n_confirmed']} confirmed (the lift's interval above 1). The strongest: {s.text}: "
-                  f"{s.evidence.sentence('rows')}.")
+        second = (f"{m['n_confirmed']} confirmed. The strongest: {s.text}: {s.evidence.sentence('rows')}; adjusted "
+                  f"lower bound {fmt(s.evidence.lift_lo_adjusted, 3)}.")
     else:
-        second = ("No segment is confirmed: on held-out rows none failed more often than random rows (the method "
-                  "did not beat its control on this target).")
+        second = ("No segment is confirmed: on held-out rows none failed more often than the rest after the "
+                  "correction (the method did not beat its control on this target).")
     return [first, second]
 
 
@@ -117,13 +128,13 @@ def report(result: SegmentsResult, params: SegmentsParams, target: AuditTarget) 
         s = result.confirmed[0]
         e = s.evidence
         headline.append(f"Weak segment of {target.name}: {s.text} ({e.failures} of {e.n_confirm} held-out rows fail, "
-                        f"{e.control_failures} of {e.n_control} random ones; lift {fmt(e.lift, 2)}, 95% "
-                        f"{fmt(e.lift_lo, 2)}-{fmt(e.lift_hi, 2)}).")
+                        f"{e.control_failures} of {e.n_control} of the rest; lift {fmt(e.lift, 2)}, at least "
+                        f"{fmt(e.lift_lo_adjusted, 2)} after the correction for {e.family} candidates).")
     items = [{"table": "segments", "caption": "Every candidate segment: what the error tree saw of it (search half) "
-                                              "and its held-out evidence against random rows."}]
+                                              "and its held-out evidence against the rest of the held-out half."}]
     figures = {"lift"} if result.segments else set()
-    items += [{"figure": f, "caption": "Held-out lift of each candidate with its 95% interval; right of the line "
-                                      "(1 = no more failures than random rows) the confirmed ones."} for f in figures]
+    items += [{"figure": f, "caption": "Held-out lift of each candidate with its one-sided 95% bounds; right of "
+                                      "the line (1 = no more failures than the rest) the confirmed ones."} for f in figures]
     section = StageResult(metrics=m, tables={"segments": table_of(result)}, title=f"Weak segments ({target.name})",
                           summary=summary_of(m, result, params), items=items, headline=headline,
                           key_metrics=KEY_METRICS,

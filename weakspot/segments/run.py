@@ -1,10 +1,13 @@
 """Weak segments: an error tree on half of the evaluation rows proposes regions, the other half confirms them.
 
-Caveats first: a row fails when the model's top class is not its label. The halves are drawn from ``params.seed``
-(stratified on failure when both halves can hold failures); each candidate is measured on the held-out half against
-as many rows drawn at random from that half (:func:`weakspot.evidence.on_masks`), so a segment is confirmed only when
-its failures hold on rows the tree never saw. Up to ``max_segments`` candidates are tested, each at the 95% level
-(no correction for the number tested: the report says how many were).
+Caveats first: a row fails when the model's top class is not its label. A segment is written in what is known
+before the label and the model's answer: the features (:mod:`weakspot.segments.features` says why neither class may
+stand beside them); the true class is a candidate of its own ("true class = b": a class the model recalls poorly).
+The halves are drawn from ``params.seed`` (stratified on failure when both halves can hold failures); each candidate
+is measured on the held-out half against the rest of that half (:func:`weakspot.evidence.on_masks`: no seed, no row
+on both sides), and every candidate tested is one family: confirmed after the Benjamini-Hochberg correction over
+all of them (:func:`weakspot.evidence.correct`). Each segment also carries the failures its rows' confidences
+predict, so the report can tell a region where the model is overconfident from one where it knows it is unsure.
 
 Example
 -------
@@ -22,7 +25,7 @@ Example
 >>> t = SimpleNamespace(test=Dataset(X=X, y=y, classes=["a", "b"], feature_names=["x0", "x1"]), model=Model())
 >>> res = run(t, SegmentsParams(), None)
 >>> res.segments[0].text, res.segments[0].evidence.confirmed
-('class = b and x1 > 0.513', True)
+('x0 > -0.00696 and x1 > 0.513', True)
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import Any, List
 import numpy as np
 
 from weakspot.errors import DataError
-from weakspot.evidence import Evidence, on_masks
+from weakspot.evidence import Evidence, correct, on_masks
 from weakspot.segments.config import SegmentsParams
 from weakspot.segments.features import Features, features_of
 from weakspot.rules import Rule, weak_rules
@@ -49,6 +52,13 @@ class Segment:
     search_failures: int
     evidence: Evidence
     examples: np.ndarray  # indices into the evaluation rows: failing held-out rows inside, at most 3
+    kind: str = "segment"  # "segment" (features and predicted class) or "class" (the true class alone)
+    expected_failures: float = float("nan")  # held-out rows inside: the failures the model's confidences predict
+
+    @property
+    def overconfident(self) -> bool:
+        """More failures inside than the model's own confidences predict (sum of 1 - confidence)."""
+        return bool(self.evidence.failures > self.expected_failures)
 
 
 @dataclass
@@ -103,18 +113,31 @@ def run(target: Any, params: SegmentsParams, runtime: Any) -> SegmentsResult:
                                    "segments.min_rows) are needed to search one half and confirm on the other")
     search, confirm = split_halves(failed, params.confirm_fraction, params.seed)
     min_rows = max(params.min_rows, int(np.ceil(params.min_fraction * len(search))))
-    segments: List[Segment] = []
+    base = float(failed[search].mean())
+    found: List[Any] = []  # (rule, text, kind, rows, failures on the search half)
     if failed[search].any():
         tree = DecisionTreeClassifier(max_depth=params.max_depth, min_samples_leaf=min_rows,
                                       random_state=params.seed).fit(feats.matrix()[search], failed[search])
-        found = weak_rules(tree, feats.columns(), float(failed[search].mean()), min_rows)
-        found = sorted(found, key=lambda r: (-r[2] / r[1], -r[1]))[: params.max_segments]
-        values, y = feats.values[confirm], feats.y[confirm]
-        for i, (rule, rows, fails) in enumerate(found):
-            inside = rule.mask(values, feats.names, y)
-            ev = on_masks(failed[confirm], inside, seed=[params.seed, i])
-            examples = confirm[inside & failed[confirm]][:3]
-            segments.append(Segment(rule, rule.text(feats.classes, feats.categories), rows, fails, ev, examples))
-    segments.sort(key=lambda s: (not s.evidence.confirmed, -np.nan_to_num(s.evidence.lift, nan=-1.0)))
+        rules = weak_rules(tree, feats.columns(), base, min_rows)
+        rules = sorted(rules, key=lambda r: (-r[2] / r[1], -r[1]))[: params.max_segments]
+        found += [(r, r.text(feats.classes, feats.categories), "segment", n, f) for r, n, f in rules]
+        y_search = feats.y[search]
+        for c in range(len(feats.classes)):  # the true class alone: a class the model recalls poorly
+            rows = int((y_search == c).sum())
+            fails = int(failed[search][y_search == c].sum())
+            if rows >= min_rows and fails / rows > base:
+                found.append((Rule(allowed=frozenset({c})), f"true class = {feats.classes[c]}", "class", rows, fails))
+    values, fail_c = feats.values[confirm], failed[confirm]
+    masks, evidence = [], []
+    for rule, _, kind, _, _ in found:
+        inside = rule.mask(values, feats.names, feats.y[confirm])
+        masks.append(inside)
+        evidence.append(on_masks(fail_c, inside))
+    segments: List[Segment] = []
+    for (rule, text, kind, rows, fails), inside, ev in zip(found, masks, correct(evidence)):
+        segments.append(Segment(rule, text, rows, fails, ev, confirm[inside & fail_c][:3], kind,
+                                float((1.0 - confidence[confirm][inside]).sum())))
+    segments.sort(key=lambda s: (not s.evidence.confirmed, -np.nan_to_num(s.evidence.lift_lo_adjusted, nan=-1.0),
+                                 -np.nan_to_num(s.evidence.lift_lo, nan=-1.0)))
     return SegmentsResult(segments=segments, features=feats, failed=failed, predicted=predicted,
                           confidence=confidence, search=search, confirm=confirm, min_rows=min_rows, image=image)
