@@ -219,7 +219,8 @@ def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: An
     Returns
     -------
     Audit
-        ``findings`` (every method's, with a ``method`` column), ``weak_spots`` (confirmed, by lift), ``metrics``,
+        ``findings`` (every method's, with a ``method`` column), ``weak_spots`` (confirmed after the correction over
+        every candidate, by the adjusted lower bound of the lift), ``metrics``,
         ``skipped`` (method -> why it did not run) and ``to_html(path)``.
     """
     import pandas as pd

@@ -271,17 +271,22 @@ def _target_prose(name: str, runs: List[DatasetOutcome], mm: Dict[str, Any]) -> 
     return out
 
 
+def _f2(v: Any) -> str:
+    """Two decimals, or ``n/a`` for a number that was not measured (``None``)."""
+    return "n/a" if v is None else f"{v:.2f}"
+
+
 def _no_gain_caveat(name: str, runs: List[DatasetOutcome], mm: Dict[str, Any], acr: Dict[str, Dict[str, float]]
                     ) -> str:
     """Why GAD does not beat random search on a target: how well a low GAD singles out the errors (ground truth)."""
     o = runs[0]
     top, base = zip(*(lowest_gad_error_rate(r) for r in runs))
-    return (f"Caveat: on {name} GAD does not beat random search (mean SDR {acr['gad']['sdr']:.2f} against "
-            f"{acr['random']['sdr']:.2f}). Why (ground truth, audit only): among the eligible rows a low GAD singles "
-            f"out the errors with AUC {mm['gad_error_auc']:.2f} (mean over seeds; per seed "
+    return (f"Caveat: on {name} GAD does not beat random search (mean SDR {_f2(acr['gad']['sdr'])} against "
+            f"{_f2(acr['random']['sdr'])}). Why (ground truth, audit only): among the eligible rows a low GAD singles "
+            f"out the errors with AUC {_f2(mm['gad_error_auc'])} (mean over seeds; per seed "
             + ", ".join(f"{v['gad_error_auc']:.2f}" for v in mm["per_seed"].values() if v["gad_error_auc"] is not None)
             + f"), where 0.5 is chance and GAD's premise -- errors flip with less perturbation than their confidence "
-            f"predicts -- needs more; the confidence alone singles them out with AUC {mm['confidence_error_auc']:.2f}. "
+            f"predicts -- needs more; the confidence alone singles them out with AUC {_f2(mm['confidence_error_auc'])}. "
             f"The rows GAD queries first, the lowest-GAD {o.budget / max(o.pool_size, 1):.0%} of the eligible rows, "
             f"are errors at {np.mean(top):.0%} (mean over seeds; per seed "
             + ", ".join(f"{v:.0%}" for v in top) + f") against {np.mean(base):.0%} among all eligible rows. On this "

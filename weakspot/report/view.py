@@ -160,8 +160,31 @@ def by_kind(spots: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     ``[{"kind", "title", "spots"}]`` for the kinds that have any."""
     from weakspot.methods import FINDS
 
-    return [{"kind": k, "title": title, "spots": [s for s in spots if s["finds"] == k]}
-            for k, title in FINDS.items() if any(s["finds"] == k for s in spots)]
+    return [{"kind": k, "title": title, "spots": mine, "forest": forest(mine)}
+            for k, title in FINDS.items() for mine in [[s for s in spots if s["finds"] == k]] if mine]
+
+
+def forest(spots: List[Dict[str, Any]], width: int = 520, row: int = 20, left: int = 24) -> Dict[str, Any]:
+    """A forest plot of confirmed weak spots, as numbers for an inline SVG (``weak_spots.html``): per spot its lift
+    (a dot) from its adjusted lower bound to its upper bound (a line; an open end where it is unbounded), on a log
+    axis with a line at 1 (no more failures than the control)."""
+    import math
+
+    his = [s["lift_hi"] for s in spots if math.isfinite(s["lift_hi"])]
+    top = max([s["lift"] for s in spots] + his + [2.0]) * 1.3
+    bottom = min([s["lift_lo_adjusted"] for s in spots if s["lift_lo_adjusted"] > 0] + [1.0]) / 1.3
+    span = math.log(top) - math.log(bottom)
+
+    def x(v: float) -> float:
+        v = min(max(v, bottom), top)
+        return round(left + (width - 2 * left) * (math.log(v) - math.log(bottom)) / span, 1)
+
+    rows = [{"y": 14 + i * row, "lo": x(s["lift_lo_adjusted"]), "pt": x(s["lift"]),
+             "hi": x(s["lift_hi"]) if math.isfinite(s["lift_hi"]) else x(top), "open": not math.isfinite(s["lift_hi"]),
+             "n": i + 1} for i, s in enumerate(spots)]
+    ticks = [t for t in (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000) if bottom <= t <= top]
+    return {"width": width, "height": 30 + len(spots) * row, "rows": rows, "one": x(1.0),
+            "ticks": [(x(t), f"{t:g}") for t in ticks], "axis": 22 + len(spots) * row}
 
 
 def confirmed_spots(t: Mapping[str, Any]) -> List[Dict[str, Any]]:
@@ -180,6 +203,7 @@ def confirmed_spots(t: Mapping[str, Any]) -> List[Dict[str, Any]]:
             excess = f - n * c / nc if nc else float("nan")
             out.append({**finding(r), "method": str(m["title"]), "finds": _finds(m), "lift": float(r["lift"]),
                         "lift_lo_adjusted": float(r.get("lift_lo_adjusted", float("nan"))),
+                        "lift_hi": float(r.get("lift_hi", float("nan"))),
                         "interval": interval(r["lift_lo"], r["lift_hi"]),
                         "adjusted": bound(r.get("lift_lo_adjusted", float("nan"))),
                         "p_adjusted": f"{float(r.get('p_adjusted', float('nan'))):.2g}",
