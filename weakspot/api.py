@@ -73,6 +73,7 @@ def as_dataset(X: Any, y: Any, classes: List[Any], *, what: str,
         raise DataError(f"{what}: X has shape {X.shape}; expected a table (n, d) or images (n, H, W) / (n, C, H, W)")
     if not np.isfinite(X).all():
         raise DataError(f"{what}: X holds NaN or infinite values")
+    label = str(y.name) if getattr(y, "name", None) is not None else None  # a Series' name: the label's
     y = np.asarray(y).reshape(-1)
     if len(y) != len(X):
         raise DataError(f"{what}: X has {len(X)} rows but y {len(y)}")
@@ -84,7 +85,9 @@ def as_dataset(X: Any, y: Any, classes: List[Any], *, what: str,
     image = X.ndim == 4
     return Dataset(X=X, y=codes, classes=[str(c) for c in classes], image_shape=X.shape[1:] if image else None,
                    feature_names=None if image else (names or [f"x{i}" for i in range(X.shape[1])]),
-                   categories=cats if names else {}, provenance={"spec": IN_MEMORY, "description": f"{what}: {len(X)} rows given to weakspot.audit"})
+                   categories=cats if names else {},
+                   provenance={"spec": IN_MEMORY, "description": f"{what}: {len(X)} rows given to weakspot.audit",
+                               **({"label": label} if label else {})})
 
 
 def as_classifier(model: Any, n_classes: int, device: str = "auto") -> Any:

@@ -73,7 +73,7 @@ def test_a_class_that_fails_on_dark_images_is_named_by_brightness_and_the_class_
     res = run(SimpleNamespace(test=Dataset(X=X, y=y, classes=["a", "b", "c"]), model=m), SegmentsParams(), None)
     top = res.segments[0]
     assert top.evidence.confirmed and top.kind == "segment" and top.text.startswith("brightness <= 0.3"), top.text
-    assert [s.text for s in res.confirmed if s.kind == "class"] == ["true class = c"]
+    assert [s.text for s in res.confirmed if s.kind == "class"] == ["class = c"]
 
 
 def test_the_phoneme_svm_fails_where_its_training_split_left_out_the_oral_sounds():
@@ -93,7 +93,7 @@ def test_the_phoneme_svm_fails_where_its_training_split_left_out_the_oral_sounds
     assert best.rule.allowed is None and best.rule.ranges["Iy"][1] <= 0.1, best.text
     assert (inside & planted).sum() >= 0.6 * planted.sum(), (best.text, (inside & planted).sum(), planted.sum())
     assert best.evidence.lift_lo_adjusted > 1, best.evidence.sentence("rows")
-    assert res.segments[0].text == "true class = oral" and res.segments[0].evidence.lift_lo_adjusted > 2
+    assert res.segments[0].text == "class = oral" and res.segments[0].evidence.lift_lo_adjusted > 2
 
 
 def test_too_few_evaluation_rows_search_nothing_and_say_why_and_a_wrong_model_output_is_a_clear_error():
@@ -157,3 +157,20 @@ def test_a_category_that_fails_is_named_by_its_text():
     top = res.confirmed[0]
     assert "country = FR" in top.text and "x > 0.4" in top.text, top.text
     assert top.evidence.lift > 2
+
+
+def test_the_label_is_named_as_the_data_name_it_and_a_feature_of_that_name_stays_apart():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, (1200, 2)).astype(np.float32)
+    y = rng.integers(0, 2, 1200)
+    pred = np.where((y == 1) & (rng.random(1200) < 0.5), 0, y)  # half of class 1 wrong, wherever it is
+
+    class Model:
+        def predict_proba(self, Xq):
+            return np.eye(2)[pred] * 0.8 + 0.1
+
+    for names, prov, want in [(["a", "b"], {"label": "species"}, "species = pos"),
+                              (["class", "b"], {}, "class (the label) = pos")]:
+        ds = Dataset(X=X, y=y, classes=["neg", "pos"], feature_names=names, provenance=prov)
+        res = run(SimpleNamespace(test=ds, model=Model()), SegmentsParams(), None)
+        assert [s.text for s in res.confirmed if s.kind == "class"] == [want]

@@ -141,6 +141,13 @@ class Dataset:
             categories={c: list(v) for c, v in self.categories.items()},
         )
 
+    @property
+    def label_name(self) -> str:
+        """What a person calls the label: its column's name where the data named it (``provenance["label"]``), else
+        ``"class"``; ``"<name> (the label)"`` where a feature has the same name."""
+        name = str(self.provenance.get("label") or "class")
+        return f"{name} (the label)" if name in (self.feature_names or []) else name
+
     def class_counts(self) -> Dict[str, int]:
         """Samples per class name."""
         counts = np.bincount(self.y, minlength=self.n_classes)

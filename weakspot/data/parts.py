@@ -127,7 +127,8 @@ def concat_parts(parts: Dict[str, Dataset]) -> Tuple[Dataset, Dict[str, np.ndarr
     ds = Dataset(X=np.concatenate(X), y=np.concatenate(y), classes=classes, feature_names=first.feature_names,
                  image_shape=first.image_shape, categories=categories,
                  provenance={"spec": ", ".join(f"{k} {v.provenance.get('spec')}" for k, v in parts.items()),
-                             "files": files, "description": desc})
+                             "files": files, "description": desc,
+                             **({"label": first.provenance["label"]} if first.provenance.get("label") else {})})
     return ds, idx
 
 

@@ -13,8 +13,8 @@
 Caveats first:
 
 * Protocol: candidate seeds are correctly classified inputs of the test split (then the validation split) up to
-  ``pool``; random seeds are a uniform draw from the Table 4 balls (themselves a uniform draw of the candidates),
-  HDA's seeds the top ``n_seeds`` by density x indicator. Every generator gets the same seeds and the same number
+  ``pool``; random seeds are a uniform draw from the Table 4 balls that are not selected seeds (the balls themselves a
+  uniform draw of the candidates), HDA's seeds the top ``n_seeds`` by density x indicator. Every generator gets the same seeds and the same number
   of test cases per seed (allocated by density, Sec. 3.4).
 * One ``numpy`` generator seeded by ``hda.seed`` is drawn from in this order: the FID reference sample (RQ1), the
   balls (RQ1), the coverage reference sample (RQ2), then RQ4's validation pool, random seeds and training subsets;
@@ -206,7 +206,7 @@ def rq1_seeds(bench: Bench, data: Splits, rng: np.random.Generator, clock: Clock
     balls = rng.choice(len(Xc), min(int(rb.n_balls), len(Xc)), replace=False)
     k = min(int(p.n_seeds), len(Xc))
     sel = G.select_seeds(ld, fragility, k, normalise=p.normalise)
-    rnd = balls[:k]
+    rnd = balls[~np.isin(balls, sel)][:k]  # the control seeds: random, and none of them a selected seed
     est_idx = np.unique(np.concatenate([balls, sel]))
     with clock("local robustness (AMLS)"):
         yt_est = torch.as_tensor(yc[est_idx], dtype=torch.int64)

@@ -2,7 +2,7 @@
 
 Caveats first: a row fails when the model's top class is not its label. A segment is written in what is known
 before the label and the model's answer: the features (:mod:`weakspot.segments.features` says why neither class may
-stand beside them); the true class is a candidate of its own ("true class = b": a class the model recalls poorly).
+stand beside them); the true class is a candidate of its own ("species = b", named as the data name the label: a class the model recalls poorly).
 The halves are drawn from ``params.seed`` (stratified on failure when both halves can hold failures); each candidate
 is measured on the held-out half against the rest of that half (:func:`weakspot.evidence.on_masks`: no seed, no row
 on both sides), and every candidate tested is one family: confirmed after the Benjamini-Hochberg correction over
@@ -126,7 +126,8 @@ def run(target: Any, params: SegmentsParams, runtime: Any) -> SegmentsResult:
             rows = int((y_search == c).sum())
             fails = int(failed[search][y_search == c].sum())
             if rows >= min_rows and fails / rows > base:
-                found.append((Rule(allowed=frozenset({c})), f"true class = {feats.classes[c]}", "class", rows, fails))
+                found.append((Rule(allowed=frozenset({c})), f"{ds.label_name} = {feats.classes[c]}", "class", rows,
+                              fails))
     values, fail_c = feats.values[confirm], failed[confirm]
     masks, evidence = [], []
     for rule, _, kind, _, _ in found:
