@@ -16,6 +16,7 @@ from tasks import paths
 from tasks.common import PARAMS_FILE, code_version, stage_main
 from weakspot import methods
 from weakspot.config import validate_section, validate_top_level
+from weakspot.findings import correct_targets
 from weakspot.io import write_text
 from weakspot.report import render_report
 
@@ -78,19 +79,7 @@ def weak_spots(targets: dict, metrics: dict, sections: list = ()) -> list:
         model = f"{t.model.kind} {t.model.arch or Path(str(t.model.weights or t.model.factory)).name}"
         out.append({"name": name, "intro": intro + ".", "methods": cards, "model": model,
                     "accuracy": m.get("test_accuracy")})
-    return audit_family(out)
-
-
-def audit_family(targets: list) -> list:
-    """The targets' findings after one Benjamini-Hochberg correction over every candidate of the audit (every
-    method on every target), so "confirmed" means the same on each card (:func:`weakspot.findings.correct`)."""
-    from weakspot.findings import correct
-
-    keyed = {(i, j): c["findings"] for i, t in enumerate(targets) for j, c in enumerate(t["methods"])
-             if c.get("findings") is not None}
-    for (i, j), df in correct(keyed).items():
-        targets[i]["methods"][j]["findings"] = df
-    return targets
+    return correct_targets(out)
 
 
 def since_last_audit(hp):

@@ -50,17 +50,6 @@ def _metric_gate(g: GateParams, metrics: Dict[str, Any]) -> Dict[str, Any]:
     return {**row, "passed": not bad, "numbers": what + numbers}
 
 
-def _finds(method: str) -> str:
-    """The kind of weak spot a method's findings are (``natural`` or ``attack``; unknown methods: ``natural``)."""
-    from weakspot import methods
-    from weakspot.errors import WeakspotError
-
-    try:
-        return methods.get(method).finds
-    except (WeakspotError, ImportError):
-        return "natural"
-
-
 def confirmed_weak_spots(findings_root: "str | Path" = "findings") -> List[Dict[str, Any]]:
     """Every confirmed finding of the audit, after the correction over every candidate of every findings table
     (:func:`weakspot.findings.correct`): ``{target, method, weak_spot, kind, label, prediction, lift, lift_lo,
@@ -68,6 +57,7 @@ def confirmed_weak_spots(findings_root: "str | Path" = "findings") -> List[Dict[
     import pandas as pd
 
     from weakspot.findings import correct
+    from weakspot.methods import finds_of
 
     tables = {f: pd.read_parquet(f) for f in sorted(Path(findings_root).glob("*/*.parquet"))}
     tables = correct({f: df for f, df in tables.items() if "confirmed" in df.columns and "lift" in df.columns})
@@ -82,7 +72,7 @@ def confirmed_weak_spots(findings_root: "str | Path" = "findings") -> List[Dict[
                         "lift_lo_adjusted": float(r.get("lift_lo_adjusted", float("nan"))),
                         "p_value": float(r.get("p_value", float("nan"))),
                         "p_adjusted": float(r.get("p_adjusted", float("nan"))), "family": int(r.get("family", 0)),
-                        "finds": _finds(f.stem)})
+                        "finds": finds_of(f.stem)})
     return sorted(out, key=lambda r: -r["lift_lo_adjusted"] if math.isfinite(r["lift_lo_adjusted"]) else math.inf)
 
 
@@ -95,7 +85,7 @@ def _weak_spot_gate(g: GateParams, spots: List[Dict[str, Any]]) -> Dict[str, Any
     if w.max_lift is not None:
         over = [s for s in mine if math.isfinite(s["lift"]) and s["lift"] > w.max_lift]
         ok = ok and not over
-        top = mine[0] if mine else None
+        top = max(mine, key=lambda s: s["lift"] if math.isfinite(s["lift"]) else math.inf) if mine else None
         parts.append(f"{len(over)} confirmed weak spot(s) with lift above {w.max_lift:g}" + (
             f"; highest {top['lift']:.3g} ({top['method']} on {top['target']}: {top['weak_spot']})" if top else ""))
     if w.max_count is not None:

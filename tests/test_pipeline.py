@@ -336,7 +336,7 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
     from weakspot.io import write_parquet
 
     test = df[~train]
-    res = weakspot.audit(model, test.drop(columns="target"), test["target"].to_numpy(), df[train].drop(columns="target"),
+    res = weakspot.audit(model, test.drop(columns="target"), test["target"], df[train].drop(columns="target"),
                          df[train]["target"].to_numpy(), methods=["gad", "segments"], params=params, name="mine",
                          device="cpu", X_unlabelled=production)
     for method in ("gad", "segments"):

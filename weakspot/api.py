@@ -4,7 +4,9 @@ Caveats first:
 
 * The same library functions as the pipeline (:func:`weakspot.methods.run_method`, each method's ``run``, ``report``
   and ``figures``, the report's renderer), without DVC, Prefect, a repository or files: nothing is written unless
-  :meth:`Audit.to_html` is asked to. Given the same data, model and params, the findings are the pipeline's.
+  :meth:`Audit.to_html` is asked to. Given the same data, model and params, the findings are the pipeline's (each
+  method's candidates corrected as its stage's are; :attr:`Audit.weak_spots` and the page correct over every
+  candidate of the audit, as the pipeline's report does). Give ``y_test`` as a Series and its name is the label's.
 * ``params`` holds params.yaml's method sections (``{"gad": {...}, "segments": {...}}``); a section left out is the
   method's defaults, which are the papers' settings (slow on a CPU for some: pass the sections of the repository's
   params.yaml, e.g. ``weakspot.config.read_yaml("params.yaml")``, for its CPU budgets).
@@ -141,10 +143,19 @@ class Audit:
 
     @property
     def weak_spots(self) -> Any:
-        """The confirmed findings of every method (after the correction over every candidate of the audit), ranked
-        by the adjusted lower bound of the lift (the report's verdict)."""
-        df = self.findings[self.findings["confirmed"].astype(bool)]
-        return df.sort_values("lift_lo_adjusted", ascending=False, kind="stable").reset_index(drop=True)
+        """The confirmed findings of every method (after the correction over every candidate of the audit), by kind
+        (``finds``: natural errors, then fragility under attack) and within each by the adjusted lower bound of the
+        lift (the report's verdict)."""
+        from weakspot.findings import correct
+        from weakspot.methods import FINDS, finds_of
+
+        df = correct({"audit": self.findings})["audit"]  # one family: every candidate of every method
+        df = df[df["confirmed"].astype(bool)]
+        df = df.assign(finds=[finds_of(m) for m in df["method"]])  # each kind ranked on its own, natural first
+        order = {k: i for i, k in enumerate(FINDS)}
+        df = df.assign(_kind=df["finds"].map(order))
+        return (df.sort_values(["_kind", "lift_lo_adjusted"], ascending=[True, False], kind="stable")
+                .drop(columns="_kind").reset_index(drop=True))
 
     def to_html(self, path: "str | Path", title: str = "weakspot audit") -> Path:
         """Write the report (the pipeline's page for this one target) to ``path``; returns the path."""
@@ -181,9 +192,12 @@ class Audit:
                 entry["findings"] = self.findings[self.findings["method"] == name].drop(columns=["method"])
                 entry["sample"] = self.results[name].sample
             cards.append(entry)
+        from weakspot.findings import correct_targets
+
         acc = self.metrics.get("train", {}).get("test_accuracy")
-        return {"name": self.name, "intro": f"Model audited in process; test accuracy {acc:.1%}.", "methods": cards,
-                "model": _model_name(getattr(self.target, "model", None)), "accuracy": acc}
+        return correct_targets([{"name": self.name, "intro": f"Model audited in process; test accuracy {acc:.1%}.",
+                                 "methods": cards, "model": _model_name(getattr(self.target, "model", None)),
+                                 "accuracy": acc}])[0]
 
 
 def _model_name(model: Any) -> str:
@@ -232,7 +246,7 @@ def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: An
     from weakspot.config import validate_section
     from weakspot.data.prepare import resolve_class
     from weakspot.evaluate import target_section
-    from weakspot.findings import correct, normalise
+    from weakspot.findings import normalise
     from weakspot.methods import AuditTarget
     from weakspot.progress import printer
     from weakspot.runtime import Runtime
@@ -279,7 +293,6 @@ def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: An
         results[m], metrics[m] = out.section, out.section.metrics
         frames.append(normalise(out.findings, where=f"{m}-{name}").assign(method=m))
     findings = pd.concat(frames, ignore_index=True) if frames else normalise(None).assign(method=[])
-    findings = correct({"audit": findings})["audit"]  # one family: every candidate of every method
     skipped = {m: why for m, why in fits.items() if why is not None}
     skipped.update({m: f"not asked for (methods={list(methods)})" for m in fits
                     if methods is not None and m not in chosen and m not in skipped})

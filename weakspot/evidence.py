@@ -36,7 +36,7 @@ Example
 from __future__ import annotations
 
 import math
-import warnings
+from functools import lru_cache
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Dict, Optional, Sequence
 
@@ -72,11 +72,6 @@ class Evidence:
     lift_lo_adjusted: float = float("nan")
     family: int = 1
 
-    def __post_init__(self) -> None:
-        if self.family == 1 and self.p_adjusted != self.p_adjusted and self.p_value == self.p_value:
-            object.__setattr__(self, "p_adjusted", self.p_value)  # a family of one: nothing to adjust
-            object.__setattr__(self, "lift_lo_adjusted", self.lift_lo)
-
     @property
     def rate(self) -> float:
         return self.failures / self.n_confirm if self.n_confirm else float("nan")
@@ -95,12 +90,6 @@ class Evidence:
         """The adjusted lower bound of the lift is above 1 (the adjusted p at most :data:`FDR`), on at least
         :data:`MIN_CONFIRM` held-out inputs."""
         return bool(self.testable and math.isfinite(self.lift_lo_adjusted) and self.lift_lo_adjusted > 1.0)
-
-    @property
-    def excess(self) -> float:
-        """The failures inside beyond what the control's rate predicts for as many inputs (the errors the region
-        explains)."""
-        return float(self.failures - self.n_confirm * self.control_rate) if self.n_control else float("nan")
 
     def columns(self) -> Dict[str, Any]:
         """The findings columns (:data:`COLUMNS`)."""
@@ -135,6 +124,7 @@ def p_value(f: int, n: int, c: int, m: int) -> float:
     return float(fisher_exact([[f, n - f], [c, m - c]], alternative="greater").pvalue)
 
 
+@lru_cache(maxsize=65536)  # the same counts are bounded again by every correction of the audit (large counts: seconds)
 def bound(f: int, n: int, c: int, m: int, alpha: float = ALPHA, upper: bool = False) -> float:
     """The lift's one-sided ``1 - alpha`` lower bound (``upper``: upper bound), as the test of :func:`p_value` sees
     it: the exact conditional bound ``psi`` of the odds ratio (scipy inverts the noncentral hypergeometric test whose
@@ -178,9 +168,9 @@ def compare(failures: int, n_confirm: int, control_failures: int, n_control: int
         nan = float("nan")
         return Evidence(n, f, m, c, nan, nan, nan, nan)
     if f == 0 and c == 0:
-        return Evidence(n, f, m, c, 1.0, 0.0, float("inf"), 1.0)
-    lift = (f / n) / (max(c, 0.5) / m)
-    return Evidence(n, f, m, c, float(lift), bound(f, n, c, m), bound(f, n, c, m, upper=True), p_value(f, n, c, m))
+        return Evidence(n, f, m, c, 1.0, 0.0, float("inf"), 1.0, 1.0, 0.0)
+    lift, lo, p = (f / n) / (max(c, 0.5) / m), bound(f, n, c, m), p_value(f, n, c, m)
+    return Evidence(n, f, m, c, float(lift), lo, bound(f, n, c, m, upper=True), p, p, lo)  # a family of one
 
 
 def correct(evidence: Sequence[Evidence], fdr: float = FDR) -> "list[Evidence]":
@@ -230,11 +220,3 @@ def on_masks(fails: np.ndarray, inside: np.ndarray, control: Optional[np.ndarray
         raise DataError(f"evidence: control mask {pool.shape} must be one flag per held-out input ({fails.shape})")
     outside = pool & ~inside
     return compare(int(fails[inside].sum()), int(inside.sum()), int(fails[outside].sum()), int(outside.sum()))
-
-
-def control_draw(eligible: int, size: int, seed: Any) -> np.ndarray:
-    """``size`` distinct indices into an eligible set of ``eligible`` inputs, drawn at random from ``seed`` (all of
-    them when the set is smaller): a control sample where the region has no complement to measure (fresh renders)."""
-    n, k = _count(eligible, "eligible"), _count(size, "size")
-    rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(n, size=min(k, n), replace=False)) if n else np.zeros(0, np.int64)

@@ -107,6 +107,11 @@ def correct(tables: "Mapping[Any, Any]", fdr: Optional[float] = None) -> "Dict[A
     for k, t in out.items():
         if t is None or not len(t) or not set(ev.COLUMNS[:8]) <= set(t.columns):
             continue  # a table without the evidence columns: nothing to correct
+        for col in ("p_adjusted", "lift_lo_adjusted", "family"):  # a table written before the correction existed
+            if col not in t.columns:
+                t[col] = UNCHECKED[col]
+        was = t["confirmed"].astype(bool) if "confirmed" in t.columns else False
+        t["confirmed"] = was & t["p_value"].notna()  # unchecked rows stay unconfirmed
         for i, r in enumerate(t[["n_confirm", "failures", "n_control", "control_failures", "lift", "lift_lo",
                                  "lift_hi", "p_value"]].itertuples(index=False)):
             if r.p_value == r.p_value:
@@ -121,6 +126,17 @@ def correct(tables: "Mapping[Any, Any]", fdr: Optional[float] = None) -> "Dict[A
                        ("confirmed", e.confirmed)):
             t.iloc[i, t.columns.get_loc(col)] = v
     return out
+
+
+def correct_targets(targets: "list") -> "list":
+    """The report's targets (``[{"methods": [{"findings": DataFrame or None, ...}]}]``) with every findings table
+    corrected as one family (:func:`correct`: every candidate of every method on every target), so "confirmed" means
+    the same on each card; the cards are changed in place and returned."""
+    keyed = {(i, j): c["findings"] for i, t in enumerate(targets) for j, c in enumerate(t.get("methods", []))
+             if c.get("findings") is not None}
+    for (i, j), df in correct(keyed).items():
+        targets[i]["methods"][j]["findings"] = df
+    return targets
 
 
 def to_png(image: Any, *, scale: int = 1) -> bytes:

@@ -179,6 +179,15 @@ def get(name: str) -> Method:
     return METHODS.get(name)
 
 
+def finds_of(name: str) -> str:
+    """The kind of weak spot method ``name``'s findings are (:attr:`Method.finds`); ``"natural"`` for a name this
+    install does not know (a findings file of a method since removed: its findings are the model's errors)."""
+    try:
+        return get(name).finds
+    except (WeakspotError, ImportError):
+        return "natural"
+
+
 def all_methods() -> List[Method]:
     """Every method, imported, in report order (then by name)."""
     return sorted((get(n) for n in available()), key=lambda m: (m.order, m.name))

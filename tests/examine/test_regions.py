@@ -53,8 +53,9 @@ def test_the_planted_elevation_weakness_comes_back_as_a_confirmed_box_outside_45
     assert (lo is not None and lo >= 44) or (hi is not None and hi <= -44), reg.text()
     ev = reg.evidence
     assert ev.n_confirm == ev.n_control == params.regions.n_confirm and render_calls == 1  # one render call
-    # inside the box every fresh scene fails; uniformly random ones about half (|elevation| > 45: 1/2 of [-90, 90])
-    assert ev.failures == ev.n_confirm and 0.25 < ev.control_rate < 0.75
+    # inside the box every fresh scene fails; random ones outside it about a third (the other side's |elevation| >
+    # 45: 45 of the 134 degrees outside a one-sided box) -- 40 draws of that: between 10% and 60%
+    assert ev.failures == ev.n_confirm and 0.1 < ev.control_rate < 0.6
     assert reg.confirmed and ev.lift > 1.3 and ev.lift_lo > 1
     img, factors, pred = reg.example
     assert pred == 1 and abs(factors["view_elevation"]) > 45 and "class" not in factors

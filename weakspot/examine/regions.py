@@ -1,5 +1,5 @@
 """The examiner's weak regions: from the scenes examined for one class, the box of factor ranges where the model
-fails, confirmed by rendering fresh scenes inside it against as many random scenes of the class.
+fails, confirmed by rendering fresh scenes inside it against as many random scenes of the class outside it.
 
 Caveats first:
 
@@ -8,10 +8,12 @@ Caveats first:
   repeat, the T = 0 random scenes) and holding at least ``regions.min_fraction`` of them: the leaf that fails most
   often. BO and RL crowd into the weak scenes, so the box is where the search found failures dense, not a sample of
   the space; the confirmation is what says whether it holds.
-* The confirmation renders ``regions.n_confirm`` fresh scenes inside the box and as many uniformly random ones, both
-  on the class's *other* unseen instances (never the examined one), with every factor outside the box (the sun
-  included) drawn uniformly at random: the region is confirmed when the 95% interval of the failure rates' ratio
-  lies above 1 (:mod:`weakspot.evidence`). A class the model fails everywhere (or nowhere) has no region to propose.
+* The confirmation renders ``regions.n_confirm`` fresh scenes inside the box and as many uniformly random ones
+  outside it (the control is disjoint from the region), both on the class's *other* unseen instances (never the
+  examined one), with every factor outside the box (the sun included) drawn uniformly at random. Every class's region
+  is one family: a region is confirmed after the Benjamini-Hochberg correction over all of them, its adjusted lower
+  bound of the lift above 1 (:mod:`weakspot.evidence`). A class the model fails everywhere (or nowhere) has no region
+  to propose.
 * Draws are seeded by ``seed`` and the region's place, so the same sessions give the same renders.
 """
 
@@ -22,7 +24,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from weakspot.evidence import Evidence, compare
+from weakspot.evidence import Evidence, compare, correct
 from weakspot.examine.inputs import ExaminedModel, unseen_rows
 from weakspot.examine.sessions import Session
 from weakspot.scene.space import UNITS
@@ -113,19 +115,27 @@ def propose(sessions: Sequence[Session], names: Sequence[str], max_depth: int, m
     return max(found, key=lambda r: (r[2] / r[1], r[1])), f, n, ""
 
 
+def _inside(rule: Rule, scene: dict) -> bool:
+    return all((a is None or scene[k] > a) and (b is None or scene[k] <= b) for k, (a, b) in rule.ranges.items())
+
+
 def _draw(rule: Optional[Rule], space: Any, instances: Sequence[int], cls: str, n: int,
-          rng: np.random.Generator) -> List[dict]:
+          rng: np.random.Generator, outside: Optional[Rule] = None) -> List[dict]:
     """``n`` scenes of ``cls`` on ``instances``: the factors of ``rule`` uniform within its box (clipped to the
-    space's bounds), every other factor, the sun's too, uniform within its bounds."""
+    space's bounds), every other factor, the sun's too, uniform within its bounds; with ``outside``, uniform over
+    the space less that box (a draw inside it is drawn again: the control is disjoint from the region)."""
     out = []
     for _ in range(n):
-        scene = {}
-        for k in list(space.fixed) + list(space.searched):
-            lo, hi = space.bounds[k]
-            if rule is not None and k in rule.ranges:
-                a, b = rule.ranges[k]
-                lo, hi = max(lo, a) if a is not None else lo, min(hi, b) if b is not None else hi
-            scene[k] = float(lo + rng.random() * (hi - lo))
+        for _try in range(1000):  # a box that fills the space: after 1000 draws the last one stands
+            scene = {}
+            for k in list(space.fixed) + list(space.searched):
+                lo, hi = space.bounds[k]
+                if rule is not None and k in rule.ranges:
+                    a, b = rule.ranges[k]
+                    lo, hi = max(lo, a) if a is not None else lo, min(hi, b) if b is not None else hi
+                scene[k] = float(lo + rng.random() * (hi - lo))
+            if outside is None or not _inside(outside, scene):
+                break
         out.append({**scene, "class": cls, "instance": int(instances[rng.integers(len(instances))])})
     return out
 
@@ -164,7 +174,7 @@ def find_regions(sessions: Sequence[Session], space: Any, meta: Any, renderer: A
         rule, rows, fails = found
         rng = np.random.default_rng([seed, i, 7])
         scenes += _draw(rule, space, inst, cls, params.n_confirm, rng)
-        scenes += _draw(None, space, inst, cls, params.n_confirm, rng)
+        scenes += _draw(None, space, inst, cls, params.n_confirm, rng, outside=rule)
         regions.append(Region(model, cls, ss[0].label, rule, rows, fails, f, n, inst))
     if not scenes:
         return regions
@@ -183,4 +193,7 @@ def find_regions(sessions: Sequence[Session], space: Any, meta: Any, renderer: A
         if len(bad):
             j = int(bad[0])
             r.example = (imgs[j], {q: v for q, v in qs[j].items() if q not in ("class", "instance")}, int(pred[j]))
+    tested = [r for r in regions if r.evidence is not None]
+    for r, e in zip(tested, correct([r.evidence for r in tested])):  # every region of the stage: one family
+        r.evidence = e
     return regions

@@ -349,17 +349,17 @@ def _examiner_remarks(params: ExamineParams, metrics: Mapping[str, Any], t0: Map
 def regions_sentence(regions: Sequence[Region]) -> str:
     """The confirmed regions in words with their evidence, or that none held (and how many were tried)."""
     tried = [r for r in regions if r.evidence is not None]
-    ok = sorted((r for r in tried if r.confirmed), key=lambda r: -r.evidence.lift)
+    ok = sorted((r for r in tried if r.confirmed), key=lambda r: -r.evidence.lift_lo_adjusted)
     if not tried:
         return "No weak region proposed (no class had both failing and passing examined scenes)."
     if not ok:
-        return (f"Did not beat its random control: none of the {len(tried)} proposed regions failed more often on fresh "
-                "renders than random scenes of the class (best: " + max(tried, key=lambda r: r.evidence.lift).text()
+        return (f"Did not beat its control: none of the {len(tried)} proposed regions failed more often on fresh "
+                "renders than random scenes of the class outside it, after the correction for every region (best: " + max(tried, key=lambda r: r.evidence.lift).text()
                 + f", lift {max(r.evidence.lift for r in tried):.2f}).")
     return (f"Weak regions confirmed on fresh renders, {len(ok)} of {len(tried)} classes: " + "; ".join(
         f"{r.text()} ({r.evidence.failures} of {r.evidence.n_confirm} fresh scenes vs {r.evidence.control_failures} "
-        f"of {r.evidence.n_control} random, lift {r.evidence.lift:.2f}, 95% {r.evidence.lift_lo:.2f}-"
-        f"{r.evidence.lift_hi:.2f})" for r in ok[:3]) + ".")
+        f"of {r.evidence.n_control} random outside it, lift {r.evidence.lift:.2f}, at least "
+        f"{r.evidence.lift_lo_adjusted:.2f} after the correction for {r.evidence.family} regions)" for r in ok[:3]) + ".")
 
 
 def _headline(params: ExamineParams, metrics: Mapping[str, Any], t0: Mapping[str, float], regions: Sequence[Region]

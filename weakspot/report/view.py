@@ -145,16 +145,6 @@ def method_card(m: Mapping[str, Any], max_findings: int) -> Dict[str, Any]:
             "n_unconfirmed": int((~ok).sum()), "control": control_verdict(df)}
 
 
-def _finds(m: Mapping[str, Any]) -> str:
-    """The kind of weak spot a method card's findings are (:data:`weakspot.methods.FINDS`)."""
-    from weakspot import methods
-
-    try:
-        return methods.get(str(m.get("name", ""))).finds
-    except Exception:  # noqa: BLE001 (a card of a method this install does not know: its findings are natural errors)
-        return "natural"
-
-
 def by_kind(spots: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Confirmed weak spots in one list per kind (:data:`weakspot.methods.FINDS`), each ranked on its own:
     ``[{"kind", "title", "spots"}]`` for the kinds that have any."""
@@ -192,6 +182,8 @@ def confirmed_spots(t: Mapping[str, Any]) -> List[Dict[str, Any]]:
     first: a large sample's sure lift before a small sample's lucky one): ``finding`` rows with the method's title,
     the lift, its adjusted bound, the adjusted p and the family, the size and the failures beyond the control's
     rate."""
+    from weakspot.methods import finds_of
+
     out = []
     for m in t.get("methods", []):
         df = m.get("findings")
@@ -201,7 +193,7 @@ def confirmed_spots(t: Mapping[str, Any]) -> List[Dict[str, Any]]:
             n, f = int(r.get("n_confirm", 0) or 0), int(r.get("failures", 0) or 0)
             c, nc = int(r.get("control_failures", 0) or 0), int(r.get("n_control", 0) or 0)
             excess = f - n * c / nc if nc else float("nan")
-            out.append({**finding(r), "method": str(m["title"]), "finds": _finds(m), "lift": float(r["lift"]),
+            out.append({**finding(r), "method": str(m["title"]), "finds": finds_of(str(m.get("name", ""))), "lift": float(r["lift"]),
                         "lift_lo_adjusted": float(r.get("lift_lo_adjusted", float("nan"))),
                         "lift_hi": float(r.get("lift_hi", float("nan"))),
                         "interval": interval(r["lift_lo"], r["lift_hi"]),

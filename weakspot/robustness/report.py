@@ -109,6 +109,7 @@ def findings(res: CurveResult, p: RobustnessParams) -> Any:
     clean = np.asarray(res.correct["clean"][f], bool)  # fragile under attack: clean errors are not attack failures
     fails = ~res.correct["pgd"][f]
     a, b = halves(res, p.seed)
+    a = a & clean  # the class is chosen, like it is confirmed, among the inputs the model gets right
     overall = fails[a].mean() if a.any() else 0.0
     rates = [(float(fails[a & (y == c)].mean()), c) for c in range(len(res.classes)) if (a & (y == c)).sum() >= 3]
     chosen = [c for r, c in sorted(rates, reverse=True) if r > overall][:3]

@@ -52,7 +52,7 @@ class Segment:
     search_failures: int
     evidence: Evidence
     examples: np.ndarray  # indices into the evaluation rows: failing held-out rows inside, at most 3
-    kind: str = "segment"  # "segment" (features and predicted class) or "class" (the true class alone)
+    kind: str = "segment"  # "segment" (the features alone) or "class" (the true class alone)
     expected_failures: float = float("nan")  # held-out rows inside: the failures the model's confidences predict
 
     @property
@@ -63,7 +63,8 @@ class Segment:
 
 @dataclass
 class SegmentsResult:
-    """Every candidate segment (confirmed first, then by lift) and the rows they were found and judged on."""
+    """Every candidate segment (confirmed first, then by the adjusted lower bound of the lift) and the rows they were
+    found and judged on."""
 
     segments: List[Segment]
     features: Features
