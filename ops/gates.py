@@ -13,7 +13,8 @@ Caveats first:
   metric it matches must hold. A gate that matches no metric, or a value that is not a number, *fails* (a typo must
   not pass silently).
 * A weak-spots gate reads the findings tables (``findings/<target>/<method>.parquet``): only findings confirmed on
-  held-out inputs against a random control count, by their lift's point estimate.
+  held-out inputs against their control (after the correction over every candidate of the audit) count, by their
+  lift's point estimate.
 * Each condition becomes one row ``{condition, kind, passed, numbers, ...}``: the report's conditions summary,
   ``junit.xml`` and ``summary.md`` (:mod:`ops.verdict_files`) read these rows from the audit's comparison file.
 """

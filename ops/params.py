@@ -45,7 +45,7 @@ class HistoryParams(BaseModel):
 
 
 class WeakSpotGate(BaseModel):
-    """A gate on the confirmed weak spots (held-out confirmation against a random control) of the audit's findings."""
+    """A gate on the confirmed weak spots (held-out confirmation against a control, corrected over the audit) of the audit's findings."""
 
     model_config = ConfigDict(extra="forbid")
     max_lift: Optional[float] = Field(None, gt=0, description="fail when a confirmed weak spot's lift is above it")

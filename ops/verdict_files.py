@@ -7,7 +7,7 @@ Caveats first:
 * Both are built from the audit's comparison file (``<history.dir>/<audit_id>.comparison.json``: the rule rows of
   :mod:`ops.history` and the gate rows of :mod:`ops.gates`) and the findings tables; nothing is recomputed.
 * A method x target test case is *skipped*, with the reason, when the method's findings checked on held-out inputs
-  did not beat their random control there (:func:`weakspot.report.view.control_verdict`): its weak spots on that
+  did not beat their control there (:func:`weakspot.report.view.control_verdict`): its weak spots on that
   target are not trusted, but the audit did not fail (its exit code is 0), and the JUnit failures are exactly the
   conditions that set exit code 3. It passes otherwise, its verdict in its output.
 * JUnit has no "regressed": a regression is a failed test case of the suite ``regression rules``; a first audit has
@@ -113,7 +113,7 @@ def summary_markdown(comparison: Dict[str, Any], spots: List[Dict[str, Any]], me
         lines += [f"| `{c['condition']}` | {c['kind']} | {c['numbers']} |" for c in bad]
         lines.append("")
     if lost:
-        lines.append("Methods that did not beat their random control (their weak spots there are not trusted): "
+        lines.append("Methods that did not beat their control (their weak spots there are not trusted): "
                      + ", ".join(f"{m['method']} on {m['target']}" for m in lost) + ".")
         lines.append("")
     if spots:

@@ -118,8 +118,8 @@ def test_gates_fail_false_reports_without_failing_the_audit(tmp_path, monkeypatc
 def test_a_method_that_lost_to_its_control_is_skipped_not_failed_in_junit():
     from ops.verdict_files import junit_xml
 
-    methods = [{"method": "segments", "target": "digits", "passed": False, "text": "Did not beat its random control"},
-               {"method": "gad", "target": "phoneme", "passed": True, "text": "Beat its random control"}]
+    methods = [{"method": "segments", "target": "digits", "passed": False, "text": "Did not beat its control"},
+               {"method": "gad", "target": "phoneme", "passed": True, "text": "Beat its control"}]
     root = ET.fromstring(junit_xml({"gates": [], "rows": []}, methods))
     assert root.get("failures") == "0" and root.get("tests") == "2"  # the exit code was 0: no JUnit failure
     skipped = root.find("testsuite[@name='methods']/testcase[@name='digits']/skipped")

@@ -107,7 +107,7 @@ def finding(row: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def control_verdict(df: Any) -> Dict[str, str]:
-    """Whether a method's findings beat their random control on this target: ``{"kind": "won" | "lost" |
+    """Whether a method's findings beat their control on this target: ``{"kind": "won" | "lost" |
     "unchecked" | "none", "text"}`` (the first line of its card)."""
     if df is None or not len(df):
         return {"kind": "none", "text": ""}
@@ -216,7 +216,7 @@ def target(t: Mapping[str, Any], max_findings: int = 4) -> Dict[str, Any]:
 def overview(shown: List[Mapping[str, Any]]) -> Dict[str, Any]:
     """The table the report opens with, from the targets as :func:`target` shows them, a row per target: its model,
     accuracy, how many confirmed weak spots, the worst in words with its lift, and per method whether it beat its
-    random control (``won``, ``lost``, ``unchecked``, ``none``, ``not run``, ``missing``)."""
+    control (``won``, ``lost``, ``unchecked``, ``none``, ``not run``, ``missing``)."""
     methods: List[str] = []
     for t in shown:
         methods += [m["title"] for m in t["methods"] if m["title"] not in methods]

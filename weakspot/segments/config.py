@@ -15,7 +15,7 @@ class SegmentsParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
-    seed: int = 0  # the halves and the random control are drawn from it
+    seed: int = 0  # the halves are drawn from it
     max_depth: int = Field(3, ge=1, le=6)  # conditions per segment, at most
     min_rows: int = Field(10, ge=2)  # rows of the search half a segment needs, at least
     min_fraction: float = Field(0.02, gt=0, lt=0.5)  # ... or this share of the search half, if larger

@@ -28,7 +28,7 @@ def lift_figure(result: SegmentsResult) -> Any:
     ax.set_yticks(y)
     ax.set_yticklabels([s.text if len(s.text) <= 60 else s.text[:57] + "..." for s in segs], fontsize=7)
     ax.set_xscale("log")
-    ax.set_xlabel("held-out lift (failure rate inside / random rows'), 95% interval")
+    ax.set_xlabel("held-out lift (failure rate inside / the rest's), one-sided 95% bounds")
     fig.tight_layout()
     return fig
 
