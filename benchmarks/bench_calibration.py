@@ -6,13 +6,17 @@ it names a planted weak spot first, and the peers on the same models, side by si
   (errors independent of the input; 2 and 3 classes); ``noise``: the best possible model on labels of which 10% were
   flipped at random (its errors are label noise); ``images``: the random flips on 8x8 images of random brightness and
   contrast (segments in image properties); ``attack``: a model whose attack success is the same for every class
-  (30% of the correct inputs), 20% of one class misclassified cleanly (the intrinsic method's class evidence). Per
+  (30% of the correct inputs), 20% of one class misclassified cleanly (the intrinsic method's class evidence);
+  ``scenes``: a scene model that fails 30% of the renders at random (the examiner's weak regions, on the elevation
+  world of its tests: a fake renderer, no Blender). Per
   kind: the share of audits that confirm anything, with its 95% Clopper-Pearson interval, and the false confirmed
   weak spots per audit. Goal: at most 5% of null audits confirm anything.
 * **Planted models**, one known weak region each (test rows; ``--planted-rows`` rows): numeric thresholds, a
   conjunction of two categories, a category and a numeric range in a 3-class table, a real scikit-learn model whose
   training rows of one class above a threshold were dropped, an image class, dark images (of every class, and of one
-  class), and a class an attack turns wrong more often. Per model: whether the planted region is the first confirmed
+  class), a class an attack turns wrong more often, and a scene viewpoint band (the examiner's regions on the
+  elevation world: class flat fails at |view_elevation| > 45 degrees; the Jaccard is over a uniform sample of the
+  scene space). Per model: whether the planted region is the first confirmed
   weak spot of its kind (the first one overlaps it with Jaccard >= 0.5), in the top 3, and the Jaccard of the best
   confirmed match. Goal: at least 90% ranked first.
 * **The peers** on the same tabular models (planted and ``--peer-nulls`` nulls): Microsoft's Error Analysis,
@@ -180,12 +184,69 @@ def planted_cases(n: int) -> List[Case]:
         fails = rule(ds, rng)
         planted = (ds.y == 2) if name == "an image class" else fails
         out.append(Case(name, ds, _flip(ds.y, fails | (rng.random(n) < 0.05), 3, rng), planted, what))
+    from tests.examine.examine_helpers import ElevationModel
+    from weakspot.scene.space import SceneSpace
+
+    band = np.array([abs(s["view_elevation"]) > 45.5 for s in _scenes(SceneSpace())])
+    out.append(Case("a scene viewpoint band (the examiner)", Dataset(X=np.zeros((len(band), 1), np.float32),
+                    y=np.zeros(len(band), np.int64), classes=["flat", "tall"]), np.zeros(len(band), np.int64), band,
+                    "class flat at view_elevation beyond +-45 deg", extra={"scene": ElevationModel()}))
     for c, share in ((2, 0.6), (0, 0.5)):
         y = rng.integers(0, 5, n)
         out.append(Case(f"an attack-fragile class ({share:.0%})", Dataset(X=np.zeros((n, 1), np.float32), y=y,
                         classes=[f"c{i}" for i in range(5)]), y.copy(), y == c, f"class c{c} under attack",
                         extra={"attack": (c, share)}))
     return out
+
+
+# ------------------------------------------------------------------------------------------------- scene regions
+class Coin:
+    """A null scene model: it fails 30% of the renders at random, whatever the scene."""
+
+    n_classes = 2
+
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        p = np.where(self.rng.random(len(x)) < 0.3, 0.2, 0.8)
+        return np.stack([p, 1 - p], axis=1)
+
+
+def scene_regions(model: Any, seed: int) -> List[Dict[str, Any]]:
+    """The examiner's confirmed weak regions of one class on the elevation world of its tests (a fake renderer whose
+    image is |view_elevation|; random, BO and RL sessions of 20 scenes each), each with its mask on :func:`_scenes`'
+    uniform sample of the scene space."""
+    import pandas as pd
+
+    from tests.examine.examine_helpers import ElevationRenderer, tiny_params
+    from weakspot.examine.inputs import examined_model
+    from weakspot.examine.regions import _inside, find_regions
+    from weakspot.examine.sessions import make_sessions, render_scenes, run_sessions
+    from weakspot.scene.space import SceneSpace
+
+    space = SceneSpace()
+    params = tiny_params(T=20, checkpoints=[0, 20], examiners=["random", "bo", "rl"], n_random=20, repeats=1,
+                         seed=seed)
+    models = {"m": examined_model(model, ["flat", "tall"])}
+    meta = pd.DataFrame({"class": ["flat"] * 4, "label": 0, "instance": [1, 3, 4, 5],
+                         "split": ["train", "val", "val", "test"]})
+    sessions = make_sessions(params, space, models, {"m": {"flat": 3}}, ["flat"], "main", "m", params.examiners,
+                             params.T, repeats=1)
+    r = ElevationRenderer()
+    run_sessions(sessions, r, models, chunk=256, progress=None)
+    regs = find_regions(sessions, space, meta, r, models, params.regions, params.seed,
+                        lambda rr, sc: render_scenes(rr, sc, 256))
+    sample = _scenes(space)
+    return [{"text": g.text(), "mask": np.array([_inside(g.rule, s) for s in sample]),
+             "lo": g.evidence.lift_lo_adjusted} for g in regs if g.confirmed]
+
+
+def _scenes(space: Any, n: int = 5000) -> List[Dict[str, float]]:
+    rng = np.random.default_rng(0)
+    names = list(space.fixed) + list(space.searched)
+    return [{k: float(space.bounds[k][0] + rng.random() * (space.bounds[k][1] - space.bounds[k][0])) for k in names}
+            for _ in range(n)]
 
 
 # ------------------------------------------------------------------------------------------------------- weakspot
@@ -206,6 +267,8 @@ def attack_evidence(y: np.ndarray, fragile: Optional[int], share: float, seed: i
 
 def audit(case: Case, seed: int = 0) -> List[Dict[str, Any]]:
     """weakspot's confirmed weak spots on the case, ranked: ``[{"text", "mask", "lift_lo_adjusted"}]``."""
+    if "scene" in case.extra:
+        return scene_regions(case.extra["scene"], seed)
     if "attack" in case.extra or case.name.startswith("attack/"):
         fragile, share = case.extra.get("attack", (None, 0.3))
         out = [{"text": f"class c{c}", "mask": case.ds.y == c, "lo": e.lift_lo_adjusted}
@@ -224,7 +287,9 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
 
 def score(found: List[Dict[str, Any]], planted: np.ndarray) -> Dict[str, Any]:
     js = [jaccard(f["mask"], planted) for f in found]
+    inside = [float((f["mask"] & planted).sum() / max(int(f["mask"].sum()), 1)) for f in found[:1]]
     return {"first": bool(js and js[0] >= 0.5), "top3": any(j >= 0.5 for j in js[:3]),
+            "first_precision": round(inside[0], 3) if inside else 0.0,
             "best_jaccard": round(max(js), 3) if js else 0.0, "first_text": found[0]["text"] if found else "",
             "n_confirmed": len(found)}
 
@@ -283,11 +348,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"## Null models: audits that confirm any weak spot ({a.audits} audits each, {a.rows} test rows)\n")
     print("| null | audits | with a confirmed weak spot | share (95% CI) | false weak spots per audit |")
     print("|---|---|---|---|---|")
-    kinds = ["flips-2", "flips-3", "noise", "images", "attack"]
+    kinds = ["flips-2", "flips-3", "noise", "images", "attack", "scenes"]
     for kind in kinds:
         hits, false = 0, 0
         for s in range(a.audits):
-            if kind == "attack":
+            if kind == "scenes":
+                found = scene_regions(Coin(10_000 + s), 10_000 + s)
+            elif kind == "attack":
                 y = np.random.default_rng(10_000 + s).integers(0, 5, a.rows // 3)
                 found = [e for _, e in attack_evidence(y, None, 0.3, s) if e.confirmed]
             else:
@@ -308,13 +375,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     # planted
     cases = planted_cases(a.planted_rows)
     print(f"## Planted models: the planted region among the confirmed weak spots ({a.planted_rows} test rows)\n")
-    print("| model | planted region | first | top 3 | best Jaccard | weakspot's first confirmed weak spot |")
-    print("|---|---|---|---|---|---|")
+    print("| model | planted region | first | top 3 | best Jaccard | share of the first inside the planted region | "
+          "weakspot's first confirmed weak spot |")
+    print("|---|---|---|---|---|---|---|")
     for c in cases:
         sc = score(audit(c), c.planted)
         result["planted"].append({"name": c.name, "planted": c.what, **sc})
         print(f"| {c.name} | {c.what} | {'yes' if sc['first'] else 'no'} | {'yes' if sc['top3'] else 'no'} | "
-              f"{sc['best_jaccard']:.2f} | {sc['first_text'] or '(none)'} |")
+              f"{sc['best_jaccard']:.2f} | {sc['first_precision']:.0%} | {sc['first_text'] or '(none)'} |")
     n_first = sum(r["first"] for r in result["planted"])
     result["recall_first"] = n_first / len(cases)
     print(f"\nRanked first: {n_first} of {len(cases)} ({n_first / len(cases):.0%}); in the top 3: "
