@@ -207,6 +207,11 @@ def rq1_seeds(bench: Bench, data: Splits, rng: np.random.Generator, clock: Clock
     k = min(int(p.n_seeds), len(Xc))
     sel = G.select_seeds(ld, fragility, k, normalise=p.normalise)
     rnd = balls[~np.isin(balls, sel)][:k]  # the control seeds: random, and none of them a selected seed
+    if len(rnd) < k:  # too few balls outside the selection (small settings): other candidates, drawn at random
+        rest = np.setdiff1d(np.arange(len(Xc)), np.concatenate([balls, sel]))
+        rnd = np.concatenate([rnd, rng.permutation(rest)[: k - len(rnd)]]).astype(balls.dtype)
+    if not len(rnd):  # every candidate is a selected seed: no control is left, the balls stand in (overlapping)
+        rnd = balls[:k]
     est_idx = np.unique(np.concatenate([balls, sel]))
     with clock("local robustness (AMLS)"):
         yt_est = torch.as_tensor(yc[est_idx], dtype=torch.int64)
