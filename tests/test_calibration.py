@@ -57,7 +57,6 @@ def test_null_models_confirm_a_weak_spot_in_at_most_the_false_discovery_rate_of_
                         feature_names=ds.feature_names)
         res = run(SimpleNamespace(test=noisy, model=Fixed(ds.X, ds.y)), SegmentsParams(seed=s), None)
         hits["label noise"] += bool(res.confirmed)
-    print(hits)
     assert all(h <= _bound(AUDITS) for h in hits.values()), (hits, _bound(AUDITS))
 
 
@@ -102,5 +101,4 @@ def test_a_planted_category_and_range_of_one_class_in_a_three_class_table_comes_
     inside = top.rule.mask(ds.X, ds.feature_names, ds.y)
     jaccard = (inside & planted).sum() / (inside | planted).sum()
     assert jaccard > 0.8, (top.text, jaccard)
-    print(top.text, jaccard)
     assert "city = Lyon" in top.text
