@@ -14,10 +14,13 @@ failed (:mod:`ops.verdict_files`).
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from weakspot.config import check_params, load_section
 from weakspot.errors import ConfigError
@@ -48,7 +51,7 @@ def _metrics_exist() -> bool:
     return Path("metrics").is_dir() and any(Path("metrics").rglob("*.json"))
 
 
-def record_and_compare() -> int:
+def record_and_compare(failures: Sequence[Dict[str, Any]] = ()) -> int:
     """Keep the audit's metrics in the history store, compare them with the previous audit's and check the gates
     (:mod:`ops.gates`, the first audit too); 3 on a regression (with history.fail_on_regression) or a failed gate
     (with gates.fail), else 0. The comparison (rule and gate rows) is written next to the audit's file, and
@@ -65,7 +68,8 @@ def record_and_compare() -> int:
     now = load(Path(rec["file"]))
     rows = compare(load(prev[-1]), now, hp.rules) if prev else []
     gates = check_gates(gp, now, "findings")
-    comparison = {"audit": rec, "previous": prev_id, "rows": rows, "gates": gates}
+    comparison = {"audit": rec, "previous": prev_id, "rows": rows, "gates": gates, "failures": list(failures),
+                  "complete": not failures}
     write_json(Path(hp.dir) / f"{rec['audit_id']}.comparison.json", comparison)
     print(format_comparison(rows, prev_id, rec["audit_id"]), flush=True)
     for g in gates:
@@ -83,9 +87,10 @@ def record_and_compare() -> int:
 
 
 def audit(stages: Optional[Sequence[str]] = None, *, force: bool = False, pull: bool = False, push: bool = False,
-          command: str = "weakspot audit") -> int:
+          workers: Optional[int] = None, gpu_workers: Optional[int] = None, command: str = "weakspot audit") -> int:
     """Audit the checkout in the current folder under its lock (``command``: how the lock names this audit to a
-    second one); the exit code (see the module's doc)."""
+    second one); ``workers``/``gpu_workers``: local process workers on the cpu/gpu pool (default: params.yaml's
+    ``execution``); the exit code (see the module's doc)."""
     check_params(PARAMS)
     if not Path("flows").is_dir() or not Path(".dvc").is_dir():
         raise ConfigError(f"no weakspot pipeline in {Path.cwd()}: run `weakspot audit` from the weakspot repository "
@@ -93,10 +98,44 @@ def audit(stages: Optional[Sequence[str]] = None, *, force: bool = False, pull: 
     from ops.lock import audit_lock
 
     with audit_lock(".", command):
-        return _audit(list(stages or []), force=force, pull=pull, push=push)
+        return _audit(list(stages or []), force=force, pull=pull, push=push, workers=workers,
+                      gpu_workers=gpu_workers)
 
 
-def _audit(stages: List[str], *, force: bool, pull: bool, push: bool) -> int:
+def changed_stages(stages: List[str]) -> List[str]:
+    """The stages among ``stages`` that ``dvc status`` says changed (deps, params, code or missing outputs)."""
+    proc = subprocess.run(dvc.dvc() + ["status", "--json", *stages], capture_output=True, text=True, env=dvc.env())
+    if proc.returncode != 0:
+        return list(stages)  # DVC could not tell (no lock yet, a missing output): run them all
+    try:
+        status = json.loads(proc.stdout or "{}")
+    except ValueError:
+        return list(stages)
+    return [s for s in stages if s in status]
+
+
+def gpu_steps(ex: Any) -> List[str]:
+    """The steps whose stages go to the gpu pool (when it has a worker): ``execution.pools.gpu``, else the methods
+    that need gradients."""
+    if "gpu" in ex.pools:
+        return list(ex.pools["gpu"])
+    from weakspot import methods
+
+    return [m.name for m in methods.all_methods() if m.white_box]
+
+
+def _gpu_workers(ex: Any, given: Optional[int]) -> int:
+    if given is not None:
+        return given
+    if ex.gpu_workers is not None:
+        return ex.gpu_workers
+    import torch
+
+    return 1 if torch.cuda.is_available() else 0
+
+
+def _audit(stages: List[str], *, force: bool, pull: bool, push: bool, workers: Optional[int],
+           gpu_workers: Optional[int]) -> int:
     if regenerate_pipeline():
         print("weakspot: dvc.yaml regenerated from params.yaml (targets or methods changed)", flush=True)
     _, hp = load_section("history", PARAMS)
@@ -106,35 +145,132 @@ def _audit(stages: List[str], *, force: bool, pull: bool, push: bool) -> int:
     if swept:
         print(f"weakspot: removed {len(swept)} partly written file(s) left by an interrupted run: "
               + ", ".join(swept[:5]) + (" ..." if len(swept) > 5 else ""), flush=True)
-    names = dvc.stage_names()
-    wanted = list(stages or [s for s in names if s != "report"])
-    unknown = [s for s in wanted if s not in names]
+    from ops.graph import stage_graph, upstream
+
+    graph = stage_graph()
+    names = list(graph)
+    asked = list(stages or [s for s in names if s != "report"])
+    unknown = [s for s in asked if s not in names]
     if unknown:
         raise ConfigError(f"no stage named {', '.join(unknown)} in dvc.yaml; stages: {', '.join(names)}")
-    first = [s for s in wanted if s != "report"]
-    flags = (["--force"] if force else []) + (["--pull"] if pull else [])
+    wanted = [s for s in upstream(graph, [s for s in asked if s != "report"]) if s != "report"]
+    n_cpu = ex.workers if workers is None else workers
+    n_gpu = _gpu_workers(ex, gpu_workers)
     t0 = time.time()
     from ops.server import prefect_server
 
+    outcome = None
     with prefect_server(dvc.env()) as env:
-        if first:
-            rc = dvc.repro(flags + first, env, jobs=ex.stages_at_once)
+        if wanted:
+            outcome = run_on_workers(wanted, graph, env, hp, ex, force=force, n_cpu=n_cpu, n_gpu=n_gpu)
+            ok = [s for s in wanted if s not in outcome.failed and s not in outcome.not_run]
+            rc = dvc.repro(["--pull"] + ok, env) if ok else 0
             if rc != 0:
                 return rc
+        failures = failure_rows(outcome, graph) if outcome is not None else []
         if not _metrics_exist():
             print("weakspot: no metrics yet; nothing recorded in the history", file=sys.stderr)
             verdict = 0
         else:
-            verdict = record_and_compare()
+            verdict = record_and_compare(failures)
         if "report" in names and (not stages or "report" in stages):
-            rc = dvc.repro((["--pull"] if pull else []) + ["report"], env)
+            if failures:  # DVC would refuse the report stage (its deps from the failed stages are missing)
+                rc = subprocess.call([sys.executable, "-m", "flows.report"], env=env)
+            else:
+                rc = dvc.repro((["--pull"] if pull else []) + ["report"], env)
             if rc != 0:
                 return rc
     from tasks.paths import REPORT  # this checkout's (regenerate_pipeline put it first on sys.path)
 
     print(f"weakspot: audit finished in {time.time() - t0:.0f} s. Report: {REPORT.resolve()}")
+    if failures:
+        print(f"weakspot: the audit is INCOMPLETE (exit {INCOMPLETE}): "
+              + "; ".join(f"{f['stage']} failed" for f in failures if f["failed"])
+              + ". The report and reports/summary.md open with the failure.", file=sys.stderr)
+        return INCOMPLETE
     if push:
         rc = dvc.push(hp)
         if rc != 0:
             return rc
     return verdict
+
+
+#: the exit code of an audit in which a stage failed (the other targets were audited): distinct from a failed gate's 3
+INCOMPLETE = 4
+
+
+def failure_rows(outcome: Any, graph: Dict[str, List[str]]) -> List[Dict[str, Any]]:
+    """One row per stage that failed or was not run: stage, target, whether it failed, the error (the failed stage's
+    own for the stages it stopped)."""
+    rows = []
+    for s, err in outcome.failed.items():
+        rows.append({"stage": s, "target": _target_of(s), "failed": True, "error": _short(err)})
+    for s, cause in outcome.not_run.items():
+        rows.append({"stage": s, "target": _target_of(s), "failed": False,
+                     "error": f"not run: it needs {cause}, which failed"})
+    return rows
+
+
+def _short(err: str, lines: int = 12) -> str:
+    text = "\n".join(line for line in str(err).strip().splitlines() if line.strip())
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _target_of(stage: str) -> Optional[str]:
+    from weakspot.config import read_yaml
+
+    targets = read_yaml(PARAMS).get("targets") or {}
+    hits = [t for t in targets if stage.endswith("-" + t)]
+    return max(hits, key=len) if hits else None
+
+
+def run_on_workers(wanted: List[str], graph: Dict[str, List[str]], env: Dict[str, str], hp: Any, ex: Any, *,
+                   force: bool, n_cpu: int, n_gpu: int) -> Any:
+    """The stages that changed (and those after them) as flow runs on the work pools, local workers started for the
+    while; the stages already up to date pushed to the DVC remote first, so that the workers restore them."""
+    from ops.graph import downstream
+    from ops.scheduler import Outcome, PrefectRuns, schedule
+    from ops.snapshot import snapshot
+    from ops.workers import ensure_pools, local_workers, online_workers
+
+    to_run = list(wanted) if force else changed_stages(wanted)
+    for s in list(to_run):
+        to_run.extend(d for d in downstream(graph, s) if d in wanted and d not in to_run)
+    to_run = [s for s in wanted if s in to_run]
+    if not to_run:
+        print("weakspot: every stage is up to date", flush=True)
+        return Outcome(done=[])
+    url = dvc.configure_remote(dvc.remote_url(hp))
+    ready = [s for s in wanted if s not in to_run]
+    if ready:
+        rc = subprocess.call(dvc.dvc() + ["push", "--run-cache", "-q", "-r", "weakspot", *ready], env=dvc.env())
+        if rc != 0:
+            print("weakspot: could not push the up-to-date stages to the DVC remote; the workers recompute what they "
+                  "need", file=sys.stderr)
+    ref, sha = snapshot(".")
+    gpu = gpu_steps(ex)
+    env = {**env, "PREFECT_LOCAL_STORAGE_PATH": env.get("PREFECT_LOCAL_STORAGE_PATH")
+           or str(Path(".prefect/results").resolve())}
+    os.environ.update({k: env[k] for k in ("PREFECT_API_URL", "PREFECT_HOME") if k in env})
+    ensure_pools()
+    print(f"weakspot: {len(to_run)} stage(s) to run on {n_cpu} local cpu worker(s)"
+          + (f" and {n_gpu} gpu worker(s)" if n_gpu else "") + f"; the audit's commit {sha[:12]} ({ref}); "
+          f"DVC remote {url}", flush=True)
+    with local_workers({"cpu": n_cpu, "gpu": n_gpu}, env, Path(".prefect")):
+        has_gpu = bool(n_gpu) or bool(online_workers("gpu"))
+        if not n_cpu and not online_workers("cpu"):
+            raise ConfigError("no worker on the cpu pool: set execution.workers (or --workers) above 0, or start "
+                              "`weakspot worker --pool cpu` on a machine that sees this Prefect server")
+
+        def pool_of(stage: str) -> str:
+            step = stage.split("-", 1)[0]
+            return "gpu" if has_gpu and step in gpu else "cpu"
+
+        runs = PrefectRuns({"repo": str(Path.cwd().resolve()), "ref": ref, "commit": sha, "remote": url,
+                            "force": force}, audit=sha[:12], needs=graph)
+        try:
+            outcome = schedule(to_run, {s: graph[s] for s in to_run}, runs, pool_of, retries=ex.retries,
+                               say=lambda m: print(m, flush=True))
+        finally:
+            runs.close()
+    return outcome

@@ -44,8 +44,23 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     if args.profile:
         cmd_profile(argparse.Namespace(name=args.profile))
-    return audit(args.stages, force=args.force, pull=args.pull, push=args.push,
-                 command="weakspot audit " + " ".join(sys.argv[2:]))
+    return audit(args.stages, force=args.force, pull=args.pull, push=args.push, workers=args.workers,
+                 gpu_workers=args.gpu_workers, command="weakspot audit " + " ".join(sys.argv[2:]))
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    import os
+
+    from ops.workers import ensure_pools, worker_command, worker_env
+
+    if not os.environ.get("PREFECT_API_URL"):
+        raise WeakspotError("weakspot worker: set PREFECT_API_URL to the Prefect server the audits use (e.g. "
+                            "http://audit-host:4200/api, the server of `weakspot serve`)")
+    ensure_pools()
+    name = args.name or f"{args.pool}-{__import__('socket').gethostname()}-{os.getpid()}"
+    print(f"weakspot worker: {name} on the {args.pool} pool of {os.environ['PREFECT_API_URL']}; stages run in clones "
+          f"under {os.environ.get('WEAKSPOT_WORKDIR') or 'the temporary folder'}", flush=True)
+    return subprocess.call(worker_command(args.pool, name), env=worker_env(dict(os.environ)))
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
@@ -116,7 +131,15 @@ def _audit_parser(sub) -> None:
                    "run-cache to the DVC remote (history.remote or WEAKSPOT_DVC_REMOTE); the nightly flow does")
     a.add_argument("--pull", action="store_true", help="restore stages from the DVC remote's run-cache where it "
                    "has them instead of recomputing (dvc repro --pull)")
+    a.add_argument("--workers", type=int, help="local process workers on the cpu pool (default: execution.workers)")
+    a.add_argument("--gpu-workers", type=int, help="local process workers on the gpu pool (default: "
+                   "execution.gpu_workers; 1 when this machine has CUDA)")
     a.set_defaults(fn=cmd_audit)
+    w = sub.add_parser("worker", help="join the audits of a Prefect server as a worker of a pool (a GPU machine: "
+                       "--pool gpu); PREFECT_API_URL names the server, the DVC remote comes with each stage")
+    w.add_argument("--pool", choices=["cpu", "gpu"], default="cpu")
+    w.add_argument("--name", help="the worker's name (default: pool, host and process id)")
+    w.set_defaults(fn=cmd_worker)
 
 
 def _trace_parsers(sub) -> None:

@@ -104,11 +104,19 @@ class ExecutionParams(_Section):
     threads_per_worker: int = Field(1, ge=1, le=256, description="the local cluster's tasks at a time per worker: "
                                                                   "keep 1 (tasks side by side share torch's global "
                                                                   "random state)")
-    stages_at_once: int = Field(
-        2, ge=1, le=64, description="stages of the audit run side by side when neither needs the other's outputs "
-                                    "(ops/parallel.py; 1: `dvc repro`, one stage at a time)")
-    retries: int = Field(1, ge=0, le=10, description="times a task whose Dask worker died is resubmitted before the "
-                                                     "stage fails naming it")
+    workers: int = Field(
+        2, ge=0, le=64, description="local process workers `weakspot audit` starts on the cpu pool: stages that do not "
+                                    "need each other's outputs run side by side, one per worker (0: only workers "
+                                    "started elsewhere with `weakspot worker`)")
+    gpu_workers: Optional[int] = Field(
+        None, ge=0, le=64, description="local process workers on the gpu pool; null: 1 when this machine has CUDA, "
+                                       "else 0")
+    pools: Dict[str, List[str]] = Field(
+        default_factory=dict, description="pool -> the steps (prepare, train, render, a method) whose stages run "
+                                          "there when the pool has a worker, e.g. {gpu: [intrinsic, corner]}; the gpu "
+                                          "pool's default: the methods that need gradients")
+    retries: int = Field(1, ge=0, le=10, description="times a task whose Dask worker died, or a stage whose worker "
+                                                     "died, is resubmitted before it fails naming it")
     resources: Dict[str, float] = Field(
         default_factory=dict, description="Dask worker resources every fan-out task asks for, e.g. {GPU: 1}: only "
                                           "workers started with `dask worker --resources GPU=1` run them, one task "
@@ -120,6 +128,14 @@ class ExecutionParams(_Section):
         bad = {k: n for k, n in v.items() if not k or n <= 0}
         if bad:
             raise ValueError(f"{bad}: name -> a positive amount, as `dask worker --resources NAME=AMOUNT` declares it")
+        return v
+
+    @field_validator("pools")
+    @classmethod
+    def _pools(cls, v: Dict[str, List[str]]) -> Dict[str, List[str]]:
+        bad = [k for k in v if k not in ("cpu", "gpu")]
+        if bad:
+            raise ValueError(f"unknown pool(s) {bad}: the pools are cpu and gpu")
         return v
 
     @field_validator("address")

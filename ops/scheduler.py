@@ -1,0 +1,159 @@
+"""The audit's stages as flow runs on work pools: each stage submitted once every stage it needs has finished, a
+failed stage failing only the stages that need it, a stage whose worker died submitted again.
+
+Caveats first: the loop (:func:`schedule`) knows nothing of Prefect; :class:`PrefectRuns` submits a stage as a flow
+run of the stage deployment on its pool (:mod:`ops.workers`) and reads its state back. A flow run that Prefect marks
+Crashed, or whose process on this machine is gone while Prefect still says Running (its worker was killed), is
+marked Crashed and submitted again, up to ``retries`` times; a stage that Failed (its command exited non-zero) is
+not retried: it would fail the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+
+
+class Runs(Protocol):
+    def submit(self, stage: str, pool: str) -> str: ...
+
+    def status(self, run_id: str) -> Tuple[str, str, Optional[int]]:
+        """(one of pending, running, completed, failed, crashed; the state's message; the process id)"""
+        ...
+
+    def crashed(self, run_id: str, message: str) -> None: ...
+
+
+@dataclass
+class Outcome:
+    """What became of the audit's stages: done, failed (with the error), not run (with the failed stage they
+    needed), and every flow run (stage, pool, run id, final state)."""
+
+    done: List[str] = field(default_factory=list)
+    failed: Dict[str, str] = field(default_factory=dict)
+    not_run: Dict[str, str] = field(default_factory=dict)
+    runs: List[Dict[str, str]] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.failed and not self.not_run
+
+
+def _alive(pid: Optional[int]) -> bool:
+    if not pid:
+        return True  # nothing to check (not started yet, or on another machine)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def schedule(stages: Sequence[str], needs: Dict[str, List[str]], runs: Runs, pool_of: Callable[[str], str], *,
+             retries: int = 1, local_pids: bool = True, poll: float = 1.0,
+             say: Callable[[str], None] = print) -> Outcome:
+    """Run ``stages`` (in dvc.yaml's order) through ``runs``; ``needs[s]``: the stages ``s`` needs (only those among
+    ``stages`` are waited for: the others are up to date). ``local_pids``: the workers run on this machine, so a
+    running flow run whose process is gone has lost its worker."""
+    out = Outcome()
+    todo = list(stages)
+    active: Dict[str, Tuple[str, int, str]] = {}  # stage -> (run id, attempt, pool)
+    t0 = time.time()
+    while todo or active:
+        for s in list(todo):
+            bad = [n for n in needs.get(s, []) if n in out.failed or n in out.not_run]
+            if bad:
+                todo.remove(s)
+                out.not_run[s] = bad[0] if bad[0] in out.failed else out.not_run[bad[0]]
+                say(f"weakspot: {s} not run: it needs {bad[0]}, which "
+                    + ("failed" if bad[0] in out.failed else "was not run"))
+            elif all(n in out.done or n not in stages for n in needs.get(s, [])):
+                todo.remove(s)
+                pool = pool_of(s)
+                active[s] = (runs.submit(s, pool), 1, pool)
+                say(f"weakspot: {s} submitted to the {pool} pool")
+        for s, (rid, attempt, pool) in list(active.items()):
+            state, message, pid = runs.status(rid)
+            if state == "running" and local_pids and not _alive(pid):
+                runs.crashed(rid, f"its process {pid} is gone (the worker died)")
+                state, message = "crashed", f"its process {pid} is gone (the worker died)"
+            if state in ("pending", "running"):
+                continue
+            out.runs.append({"stage": s, "pool": pool, "flow_run": rid, "state": state, "attempt": str(attempt)})
+            del active[s]
+            if state == "completed":
+                out.done.append(s)
+                say(f"weakspot: {s} done ({len(out.done)} of {len(stages)}, {time.time() - t0:.0f} s)")
+            elif state == "crashed" and attempt <= retries:
+                say(f"weakspot: {s} crashed ({message}); submitted again (attempt {attempt + 1})")
+                pool = pool_of(s)
+                active[s] = (runs.submit(s, pool), attempt + 1, pool)
+            else:
+                out.failed[s] = message or state
+                say(f"weakspot: {s} FAILED: {(message or state).strip()}")
+        if todo or active:
+            time.sleep(poll)
+    return out
+
+
+class PrefectRuns:
+    """Stages as flow runs of the stage deployments (:func:`ops.workers.ensure_pools`), with the parameters every
+    stage of one audit shares."""
+
+    STATES = {"SCHEDULED": "pending", "PENDING": "pending", "PAUSED": "pending", "RUNNING": "running",
+              "CANCELLING": "running", "COMPLETED": "completed", "FAILED": "failed", "CRASHED": "crashed",
+              "CANCELLED": "failed"}
+
+    def __init__(self, parameters: Dict[str, object], audit: str, needs: Optional[Dict[str, List[str]]] = None):
+        from prefect.client.orchestration import get_client
+
+        self.parameters = parameters
+        self.audit = audit
+        self.needs = needs or {}
+        self.client = get_client(sync_client=True)
+        self.client.__enter__()
+
+    def close(self) -> None:
+        self.client.__exit__(None, None, None)
+
+    def submit(self, stage: str, pool: str) -> str:
+        from prefect.deployments import run_deployment
+
+        from ops.workers import deployment_name
+
+        fr = run_deployment(deployment_name(pool), parameters={**self.parameters, "stage": stage,
+                                                                        "needs": self.needs.get(stage, [])}, timeout=0,
+                            flow_run_name=f"{stage}", tags=["weakspot", f"audit:{self.audit}"], as_subflow=False)
+        return str(fr.id)
+
+    def status(self, run_id: str) -> Tuple[str, str, Optional[int]]:
+        from uuid import UUID
+
+        fr = self.client.read_flow_run(UUID(run_id))
+        kind = str(getattr(fr.state.type, "value", fr.state.type)) if fr.state else "SCHEDULED"
+        msg = (fr.state.message or "") if fr.state else ""
+        if kind == "FAILED":
+            msg = _failure_message(fr.state) or msg
+        pid = int(fr.infrastructure_pid) if str(fr.infrastructure_pid or "").isdigit() else None
+        return self.STATES.get(kind, "pending"), msg, pid
+
+    def crashed(self, run_id: str, message: str) -> None:
+        from uuid import UUID
+
+        from prefect.states import Crashed
+
+        self.client.set_flow_run_state(UUID(run_id), Crashed(message=message), force=True)
+
+
+def _failure_message(state) -> str:
+    """The exception a failed flow run raised (the stage's error, with its output's last lines), where Prefect kept
+    it."""
+    try:
+        exc = state.result(raise_on_failure=False)
+    except Exception:  # the result is not retrievable (not persisted): the state's message says what it can
+        return ""
+    return str(exc) if isinstance(exc, BaseException) else ""

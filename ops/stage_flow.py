@@ -1,0 +1,81 @@
+"""The flow a worker runs for one stage of an audit: the audit's commit checked out in a clone of its own, plain
+``dvc repro --pull <stage>`` there (the stages it needs are restored from the DVC remote's run-cache, never
+recomputed when a worker already ran them), then ``dvc push --run-cache`` of what it made, and the clone removed.
+
+Caveats first: DVC is driven through its CLI only. The stage's own command (``python -m flows...``) runs with the
+clone first on PYTHONPATH, so the code that runs is the audit's commit, whatever this worker has installed. A stage
+that fails raises with the last lines of its output (the message names the stage and the problem); its clone is
+kept for inspection (its path is in the message). The clones go under WEAKSPOT_WORKDIR (default: the system's
+temporary folder).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from prefect import flow
+
+
+class StageFailed(RuntimeError):
+    """A stage's command (or the checkout, pull or push around it) failed; the message names it."""
+
+
+def _run(cmd: List[str], cwd: Path, env: Dict[str, str], log: Path, what: str) -> None:
+    with open(log, "a") as out:
+        out.write(f"$ {' '.join(cmd)}\n")
+        out.flush()
+        rc = subprocess.call(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+    if rc != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
+        raise StageFailed(f"{what} failed (exit {rc}) in {cwd}:\n{tail}")
+
+
+def _dvc() -> List[str]:
+    exe = Path(sys.executable).parent / "dvc"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "dvc"]
+
+
+@flow(name="weakspot-stage", flow_run_name="{stage}", validate_parameters=False, log_prints=True)
+def run_stage(stage: str, repo: str, ref: str, commit: str, remote: str, force: bool = False,
+              needs: Optional[List[str]] = None) -> Dict[str, Any]:
+    """Run ``stage`` of the audit at ``commit`` (reachable in ``repo`` by ``ref``) and push its outputs and run-cache
+    to ``remote``; where it ran and how long it took. ``force``: run its command even when the run-cache has its
+    result (the stages it needs, ``needs``, are restored first)."""
+    t0 = time.time()
+    base = Path(os.environ.get("WEAKSPOT_WORKDIR") or tempfile.gettempdir())
+    base.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"weakspot-{stage}-", dir=base))
+    log = work.with_name(work.name + ".log")
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+           "PYTHONPATH": str(work), "WEAKSPOT_ROOT": str(work)}
+    env.pop("WEAKSPOT_PARAMS", None)
+    local = "://" not in repo
+    _run(["git", "clone", "-q", "--no-checkout", *(["--shared"] if local else []), repo, str(work)], base, env, log,
+         f"{stage}: git clone {repo}")
+    _run(["git", "fetch", "-q", repo, ref], work, env, log, f"{stage}: git fetch {ref}")
+    _run(["git", "checkout", "-q", "--detach", commit], work, env, log, f"{stage}: git checkout {commit[:12]}")
+    if "://" not in remote:
+        Path(remote).mkdir(parents=True, exist_ok=True)
+    _run(_dvc() + ["remote", "add", "--local", "--force", "-d", "weakspot", remote], work, env, log,
+         f"{stage}: dvc remote add")
+    print(f"{stage}: dvc repro --pull {stage} at {commit[:12]} on {socket.gethostname()}")
+    if force:
+        if needs:
+            _run(_dvc() + ["repro", "--pull", *needs], work, env, log, f"{stage}: restoring {', '.join(needs)}")
+        _run(_dvc() + ["repro", "--force", "--single-item", stage], work, env, log, f"stage {stage}")
+    else:
+        _run(_dvc() + ["repro", "--pull", stage], work, env, log, f"stage {stage}")
+    _run(_dvc() + ["push", "--run-cache", "-r", "weakspot", stage], work, env, log, f"{stage}: dvc push --run-cache")
+    shutil.rmtree(work, ignore_errors=True)
+    log.unlink(missing_ok=True)
+    seconds = round(time.time() - t0, 1)
+    print(f"{stage}: done in {seconds} s")
+    return {"stage": stage, "host": socket.gethostname(), "seconds": seconds}
