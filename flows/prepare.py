@@ -6,7 +6,8 @@ import flows  # noqa: F401  (Prefect settings before Prefect is imported)
 from prefect import flow
 
 from tasks import paths
-from tasks.common import combined_digest, digest, lineage, one_target, source_digest, stage_main, write_stage_result
+from tasks.closure import closure_digest
+from tasks.common import combined_digest, digest, lineage, one_target, stage_main, write_stage_result
 from tasks.data import load_and_split, write_prepared
 from weakspot.data.summary import data_section
 
@@ -15,7 +16,7 @@ from weakspot.data.summary import data_section
 def prepare_flow(top: dict, target: str, t) -> dict:
     files = t.data.files() + ([str(paths.RENDER)] if t.data.kind == "scenes" else [])
     ds, splits, info = load_and_split(t.data.model_dump(mode="json"), t.class_of_interest,
-                                      combined_digest(digest(files)), source_digest("weakspot.data"), t.trains)
+                                      combined_digest(digest(files)), closure_digest("flows.prepare"), t.trains)
     lin = lineage("prepare", top, {"data": t.data.model_dump(mode="json"), "class_of_interest": t.class_of_interest,
                                 "trains": t.trains},
                   dict(ds.provenance.get("files") or {}) | digest(files), section=f"targets.{target}")

@@ -14,7 +14,8 @@ import flows  # noqa: F401
 from prefect import flow
 
 from tasks import paths
-from tasks.common import PARAMS_FILE, cached_task, lineage, source_digest, stage_main, write_stage_result
+from tasks.closure import closure_digest
+from tasks.common import PARAMS_FILE, cached_task, lineage, stage_main, write_stage_result
 from tasks.scene import write_render
 from weakspot.config import validate_section, validate_top_level
 from weakspot.scene.summary import render_section
@@ -37,7 +38,7 @@ def render_views(scene: Dict[str, Any], code_digest: str, device: str) -> Tuple[
 def render_flow(top: dict, p) -> dict:
     t0 = time.time()
     scene = p.model_dump(mode="json")
-    images, table = render_views(scene, source_digest("weakspot.scene"), top["device"])
+    images, table = render_views(scene, closure_digest("flows.render"), top["device"])
     lin = lineage("render", top, p, section="scene")
     write_render(images, table, scene, lin)
     result = render_section(images, table, p, views_file=str(paths.RENDER / "views.parquet"))

@@ -56,10 +56,11 @@ def collect():
     return sections, figures, tables, metrics
 
 
-def weak_spots(targets: dict, metrics: dict, sections: list = ()) -> list:
-    """Per target: a line on its model and every method's findings (or why the method did not run) and what each
-    ran on (its section's ``sample``)."""
+def weak_spots(targets: dict, metrics: dict, sections: list = (), failures: list = ()) -> list:
+    """Per target: a line on its model and every method's findings (or why the method did not run: it does not fit,
+    or its stage failed or was not run, ``failures``) and what each ran on (its section's ``sample``)."""
     samples = {(s.get("stage"), s.get("target")): s.get("sample", "") for s in sections}
+    failed = {f["stage"]: f for f in failures}
     out = []
     for name, t in targets.items():
         m = metrics.get(f"train/{name}", {})
@@ -70,8 +71,12 @@ def weak_spots(targets: dict, metrics: dict, sections: list = ()) -> list:
         for method, reason in methods.fits(t).items():
             meta = methods.get(method)
             entry = {"name": method, "title": meta.title, "paper": meta.paper, "anchor": f"{method}-{name}"}
+            stage = failed.get(f"{method}-{name}")
             if reason:
                 entry["reason"] = reason
+            elif stage is not None:
+                entry["reason"] = ("its stage failed: " if stage["failed"] else "") + stage.get("message",
+                                                                                            stage["error"])
             elif paths.findings(name, method).is_file():
                 entry["findings"] = pd.read_parquet(paths.findings(name, method))
                 entry["sample"] = samples.get((method, name), "")
@@ -107,6 +112,7 @@ def since_last_audit(hp):
                    "previous": since["previous"], "rows": since["rows"]})
     publish_verdict(comparison, report_path=str(Path(paths.REPORT).resolve()))
     since["gates"] = comparison.get("gates", [])  # the conditions summary at the top of the report
+    since["failures"] = comparison.get("failures", [])  # an incomplete audit: the report opens with it
     return since, png
 
 
@@ -124,7 +130,7 @@ def report_flow(top: dict, p, targets, hp) -> str:
     since, trend_png = since_last_audit(hp)
     page = render_report(sections, figures=figures, tables=tables, metrics=metrics, title=p.title,
                          run_info=run_info, max_table_rows=p.max_table_rows,
-                         targets=weak_spots(targets.root, metrics, sections), groups=groups(), since=since, trend_png=trend_png)
+                         targets=weak_spots(targets.root, metrics, sections, since.get("failures", [])), groups=groups(), since=since, trend_png=trend_png)
     write_text(paths.REPORT, page)
     print(f"report: {len(targets.root)} targets, {len(sections)} sections -> {Path(paths.REPORT).resolve()}")
     return str(paths.REPORT)

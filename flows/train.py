@@ -11,7 +11,8 @@ import flows  # noqa: F401
 from prefect import flow
 
 from tasks import paths
-from tasks.common import combined_digest, digest, lineage, one_target, source_digest, stage_main, write_stage_result
+from tasks.closure import closure_digest
+from tasks.common import combined_digest, digest, lineage, one_target, stage_main, write_stage_result
 from tasks.data import read_prepared
 from tasks.target import model_from_spec, save_model, train_cached, write_spec
 from weakspot.evaluate import target_section
@@ -29,7 +30,7 @@ def train_flow(top: dict, target: str, t) -> dict:
     if t.trains:
         out = train_cached(target, t.model.arch, t.train.model_dump(mode="json"),
                            combined_digest(digest([paths.prepared(target)])),
-                           source_digest("weakspot.models", "weakspot.data"), top["device"])
+                           closure_digest("flows.train"), top["device"])
         history = out.get("history")
         spec.update(weights=out["blob"], trained_arch=t.model.arch)
         if out["file"].endswith(".joblib"):

@@ -204,11 +204,21 @@ def failure_rows(outcome: Any, graph: Dict[str, List[str]]) -> List[Dict[str, An
     own for the stages it stopped)."""
     rows = []
     for s, err in outcome.failed.items():
-        rows.append({"stage": s, "target": _target_of(s), "failed": True, "error": _short(err)})
+        rows.append({"stage": s, "target": _target_of(s), "failed": True, "error": _short(err),
+                     "message": headline(err)})
     for s, cause in outcome.not_run.items():
         rows.append({"stage": s, "target": _target_of(s), "failed": False,
-                     "error": f"not run: it needs {cause}, which failed"})
+                     "error": f"not run: it needs {cause}, which failed", "message": f"not run: {cause} failed"})
     return rows
+
+
+def headline(err: str) -> str:
+    """The line of a stage's output that says what went wrong: weakspot's own error message where there is one (not
+    DVC's "failed to reproduce" around it), else the last line."""
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    ours = [ln for ln in lines if "Error:" in ln or "error:" in ln]
+    ours = [ln for ln in ours if "failed to reproduce" not in ln and "failed to run" not in ln] or ours
+    return (ours or lines or ["failed"])[-1][:400]
 
 
 def _short(err: str, lines: int = 12) -> str:

@@ -71,6 +71,15 @@ def junit_xml(comparison: Dict[str, Any], methods: List[Dict[str, Any]]) -> str:
             else:
                 ET.SubElement(case, "system-out").text = r["numbers"]
         total, fails = total + len(rows), fails + sum(not r["passed"] for r in rows)
+    stages = comparison.get("failures") or []
+    if stages:  # an incomplete audit: every stage that failed or was not run is an error of its own
+        s = ET.SubElement(root, "testsuite", name="stages", tests=str(len(stages)), errors=str(len(stages)))
+        for f in stages:
+            case = ET.SubElement(s, "testcase", classname="weakspot.stages", name=f["stage"])
+            ET.SubElement(case, "error", message=f["error"].splitlines()[-1] if f["error"] else "failed").text = \
+                f["error"]
+        root.set("errors", str(len(stages)))
+        total += len(stages)
     s = ET.SubElement(root, "testsuite", name="methods", tests=str(len(methods)), failures="0",
                       skipped=str(sum(not m["passed"] for m in methods)))
     for m in methods:
@@ -103,7 +112,18 @@ def summary_markdown(comparison: Dict[str, Any], spots: List[Dict[str, Any]], me
     bad, lost = [c for c in conds if not c["passed"]], [m for m in methods if not m["passed"]]
     audit = comparison.get("audit") or {}
     verdict = "FAIL" if bad else "PASS"
-    lines = [f"## weakspot audit: {verdict}", "",
+    failed = comparison.get("failures") or []
+    lines = []
+    if failed:
+        verdict = "INCOMPLETE" + (", FAIL" if bad else "")
+        stopped = [f for f in failed if f["failed"]]
+        lines += [f"## weakspot audit: {verdict}", "",
+                  f"{len(stopped)} stage(s) failed; {len(failed) - len(stopped)} stage(s) after them were not run. "
+                  "Every other target was audited.", "", "| stage | target | error |", "|---|---|---|"]
+        lines += [f"| `{f['stage']}` | {f['target'] or ''} | "
+                  + f.get("message", f["error"]).replace("|", "\\|").replace("\n", " ") + " |" for f in failed]
+        lines.append("")
+    lines += [f"## weakspot audit: {verdict}" if not failed else "### Conditions", "",
              f"{len(conds) - len(bad)} of {len(conds)} conditions hold ({_n(conds, 'gate', 'gate')}, "
              f"{_n(conds, 'rule', 'regression check')}"
              + (f" against audit `{comparison['previous']}`" if comparison.get("previous") else ", first audit")

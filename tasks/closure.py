@@ -95,3 +95,25 @@ def data_folders(files: "Set[str] | List[str]") -> List[str]:
             if sub.is_dir() and not sub.name.startswith((".", "__")) and not any(sub.rglob("*.py")):
                 out.add(str(sub.relative_to(ROOT)))
     return sorted(out)
+
+
+_DIGESTS: dict = {}
+
+
+def closure_digest(*modules: str) -> str:
+    """sha256 over the files of :func:`closure` (each data folder's files included): the code identity of a cached
+    call, the same files that make the stage's DVC deps, so a change that reruns a stage in DVC also misses Prefect's
+    cache (and nothing else does)."""
+    import hashlib
+
+    if modules not in _DIGESTS:
+        h = hashlib.sha256()
+        for rel in closure(*modules):
+            p = ROOT / rel
+            for f in sorted(x for x in p.rglob("*") if x.is_file()) if p.is_dir() else [p]:
+                if "__pycache__" in f.parts:
+                    continue
+                h.update(str(f.relative_to(ROOT)).encode())
+                h.update(f.read_bytes())
+        _DIGESTS[modules] = h.hexdigest()
+    return _DIGESTS[modules]

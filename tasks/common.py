@@ -76,22 +76,6 @@ def combined_digest(d: Dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
 
 
-def source_digest(*modules: str) -> str:
-    """sha256 over the .py files of the named packages/modules: part of every cached task's key, so that a change
-    to the library code (which makes DVC rerun the stage) also invalidates Prefect's cached results."""
-    import importlib
-
-    h = hashlib.sha256()
-    for name in modules:
-        mod = importlib.import_module(name)
-        base = Path(mod.__file__)
-        files = sorted(base.parent.rglob("*.py")) if base.name == "__init__.py" else [base]
-        for f in files:
-            h.update(str(f.relative_to(base.parent)).encode())
-            h.update(f.read_bytes())
-    return h.hexdigest()
-
-
 def code_version() -> Dict[str, Any]:
     """The git commit of the code (with a dirty flag) and the library version."""
     info: Dict[str, Any] = {"weakspot": weakspot.__version__, "python": platform.python_version()}

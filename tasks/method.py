@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from prefect import task
 
@@ -76,22 +76,13 @@ def load_audit_target(method: Method, name: str, t: Any, device: str) -> AuditTa
 
 # ------------------------------------------------------------------------------------------ the runtime
 
-_CODE: Dict[str, str] = {}
 
 
 def code_digest(module: str) -> str:
     """sha256 over every project file ``module`` loads (its import closure, as the stage's DVC deps)."""
-    if module not in _CODE:
-        from tasks.closure import ROOT, data_folders, module_closure
+    from tasks.closure import closure_digest
 
-        h = hashlib.sha256()
-        files = module_closure(module)
-        for f in files + [str(p.relative_to(ROOT)) for d in data_folders(files) for p in sorted((ROOT / d).rglob("*"))
-                          if p.is_file()]:
-            h.update(f.encode())
-            h.update((ROOT / f).read_bytes())
-        _CODE[module] = h.hexdigest()
-    return _CODE[module]
+    return closure_digest(module)
 
 
 class Arguments:

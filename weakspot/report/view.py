@@ -387,7 +387,8 @@ def page(sections: List[Mapping[str, Any]], *, figures: Mapping[str, bytes], tab
     if since is not None:
         info["since the last audit"] = verdict_line(since)
     cond = None if since is None else conditions_section(since)
-    nav = ([("conditions", "Conditions")] if cond else []) + ([("overview", "Targets")] if shown else []) + (
+    failures = list((since or {}).get("failures") or [])
+    nav = ([("failures", "Incomplete")] if failures else []) + ([("conditions", "Conditions")] if cond else []) + ([("overview", "Targets")] if shown else []) + (
         [("glance", "At a glance")]
            + [(f"target-{t['name']}", f"Weak spots: {t['name']}") for t in shown]
            + ([("since", "Since the last audit")] if since is not None else [])
@@ -396,4 +397,4 @@ def page(sections: List[Mapping[str, Any]], *, figures: Mapping[str, bytes], tab
             "glance": [(s.get("title", s["stage"]), h) for s in sections for h in s.get("headline", [])],
             "targets": shown, "sections": secs, "overview": overview(shown) if shown else None,
             "since": None if since is None else since_section(since, trend_png, max(40, max_table_rows)),
-            "conditions": None if since is None else conditions_section(since)}
+            "conditions": None if since is None else conditions_section(since), "failures": failures}
