@@ -31,6 +31,8 @@ from tasks import paths
 #: The repository the flow audits: the checkout this file is in (served or deployed from its root).
 ROOT = Path(__file__).resolve().parents[1]
 REGRESSION = 3
+#: exit code of an incomplete audit (ops.audit.INCOMPLETE): a stage failed, the other targets were audited
+INCOMPLETE = 4
 
 
 class AuditError(RuntimeError):
@@ -71,7 +73,7 @@ def run_audit(push: bool = True) -> int:
         sys.stdout.flush()
         tail.append(line.rstrip())
     rc = proc.wait()
-    if rc not in (0, REGRESSION):
+    if rc not in (0, REGRESSION, INCOMPLETE):  # an incomplete audit is not retried: its report says what failed
         raise AuditError(f"`weakspot {' '.join(cmd[3:])}` failed (exit {rc}) in {ROOT}; its last lines:\n"
                          + "\n".join(tail))
     return rc
@@ -99,6 +101,12 @@ def audit_flow(push: bool = True):
         comparison = json.loads((_history_dir() / new[-1]).read_text())
         publish_verdict(comparison, str(report))
         print(f"verdict: {verdict_line(comparison)}", flush=True)
+    if rc == INCOMPLETE:  # a stage failed; the other targets were audited
+        failed = [f for f in (comparison or {}).get("failures", []) if f.get("failed")]
+        message = ("weakspot audit INCOMPLETE: " + "; ".join(f"{f['stage']}: {f.get('message', '')}" for f in failed)
+                   + f". Report: {report}")
+        announce_failure(message)
+        return Failed(message=message)
     if rc == REGRESSION:  # a regression or a failed gate: the message is what `weakspot serve --notify` posts
         message = failure_message(comparison, str(report), str(ROOT / "reports" / "summary.md"))
         announce_failure(message)

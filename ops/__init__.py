@@ -8,10 +8,14 @@ the ``history`` and ``execution`` sections of params.yaml with :mod:`weakspot.co
 ``import ops.<module>`` loads only that module and what it needs.
 
     ops/cli.py       the ``weakspot`` command: argument parsing, one thin function per command
-    ops/audit.py     ``weakspot audit``: the lock, dvc repro, the history record and comparison, the report
+    ops/audit.py     ``weakspot audit``: the lock, the stages on workers, dvc repro --pull, the history record and comparison, the report
     ops/pipeline.py  dvc.yaml, generated from params.yaml
     ops/dvc.py       the dvc executable, the pipeline's environment, dvc repro, the DVC remote, push
-    ops/parallel.py  dvc repro with independent stages side by side
+    ops/graph.py     the stage graph, read from dvc.yaml
+    ops/snapshot.py  the workspace as audited, a commit on a private ref
+    ops/scheduler.py the stages as flow runs on work pools: keep going past a failure, resubmit a dead worker's
+    ops/stage_flow.py the flow a worker runs: dvc repro --pull STAGE in a clone, dvc push --run-cache
+    ops/workers.py   the work pools, the stage deployments, local process workers
     ops/server.py    the Prefect server every stage of a run shares
     ops/serve.py     ``weakspot serve``: the nightly flow (flows/audit.py) on a cron schedule
     ops/profile.py   ``weakspot profile``: a profile merged into params.yaml

@@ -53,17 +53,10 @@ def stage_names(dvc_yaml: "str | Path" = "dvc.yaml") -> List[str]:
     return list((yaml.safe_load(Path(dvc_yaml).read_text()) or {}).get("stages", {}))
 
 
-def repro(argv: List[str], environ: Dict[str, str], jobs: int = 1) -> int:
-    """``dvc repro ARGV`` in the current folder, or with ``jobs`` > 1 the same with up to that many independent
-    stages side by side (:mod:`ops.parallel`); its exit code (a failure says which artifacts are intact)."""
-    if jobs > 1:
-        print(f"weakspot: running the audit pipeline, up to {jobs} stages at once: dvc repro " + " ".join(argv),
-              flush=True)
-        cmd = [sys.executable, "-m", "ops.parallel", "--jobs", str(jobs)] + argv
-    else:
-        print("weakspot: running the audit pipeline: dvc repro " + " ".join(argv), flush=True)
-        cmd = dvc() + ["repro"] + argv
-    rc = subprocess.call(cmd, env=environ)
+def repro(argv: List[str], environ: Dict[str, str]) -> int:
+    """Plain ``dvc repro ARGV`` in the current folder; its exit code (a failure says which artifacts are intact)."""
+    print("weakspot: dvc repro " + " ".join(argv), flush=True)
+    rc = subprocess.call(dvc() + ["repro"] + argv, env=environ)
     if rc != 0:
         print(f"weakspot: the pipeline failed (exit {rc}); the message above names the stage and the problem. "
               "Artifacts of earlier successful stages are intact.", file=sys.stderr)

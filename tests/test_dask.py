@@ -197,11 +197,13 @@ def test_the_execution_section_is_validated(tmp_path):
     base = yaml.safe_load((ROOT / "params.yaml").read_text())
     assert check_params(ROOT / "params.yaml")["execution"] == {"runner": "sequential", "address": None,
                                                                  "n_workers": 2, "threads_per_worker": 1, "retries": 1,
-                                                                 "resources": {}, "stages_at_once": 2}
+                                                                 "resources": {}, "workers": 2, "gpu_workers": None,
+                                                                 "pools": {}}
     p = tmp_path / "params.yaml"
     for bad, words in [({"runner": "ray"}, "execution.runner = 'ray'"),
                        ({"n_workers": 0}, "execution.n_workers = 0"),
-                       ({"stages_at_once": 0}, "execution.stages_at_once = 0"),
+                       ({"workers": -1}, "execution.workers = -1"),
+                       ({"pools": {"tpu": ["intrinsic"]}}, "the pools are cpu and gpu"),
                        ({"adress": "tcp://x:1"}, "unknown key 'execution.adress'"),
                        ({"address": "tcp://x:1"}, "set runner: dask"),
                        ({"runner": "dask", "address": "tcp://x:1", "resources": {"GPU": 0}}, "a positive amount")]:
