@@ -74,6 +74,8 @@ def run_stage(stage: str, repo: str, ref: str, commit: str, remote: str, force: 
     else:
         _run(_dvc() + ["repro", "--pull", stage], work, env, log, f"stage {stage}")
     _run(_dvc() + ["push", "--run-cache", "-r", "weakspot", stage], work, env, log, f"{stage}: dvc push --run-cache")
+    lines = log.read_text(errors="replace").splitlines()
+    print(f"{stage}: its output (last {min(len(lines), 200)} of {len(lines)} lines):\n" + "\n".join(lines[-200:]))
     shutil.rmtree(work, ignore_errors=True)
     log.unlink(missing_ok=True)
     seconds = round(time.time() - t0, 1)

@@ -1,0 +1,375 @@
+"""Stages on workers (ops.graph, ops.snapshot, ops.scheduler, ops.stage_flow, ops.workers): the stage graph of a
+generated dvc.yaml, the workspace snapshot, the scheduler on a known graph (a failure stops only what needs it, a
+dead worker's stage is submitted again); then on throwaway repositories (marked ``ops``): local process workers and
+a gpu pool give the bytes of plain ``dvc repro`` one stage at a time, a worker killed with SIGKILL mid-stage, a bad
+target beside two good ones, and a change to a module train imports retraining the model.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+WEAKSPOT = [sys.executable, "-m", "ops.cli"]
+
+
+# ------------------------------------------------------------------------------------------ the graph, the snapshot
+
+
+def test_the_stage_graph_is_read_from_dvc_yaml(tmp_path):
+    from ops.graph import downstream, stage_graph, upstream
+    from ops.pipeline import dvc_yaml
+    from weakspot.config import read_yaml
+
+    (tmp_path / "dvc.yaml").write_text(dvc_yaml(read_yaml(ROOT / "params.yaml")))
+    g = stage_graph(tmp_path / "dvc.yaml")
+    assert g["prepare-phoneme"] == [] and g["train-phoneme"] == ["prepare-phoneme"]
+    assert set(g["gad-phoneme"]) == {"prepare-phoneme", "train-phoneme"}
+    assert "render" in g["prepare-scenes"]  # the scenes target's data are rendered
+    assert {"intrinsic-digits", "gad-phoneme", "segments-scenes"} <= set(g["report"])
+    after = downstream(g, "prepare-digits")
+    assert {"train-digits", "intrinsic-digits", "hda-digits", "report"} <= set(after)
+    assert not any(s.endswith("-phoneme") or s.endswith("-scenes") for s in after)
+    assert upstream(g, ["gad-phoneme"]) == ["prepare-phoneme", "train-phoneme", "gad-phoneme"]
+
+
+def _git(*args, cwd):
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_the_snapshot_holds_uncommitted_changes_and_touches_nothing(tmp_path):
+    from ops.snapshot import snapshot
+
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    os.environ.update(env)
+    _git("init", "-q", cwd=tmp_path)
+    (tmp_path / ".gitignore").write_text("/metrics\n")
+    (tmp_path / "params.yaml").write_text("a: 1\n")
+    _git("add", "-A", cwd=tmp_path)
+    _git("commit", "-qm", "first", cwd=tmp_path)
+    head = _git("rev-parse", "HEAD", cwd=tmp_path)
+    ref, sha = snapshot(tmp_path)
+    assert sha == head  # nothing uncommitted: HEAD itself
+    (tmp_path / "params.yaml").write_text("a: 2\n")  # the usual case: params edited, not committed
+    (tmp_path / "new.py").write_text("x = 1\n")
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics/m.json").write_text("{}")  # ignored: an output, DVC's to restore
+    status = _git("status", "--porcelain", cwd=tmp_path)
+    ref, sha = snapshot(tmp_path)
+    assert sha != head and ref.startswith("refs/weakspot/audits/") and _git("rev-parse", ref, cwd=tmp_path) == sha
+    assert _git("show", f"{sha}:params.yaml", cwd=tmp_path) == "a: 2"
+    assert _git("show", f"{sha}:new.py", cwd=tmp_path) == "x = 1"
+    assert "metrics/m.json" not in _git("ls-tree", "-r", "--name-only", sha, cwd=tmp_path)
+    assert _git("rev-parse", f"{sha}^", cwd=tmp_path) == head
+    # the user's branch, index and files as they were
+    assert _git("rev-parse", "HEAD", cwd=tmp_path) == head and _git("status", "--porcelain", cwd=tmp_path) == status
+
+
+# ------------------------------------------------------------------------------------------ the scheduler
+
+
+class FakeRuns:
+    """Flow runs that finish at once: ``fail`` stages fail, ``crash`` stages crash on their first attempt, ``dead``
+    stages report running with a process that is gone on their first attempt."""
+
+    def __init__(self, fail=(), crash=(), dead=(), dead_pid=None):
+        self.fail, self.crash, self.dead, self.dead_pid = set(fail), set(crash), set(dead), dead_pid
+        self.submitted, self.runs, self.marked = [], {}, []
+
+    def submit(self, stage, pool):
+        rid = f"{stage}#{sum(s == stage for s, _ in self.submitted) + 1}"
+        self.submitted.append((stage, pool))
+        self.runs[rid] = stage
+        return rid
+
+    def status(self, rid):
+        stage, attempt = rid.split("#")
+        if stage in self.fail:
+            return "failed", f"{stage}: DataError: bad data", 123
+        if stage in self.crash and attempt == "1":
+            return "crashed", "the process exited with -9", 123
+        if stage in self.dead and attempt == "1":
+            return "running", "", self.dead_pid
+        return "completed", "", 123
+
+    def crashed(self, rid, message):
+        self.marked.append(rid)
+
+
+GRAPH = {"prepare-a": [], "train-a": ["prepare-a"], "gad-a": ["prepare-a", "train-a"],
+         "prepare-b": [], "train-b": ["prepare-b"], "intrinsic-b": ["prepare-b", "train-b"],
+         "prepare-c": [], "train-c": ["prepare-c"]}
+
+
+def test_a_failed_stage_stops_only_the_stages_that_need_it():
+    from ops.scheduler import schedule
+
+    runs = FakeRuns(fail={"train-b"})
+    out = schedule(list(GRAPH), GRAPH, runs, lambda s: "gpu" if s.startswith("intrinsic") else "cpu", poll=0,
+                   say=lambda m: None)
+    assert out.failed.keys() == {"train-b"} and "DataError: bad data" in out.failed["train-b"]
+    assert out.not_run == {"intrinsic-b": "train-b"}
+    assert sorted(out.done) == sorted(set(GRAPH) - {"train-b", "intrinsic-b"})
+    assert not out.complete
+    # each stage submitted once, after what it needs; none of a failed stage's dependants
+    order = [s for s, _ in runs.submitted]
+    assert len(order) == len(set(order)) and "intrinsic-b" not in order
+    assert all(order.index(n) < order.index(s) for s in order for n in GRAPH[s])
+
+
+def test_a_crashed_stage_and_a_dead_workers_stage_are_submitted_again(tmp_path):
+    from ops.scheduler import schedule
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a process id that no longer runs: the stage's worker was killed
+    runs = FakeRuns(crash={"train-a"}, dead={"train-c"}, dead_pid=gone.pid)
+    out = schedule(list(GRAPH), GRAPH, runs, lambda s: "cpu", retries=1, poll=0, say=lambda m: None)
+    assert out.complete and sorted(out.done) == sorted(GRAPH)
+    assert [s for s, _ in runs.submitted].count("train-a") == 2 and [s for s, _ in runs.submitted].count("train-c") == 2
+    assert runs.marked == ["train-c#1"]  # marked Crashed in Prefect, where it still said Running
+    attempts = [(r["stage"], r["state"]) for r in out.runs if r["stage"] in ("train-a", "train-c")]
+    assert sorted(attempts) == [("train-a", "completed"), ("train-a", "crashed"), ("train-c", "completed"),
+                                ("train-c", "crashed")]
+    # with no retries left a crash is a failure
+    out = schedule(list(GRAPH), GRAPH, FakeRuns(crash={"train-a"}), lambda s: "cpu", retries=0, poll=0,
+                   say=lambda m: None)
+    assert "train-a" in out.failed and out.not_run == {"gad-a": "train-a"}
+
+
+def test_stages_of_methods_that_need_gradients_go_to_the_gpu_pool(tmp_path):
+    import ops.params  # noqa: F401
+    from ops.audit import gpu_steps
+    from weakspot.config import load_section
+
+    _, ex = load_section("execution", ROOT / "params.yaml")
+    assert {"intrinsic", "corner", "robustness"} <= set(gpu_steps(ex)) and "gad" not in gpu_steps(ex)
+    p = tmp_path / "params.yaml"
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw["execution"]["pools"] = {"gpu": ["render", "hda"]}
+    p.write_text(yaml.safe_dump(raw))
+    assert gpu_steps(load_section("execution", p)[1]) == ["render", "hda"]
+
+
+# ------------------------------------------------------------------------------------------ on throwaway repositories
+
+#: the white-box target of these tests: digits' LeNet for one epoch, the robustness curve on 20 inputs
+TINY_DIGITS = {"data": {"source": "digits", "fractions": [0.7, 0.15, 0.15], "seed": 0},
+               "model": {"kind": "builtin", "arch": "lenet"}, "train": {"epochs": 1, "seed": 0},
+               "methods": ["robustness"]}
+
+
+def _pool_params(r):
+    from conftest import TINY_GAD, TINY_TARGET, set_targets
+    from weakspot.config import deep_merge
+
+    p = r.path / "params.yaml"
+    raw = set_targets(yaml.safe_load(p.read_text()), {"phoneme": TINY_TARGET, "digits": TINY_DIGITS})
+    raw["gad"] = deep_merge(raw["gad"], TINY_GAD)
+    raw["robustness"] = deep_merge(raw["robustness"], {"n_inputs": 20, "pgd_steps": 2, "eps": [0.0, 0.1]})
+    raw.pop("examine", None)
+    raw["gates"] = {"fail": False, "conditions": []}
+    p.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return r
+
+
+@pytest.fixture(scope="module")
+def pool_repo(repo_factory):
+    """Two targets (phoneme's SVM with GAD and weak segments; digits' LeNet with the robustness curve) audited by two
+    local cpu workers and one gpu worker (a CPU worker standing in for the GPU agent)."""
+    r = _pool_params(repo_factory("pools"))
+    r.env["WEAKSPOT_WORKDIR"] = str(r.path.parent / "work")
+    proc = r.run(*WEAKSPOT, "audit", "--workers", "2", "--gpu-workers", "1")
+    r.log = proc.stdout + proc.stderr
+    return r
+
+
+def _flow_runs(r):
+    """Prefect's flow-run records of the stage flow in the repository's Prefect database: name -> work pools."""
+    from ops.server import prefect_server
+
+    async def read(url):
+        from prefect.client.orchestration import PrefectClient
+        from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+        async with PrefectClient(url) as client:
+            return await client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["weakspot-stage"])))
+
+    import asyncio
+
+    with prefect_server({**r.env, "PREFECT_HOME": str(r.path / ".prefect")}) as env:
+        runs = asyncio.run(read(env["PREFECT_API_URL"]))
+    out = {}
+    for fr in runs:
+        out.setdefault(fr.name, []).append((fr.work_pool_name, fr.state.type.value if fr.state else None))
+    return out
+
+
+def _lock(path):
+    return yaml.safe_load((path / "dvc.lock").read_text())["stages"]
+
+
+def _what_ran(stage):
+    """A dvc.lock entry without the hashes of its plot folders (their report section records when and in which
+    Prefect run it ran: lineage, not results)."""
+    keep = dict(stage)
+    keep["outs"] = sorted((o["path"], o.get("md5")) for o in stage.get("outs", []) if o["path"].startswith("metrics/")
+                          or o["path"].startswith("findings/"))
+    return keep
+
+
+@pytest.mark.slow
+@pytest.mark.ops
+def test_workers_and_a_gpu_pool_give_the_bytes_of_plain_dvc_repro(pool_repo, repo_factory):
+    from ops.graph import stage_graph
+    from ops.server import prefect_server
+
+    r = pool_repo
+    assert "robustness-digits submitted to the gpu pool" in r.log and "gad-phoneme submitted to the cpu pool" in r.log
+    plain = _pool_params(repo_factory("plain"))
+    plain.run(*WEAKSPOT, "pipeline")
+    with prefect_server({**plain.env, "PREFECT_HOME": str(plain.path / ".prefect")}) as env:
+        plain.env = env
+        for stage in [s for s in stage_graph(plain.path / "dvc.yaml") if s != "report"]:
+            plain.dvc("repro", "--single-item", stage)  # one stage at a time, in the graph's order
+    mine = sorted(p.relative_to(r.path / "metrics") for p in (r.path / "metrics").rglob("*.json"))
+    theirs = sorted(p.relative_to(plain.path / "metrics") for p in (plain.path / "metrics").rglob("*.json"))
+    assert mine == theirs and len(mine) >= 6
+    for f in mine:
+        assert (r.path / "metrics" / f).read_bytes() == (plain.path / "metrics" / f).read_bytes(), f
+    a, b = _lock(r.path), _lock(plain.path)
+    assert set(a) - {"report"} == set(b)
+    for s in b:
+        assert _what_ran(a[s]) == _what_ran(b[s]), s
+    # from Prefect's own records: the white-box stage ran on the gpu pool, the others on the cpu pool, once each
+    runs = _flow_runs(r)
+    assert runs["robustness-digits"] == [("weakspot-gpu", "COMPLETED")]
+    for s in ("prepare-phoneme", "train-phoneme", "gad-phoneme", "segments-phoneme", "train-digits"):
+        assert runs[s] == [("weakspot-cpu", "COMPLETED")], s
+
+
+def _descendants(pid):
+    import psutil
+
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+@pytest.mark.slow
+@pytest.mark.ops
+def test_a_worker_killed_mid_stage_and_the_audit_completes_with_the_same_bytes(pool_repo, repo_factory, tmp_path):
+    """kill -9 of the worker running train-phoneme (and of the stage it runs, as a power cut would): the stage is
+    submitted again to the live worker; every metric is the bytes of the undisturbed audit's."""
+    import psutil
+
+    from conftest import write_tiny_params
+
+    r = write_tiny_params(repo_factory("killed"))
+    work = tmp_path / "work"
+    r.env["WEAKSPOT_WORKDIR"] = str(work)
+    with open(tmp_path / "audit.log", "w+") as log:
+        proc = subprocess.Popen([*WEAKSPOT, "audit", "--workers", "2", "--gpu-workers", "0"], cwd=r.path, env=r.env,
+                                stdout=log, stderr=subprocess.STDOUT, text=True)
+        killed = None
+        deadline = time.time() + 400
+        while killed is None and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+            if not list(work.glob("weakspot-train-phoneme-*/dvc.yaml")):
+                continue
+            for p in _descendants(proc.pid):
+                try:
+                    cmd = " ".join(p.cmdline())
+                except psutil.NoSuchProcess:
+                    continue
+                if "worker start" in cmd and any("train-phoneme" in " ".join(c.cmdline()) or
+                                                 str(work) in (c.cwd() or "") for c in _descendants(p.pid)
+                                                 if c.is_running()):
+                    killed = [p] + _descendants(p.pid)
+                    for q in killed:
+                        q.send_signal(signal.SIGKILL)
+                    break
+        rc = proc.wait(timeout=600)
+        log.seek(0)
+        text = log.read()
+    assert killed, "no worker was seen running train-phoneme:\n" + text[-3000:]
+    assert rc == 0, text[-3000:]
+    assert "train-phoneme crashed" in text and "submitted again (attempt 2)" in text
+    for f in ("train/phoneme.json", "gad/phoneme.json", "segments/phoneme.json", "prepare/phoneme.json"):
+        assert (r.path / "metrics" / f).read_bytes() == (pool_repo.path / "metrics" / f).read_bytes(), f
+    lock = _lock(r.path)
+    assert sorted(lock) == sorted(["prepare-phoneme", "train-phoneme", "segments-phoneme", "gad-phoneme", "report"])
+    assert not [p for p in (r.path / ".dvc-store").rglob("*") if p.name.endswith((".tmp", ".partial"))]
+    assert r.dvc("status").stdout.strip().endswith("Data and pipelines are up to date.")
+    runs = _flow_runs(r)
+    assert sorted(s for _, s in runs["train-phoneme"]) == ["COMPLETED", "CRASHED"]
+
+
+@pytest.mark.slow
+@pytest.mark.ops
+def test_a_change_to_a_module_train_imports_retrains_the_model(pool_repo):
+    """weakspot/device.py (outside weakspot.models and weakspot.data) changes: DVC reruns train-phoneme and its
+    model is trained again, not handed back from Prefect's cache."""
+    from tasks.closure import closure
+
+    r = pool_repo
+    assert "weakspot/device.py" in closure("flows.train")
+    f = r.path / "weakspot/device.py"
+    f.write_text(f.read_text() + "\n# a change to a module train imports\n")
+    assert "train-phoneme" in r.dvc("status", "train-phoneme").stdout
+    proc = r.run(*WEAKSPOT, "audit", "train-phoneme", "--workers", "1", "--gpu-workers", "0")
+    assert "train-phoneme done" in proc.stdout
+    assert r.dvc("status", "train-phoneme").stdout.strip().endswith("Data and pipelines are up to date.")
+
+    async def read(url):
+        from prefect.client.orchestration import PrefectClient
+        from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
+        from prefect.client.schemas.sorting import TaskRunSort
+
+        async with PrefectClient(url) as client:
+            return await client.read_task_runs(task_run_filter=TaskRunFilter(name=TaskRunFilterName(
+                like_="train_builtin")), sort=TaskRunSort.EXPECTED_START_TIME_DESC)
+
+    import asyncio
+
+    from ops.server import prefect_server
+
+    with prefect_server({**r.env, "PREFECT_HOME": str(r.path / ".prefect")}) as env:
+        runs = asyncio.run(read(env["PREFECT_API_URL"]))
+    f.write_text(f.read_text().replace("\n# a change to a module train imports\n", ""))  # as it was
+    # the latest training task: run (Completed), not handed back from the cache (Cached)
+    assert runs and runs[0].state.name == "Completed", [(t.name, t.state.name) for t in runs[:4]]
+
+
+@pytest.mark.slow
+@pytest.mark.ops
+def test_a_bad_target_beside_two_good_ones_is_named_and_the_others_audited(pool_repo):
+    r = pool_repo
+    raw = yaml.safe_load((r.path / "params.yaml").read_text())
+    raw["targets"]["broken"] = {"data": {"source": "csv:data/broken.csv", "label": "y"},
+                                "model": {"kind": "builtin", "arch": "svm_grid"}}
+    (r.path / "data/broken.csv").write_text("a,b,y\n1,2,0\n3,x,1\n4,5\n")  # a short row: not a table
+    (r.path / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    proc = r.run(*WEAKSPOT, "audit", "--workers", "2", "--gpu-workers", "0", check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 4, text[-3000:]  # incomplete (a failed gate is 3)
+    assert "prepare-broken FAILED" in text and "train-broken not run" in text
+    for f in ("findings/phoneme/gad.parquet", "findings/digits/robustness.parquet", "metrics/train/digits.json"):
+        assert (r.path / f).is_file(), f
+    summary = (r.path / "reports/summary.md").read_text()
+    assert summary.startswith("## weakspot audit: INCOMPLETE")
+    assert "`prepare-broken` | broken |" in summary and "broken.csv" in summary
+    page = (r.path / "reports/index.html").read_text()
+    assert page.index("Incomplete audit") < page.index("Weak spots: phoneme") and "prepare-broken" in page
+    junit = (r.path / "reports/junit.xml").read_text()
+    assert 'name="stages"' in junit and 'errors="4"' in junit
+    comp = sorted((r.path / "history").glob("*.comparison.json"))[-1]
+    c = json.loads(comp.read_text())
+    assert c["complete"] is False and {f["stage"] for f in c["failures"]} >= {"prepare-broken", "train-broken"}
