@@ -174,3 +174,11 @@ def test_operations_import_no_flow_but_the_nightly_audit():
         if name.split(".")[0] == "ops":
             bad += [f"{name} imports {e}" for e in sorted(edges) if e.split(".")[0] == "flows" and e != "flows.audit"]
     assert not bad, "\n".join(bad)
+
+
+def test_nothing_imports_dvc_its_cli_is_the_interface():
+    """DVC is driven through its command line (ops/dvc.py, ops/stage_flow.py) and its files (dvc.yaml, dvc.lock), never
+    through its Python modules, whose internals change from one minor version to the next."""
+    bad = [f"{f.relative_to(ROOT)} imports {imp}" for name, f in _modules().items()
+           for imp in sorted(_imported(name, f)) if imp.split(".")[0] == "dvc"]
+    assert not bad, "\n".join(bad)
