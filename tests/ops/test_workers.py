@@ -216,9 +216,13 @@ def _lock(path):
 
 
 def _what_ran(stage):
-    """A dvc.lock entry without the hashes of its plot folders (their report section records when and in which
-    Prefect run it ran: lineage, not results)."""
+    """A dvc.lock entry without the hashes of the folders that hold lineage (the prepared data, the model, the report
+    sections record when and in which Prefect run they were made: lineage, not results): its command, params, code
+    deps and the hashes of its metrics and findings."""
     keep = dict(stage)
+    lineage = ("data/targets/", "data/render", "plots/")
+    keep["deps"] = sorted((d["path"], d.get("md5") if not d["path"].startswith(lineage) else None)
+                          for d in stage.get("deps", []))
     keep["outs"] = sorted((o["path"], o.get("md5")) for o in stage.get("outs", []) if o["path"].startswith("metrics/")
                           or o["path"].startswith("findings/"))
     return keep
