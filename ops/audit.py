@@ -266,7 +266,7 @@ def run_on_workers(wanted: List[str], graph: Dict[str, List[str]], env: Dict[str
     print(f"weakspot: {len(to_run)} stage(s) to run on {n_cpu} local cpu worker(s)"
           + (f" and {n_gpu} gpu worker(s)" if n_gpu else "") + f"; the audit's commit {sha[:12]} ({ref}); "
           f"DVC remote {url}", flush=True)
-    with local_workers({"cpu": n_cpu, "gpu": n_gpu}, env, Path(".prefect")):
+    with local_workers({"cpu": n_cpu, "gpu": n_gpu}, env):
         has_gpu = bool(n_gpu) or bool(online_workers("gpu"))
         if not n_cpu and not online_workers("cpu"):
             raise ConfigError("no worker on the cpu pool: set execution.workers (or --workers) above 0, or start "

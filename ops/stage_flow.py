@@ -29,10 +29,19 @@ class StageFailed(RuntimeError):
 
 
 def _run(cmd: List[str], cwd: Path, env: Dict[str, str], log: Path, what: str) -> None:
+    """``cmd`` in ``cwd``; its output goes to ``log`` and, line by line, to this process's standard output (a local
+    worker's output is the audit's terminal)."""
     with open(log, "a") as out:
         out.write(f"$ {' '.join(cmd)}\n")
         out.flush()
-        rc = subprocess.call(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                errors="replace", bufsize=1)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.write(line)
+            sys.stdout.write(line)
+            sys.stdout.flush()
+        rc = proc.wait()
     if rc != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
         raise StageFailed(f"{what} failed (exit {rc}) in {cwd}:\n{tail}")
@@ -43,7 +52,7 @@ def _dvc() -> List[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "dvc"]
 
 
-@flow(name="weakspot-stage", flow_run_name="{stage}", validate_parameters=False, log_prints=True)
+@flow(name="weakspot-stage", flow_run_name="{stage}", validate_parameters=False)
 def run_stage(stage: str, repo: str, ref: str, commit: str, remote: str, force: bool = False,
               needs: Optional[List[str]] = None) -> Dict[str, Any]:
     """Run ``stage`` of the audit at ``commit`` (reachable in ``repo`` by ``ref``) and push its outputs and run-cache
@@ -66,7 +75,7 @@ def run_stage(stage: str, repo: str, ref: str, commit: str, remote: str, force: 
         Path(remote).mkdir(parents=True, exist_ok=True)
     _run(_dvc() + ["remote", "add", "--local", "--force", "-d", "weakspot", remote], work, env, log,
          f"{stage}: dvc remote add")
-    print(f"{stage}: dvc repro --pull {stage} at {commit[:12]} on {socket.gethostname()}")
+    print(f"{stage}: dvc repro --pull {stage} at {commit[:12]} on {socket.gethostname()}", flush=True)
     if force:
         if needs:
             _run(_dvc() + ["repro", "--pull", *needs], work, env, log, f"{stage}: restoring {', '.join(needs)}")
@@ -74,10 +83,8 @@ def run_stage(stage: str, repo: str, ref: str, commit: str, remote: str, force: 
     else:
         _run(_dvc() + ["repro", "--pull", stage], work, env, log, f"stage {stage}")
     _run(_dvc() + ["push", "--run-cache", "-r", "weakspot", stage], work, env, log, f"{stage}: dvc push --run-cache")
-    lines = log.read_text(errors="replace").splitlines()
-    print(f"{stage}: its output (last {min(len(lines), 200)} of {len(lines)} lines):\n" + "\n".join(lines[-200:]))
     shutil.rmtree(work, ignore_errors=True)
     log.unlink(missing_ok=True)
     seconds = round(time.time() - t0, 1)
-    print(f"{stage}: done in {seconds} s")
+    print(f"{stage}: done in {seconds} s", flush=True)
     return {"stage": stage, "host": socket.gethostname(), "seconds": seconds}

@@ -81,23 +81,21 @@ def worker_command(pool: str, name: str) -> List[str]:
 def worker_env(env: Dict[str, str]) -> Dict[str, str]:
     """A worker's environment: ``env`` with this interpreter first on PATH and a short polling interval."""
     return {**env, "PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", ""),
-            "PREFECT_WORKER_QUERY_SECONDS": env.get("PREFECT_WORKER_QUERY_SECONDS", POLL_SECONDS)}
+            "PREFECT_WORKER_QUERY_SECONDS": env.get("PREFECT_WORKER_QUERY_SECONDS", POLL_SECONDS),
+            "PREFECT_LOGGING_LEVEL": env.get("PREFECT_LOGGING_LEVEL", "WARNING")}
 
 
 @contextlib.contextmanager
-def local_workers(counts: Dict[str, int], env: Dict[str, str], logs: "str | Path") -> Iterator[List[subprocess.Popen]]:
-    """``counts[pool]`` local process workers per pool for the ``with`` block (each in its own session), stopped
-    when it ends (SIGTERM, then SIGKILL)."""
-    logs = Path(logs)
-    logs.mkdir(parents=True, exist_ok=True)
+def local_workers(counts: Dict[str, int], env: Dict[str, str]) -> Iterator[List[subprocess.Popen]]:
+    """``counts[pool]`` local process workers per pool for the ``with`` block (each in its own session; their output,
+    the stages' own, is this process's), stopped when it ends (SIGTERM, then SIGKILL)."""
     procs: List[subprocess.Popen] = []
     try:
         for pool, n in counts.items():
             for i in range(n):
                 name = f"local-{pool}-{os.getpid()}-{i + 1}"
-                with open(logs / f"worker-{name}.log", "ab") as log:
-                    procs.append(subprocess.Popen(worker_command(pool, name), env=worker_env(env), stdout=log,
-                                                  stderr=subprocess.STDOUT, start_new_session=True))
+                procs.append(subprocess.Popen(worker_command(pool, name), env=worker_env(env),
+                                              start_new_session=True))
         yield procs
     finally:
         for p in procs:
