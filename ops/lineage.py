@@ -150,7 +150,8 @@ def trace(path: str, key: Optional[str] = None, root: "str | Path" = ".") -> Dic
         entry = {"stage": name, "cmd": st.get("cmd"), "recorded": lk is not None,
                  "params": flatten((lk or {}).get("params", {}).get("params.yaml", {})),
                  "deps": deps, "outs": outs, "code": meta.get("code"), "ran_at": meta.get("ran_at"),
-                 "prefect_flow_run": meta.get("prefect_flow_run"), "metadata_file": meta.get("_file"),
+                 "prefect_flow_run": meta.get("prefect_flow_run"), "worker": meta.get("worker"),
+                 "metadata_file": meta.get("_file"),
                  "input_sha256": meta.get("inputs", {})}
         if name == first[0] and lk:  # has the artifact changed since the run that dvc.lock recorded?
             for o in lk.get("outs", []):
@@ -177,6 +178,9 @@ def format_trace(t: Dict[str, Any], *, all_deps: bool = False) -> str:
         run = e.get("prefect_flow_run") or {}
         lines.append(f"    ran at {when}" + (f"; Prefect flow run {run.get('name')!r} (id {run.get('id')})"
                                              if run.get("id") else ""))
+        w = e.get("worker") or {}
+        if w:
+            lines.append(f"    on the {w.get('pool')} pool, host {w.get('host')} (stage flow run {w.get('flow_run')})")
         c = e.get("code") or {}
         if c:
             lines.append(f"    code: git {str(c.get('git_commit'))[:12]}{' (uncommitted changes)' if c.get('git_dirty') else ''}"

@@ -11,6 +11,7 @@ temporary folder).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -47,6 +48,15 @@ def _run(cmd: List[str], cwd: Path, env: Dict[str, str], log: Path, what: str) -
         raise StageFailed(f"{what} failed (exit {rc}) in {cwd}:\n{tail}")
 
 
+def where() -> Dict[str, Any]:
+    """This flow run's pool (from its deployment's name, ``stage-<pool>``), host and id."""
+    from prefect.runtime import deployment, flow_run
+
+    name = str(deployment.name or "")
+    return {"pool": name.split("-", 1)[1] if name.startswith("stage-") else None, "host": socket.gethostname(),
+            "flow_run": str(flow_run.id) if flow_run.id else None}
+
+
 def _dvc() -> List[str]:
     exe = Path(sys.executable).parent / "dvc"
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "dvc"]
@@ -66,6 +76,7 @@ def run_stage(stage: str, repo: str, ref: str, commit: str, remote: str, force: 
     env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
            "PYTHONPATH": str(work), "WEAKSPOT_ROOT": str(work)}
     env.pop("WEAKSPOT_PARAMS", None)
+    env["WEAKSPOT_WORKER"] = json.dumps(where())  # the stage's lineage records where it ran
     local = "://" not in repo
     _run(["git", "clone", "-q", "--no-checkout", *(["--shared"] if local else []), repo, str(work)], base, env, log,
          f"{stage}: git clone {repo}")
@@ -87,4 +98,4 @@ def run_stage(stage: str, repo: str, ref: str, commit: str, remote: str, force: 
     log.unlink(missing_ok=True)
     seconds = round(time.time() - t0, 1)
     print(f"{stage}: done in {seconds} s", flush=True)
-    return {"stage": stage, "host": socket.gethostname(), "seconds": seconds}
+    return {"stage": stage, **where(), "seconds": seconds}

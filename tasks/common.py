@@ -115,6 +115,7 @@ def lineage(stage: str, top: Dict[str, Any], params: Any, inputs: "Iterable[os.P
         "inputs": dict(inputs) if isinstance(inputs, dict) else digest(inputs),
         "ran_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "prefect_flow_run": _flow_run(),
+        **({"worker": json.loads(os.environ["WEAKSPOT_WORKER"])} if os.environ.get("WEAKSPOT_WORKER") else {}),
     }
 
 

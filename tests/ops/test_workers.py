@@ -251,6 +251,10 @@ def test_workers_and_a_gpu_pool_give_the_bytes_of_plain_dvc_repro(pool_repo, rep
     assert set(a) - {"report"} == set(b)
     for s in b:
         assert _what_ran(a[s]) == _what_ran(b[s]), s
+    # the lineage says where each stage ran
+    lin = json.loads((r.path / "plots/robustness/digits/section.json").read_text())["lineage"]
+    assert lin["worker"]["pool"] == "gpu" and lin["worker"]["flow_run"]
+    assert json.loads((r.path / "plots/gad/phoneme/section.json").read_text())["lineage"]["worker"]["pool"] == "cpu"
     # from Prefect's own records: the white-box stage ran on the gpu pool, the others on the cpu pool, once each
     runs = _flow_runs(r)
     assert runs["robustness-digits"] == [("weakspot-gpu", "COMPLETED")]
