@@ -147,3 +147,17 @@ def test_grade_is_anchored_on_table_1():
     assert not grade_applies((5, 3, 8, 8), 0.3, (0.0, 1.0))  # colour
     assert not grade_applies((5, 1, 8, 8), 0.15, (0.0, 1.0))  # not MNIST's eps
     assert not grade_applies((5, 64), 0.3, (0.0, 1.0))  # not images
+
+
+def test_table_4_with_a_saturated_softmax_whose_psi_is_exactly_zero():
+    """A model that separates its inputs perfectly (a synthetic MNIST-size target on a GPU) saturates the softmax:
+    softmax psi is 0.0 in float32 at some scales. The claims still come out: 0 -> 0 is no move, 0 -> x an infinite
+    one; nothing divides by zero."""
+    row = {"x1": 2.0, "x100": 2.0, "x0.01": 2.0, "softmax_x1": 0.0, "softmax_x100": 0.0, "softmax_x0.01": 3.0,
+           "sharpness_x1": 0.0, "sharpness_x100": 0.0, "sharpness_x0.01": 0.0}
+    t, out = claims({}, {"none": row}, [100.0, 0.01])
+    assert out["reparam_invariant"] is True
+    assert out["reparam_others_move"] is False  # eps-sharpness never moved (0 at every scale)
+    assert "softmax psi by a factor inf" in t["numbers"].iloc[1]
+    row0 = {**row, "x1": 0.0, "x100": 0.0, "x0.01": 0.0}
+    assert claims({}, {"none": row0}, [100.0, 0.01])[1]["reparam_max_change"] == 0.0

@@ -17,6 +17,8 @@ Example
 
 from __future__ import annotations
 
+import math
+
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
@@ -172,11 +174,19 @@ def _distillation(evals: Dict[str, ModelEval], seed: int) -> Tuple[list, Dict[st
                             "distillation_nearer_none": verdict(row_b["holds"])}
 
 
+def _ratio(a: float, b: float) -> float:
+    """a / b where a value may be exactly 0 (a saturated softmax gives a KL of 0.0 in float32): 1 when both are,
+    infinite when only b is."""
+    if b == 0:
+        return 1.0 if a == 0 else math.inf
+    return a / b
+
+
 def _reparam(reparam: Dict[str, Dict[str, float]], factors: Sequence[float]) -> Tuple[list, Dict[str, Any]]:
     # Table 4: the normalised psi does not move under the last layer's rescaling; softmax psi and eps-sharpness do
     keys = [factor_key(f) for f in factors]
-    change = {n: max(abs(r[k] / r["x1"] - 1) for k in keys) for n, r in reparam.items()}
-    moved = {n: {m: max(max(r[f"{m}_{k}"] / r[f"{m}_x1"], r[f"{m}_x1"] / r[f"{m}_{k}"]) for k in keys)
+    change = {n: max(abs(_ratio(r[k], r["x1"]) - 1) for k in keys) for n, r in reparam.items()}
+    moved = {n: {m: max(max(_ratio(r[f"{m}_{k}"], r[f"{m}_x1"]), _ratio(r[f"{m}_x1"], r[f"{m}_{k}"])) for k in keys)
                  for m in ("softmax", "sharpness")} for n, r in reparam.items()}
     still = max(change.values()) < INVARIANCE_TOL
     move = all(v > MOVE_FACTOR for m in moved.values() for v in m.values())
