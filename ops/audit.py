@@ -234,6 +234,21 @@ def _target_of(stage: str) -> Optional[str]:
     return max(hits, key=len) if hits else None
 
 
+def git_source(ref: str, sha: str) -> str:
+    """Where workers clone the audit from: this checkout's path (workers on this machine), or with
+    WEAKSPOT_GIT_REMOTE (a git remote's name or URL every worker reaches) that remote, after the audit's commit is
+    pushed to it under ``ref``."""
+    remote = os.environ.get("WEAKSPOT_GIT_REMOTE")
+    if not remote:
+        return str(Path.cwd().resolve())
+    proc = subprocess.run(["git", "push", "-q", remote, f"{sha}:{ref}"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ConfigError(f"WEAKSPOT_GIT_REMOTE={remote}: git push of the audit's commit failed: "
+                          f"{proc.stderr.strip()}")
+    named = subprocess.run(["git", "remote", "get-url", remote], capture_output=True, text=True)
+    return named.stdout.strip() if named.returncode == 0 else remote
+
+
 def run_on_workers(wanted: List[str], graph: Dict[str, List[str]], env: Dict[str, str], hp: Any, ex: Any, *,
                    force: bool, n_cpu: int, n_gpu: int) -> Any:
     """The stages that changed (and those after them) as flow runs on the work pools, local workers started for the
@@ -276,7 +291,7 @@ def run_on_workers(wanted: List[str], graph: Dict[str, List[str]], env: Dict[str
             step = stage.split("-", 1)[0]
             return "gpu" if has_gpu and step in gpu else "cpu"
 
-        runs = PrefectRuns({"repo": str(Path.cwd().resolve()), "ref": ref, "commit": sha, "remote": url,
+        runs = PrefectRuns({"repo": git_source(ref, sha), "ref": ref, "commit": sha, "remote": url,
                             "force": force}, audit=sha[:12], needs=graph)
         try:
             outcome = schedule(to_run, {s: graph[s] for s in to_run}, runs, pool_of, retries=ex.retries,
