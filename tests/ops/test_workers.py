@@ -72,6 +72,35 @@ def test_the_snapshot_holds_uncommitted_changes_and_touches_nothing(tmp_path):
     assert _git("rev-parse", "HEAD", cwd=tmp_path) == head and _git("status", "--porcelain", cwd=tmp_path) == status
 
 
+def test_workers_elsewhere_clone_the_audits_commit_from_a_git_remote(tmp_path, monkeypatch):
+    from ops.audit import git_source
+    from ops.snapshot import snapshot
+
+    os.environ.update({"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                       "GIT_COMMITTER_EMAIL": "t@t"})
+    work, bare = tmp_path / "work", tmp_path / "bare.git"
+    work.mkdir()
+    _git("init", "-q", "--bare", str(bare), cwd=tmp_path)
+    _git("init", "-q", cwd=work)
+    (work / "params.yaml").write_text("a: 1\n")
+    _git("add", "-A", cwd=work)
+    _git("commit", "-qm", "first", cwd=work)
+    _git("remote", "add", "origin", str(bare), cwd=work)
+    (work / "params.yaml").write_text("a: 2\n")
+    ref, sha = snapshot(work)
+    monkeypatch.chdir(work)
+    monkeypatch.delenv("WEAKSPOT_GIT_REMOTE", raising=False)
+    assert git_source(ref, sha) == str(work.resolve())  # workers on this machine clone the checkout
+    monkeypatch.setenv("WEAKSPOT_GIT_REMOTE", "origin")
+    assert git_source(ref, sha) == str(bare)
+    # what a worker elsewhere does (ops/stage_flow.py): clone, fetch the ref, check out the commit
+    clone = tmp_path / "clone"
+    _git("clone", "-q", "--no-checkout", str(bare), str(clone), cwd=tmp_path)
+    _git("fetch", "-q", str(bare), ref, cwd=clone)
+    _git("checkout", "-q", "--detach", sha, cwd=clone)
+    assert (clone / "params.yaml").read_text() == "a: 2\n"
+
+
 # ------------------------------------------------------------------------------------------ the scheduler
 
 
