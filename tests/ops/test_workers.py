@@ -404,7 +404,7 @@ def test_a_bad_target_beside_two_good_ones_is_named_and_the_others_audited(pool_
     assert summary.startswith("## weakspot audit: INCOMPLETE")
     assert "`prepare-broken` | broken |" in summary and "broken.csv" in summary
     page = (r.path / "reports/index.html").read_text()
-    assert page.index("Incomplete audit") < page.index("Weak spots: phoneme") and "prepare-broken" in page
+    assert page.index("id='failures'") < page.index("id='target-phoneme'") and "prepare-broken" in page
     junit = (r.path / "reports/junit.xml").read_text()
     assert 'name="stages"' in junit and 'errors="4"' in junit
     comp = sorted((r.path / "history").glob("*.comparison.json"))[-1]
