@@ -57,6 +57,28 @@ def where() -> Dict[str, Any]:
             "flow_run": str(flow_run.id) if flow_run.id else None}
 
 
+def copy_ignored_inputs(repo: Path, work: Path) -> List[str]:
+    """The stage inputs the clone lacks because git ignores them (a user's data or weights under an ignored folder),
+    copied from the checkout ``repo`` on this machine: the deps of dvc.yaml that no stage makes."""
+    import yaml
+
+    stages = (yaml.safe_load((work / "dvc.yaml").read_text()) or {}).get("stages", {})
+
+    def paths(entries: Any) -> List[str]:
+        return [str(next(iter(e)) if isinstance(e, dict) else e).rstrip("/") for e in entries or []]
+
+    made = {o for s in stages.values() for key in ("outs", "metrics", "plots") for o in paths(s.get(key))}
+    copied = []
+    for dep in sorted({d for s in stages.values() for d in paths(s.get("deps"))}):
+        src, dst = repo / dep, work / dep
+        if dst.exists() or not src.exists() or any(dep == o or dep.startswith(o + "/") for o in made):
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(src, dst) if src.is_dir() else shutil.copy2(src, dst)
+        copied.append(dep)
+    return copied
+
+
 def _dvc() -> List[str]:
     exe = Path(sys.executable).parent / "dvc"
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "dvc"]
@@ -82,6 +104,10 @@ def run_stage(stage: str, repo: str, ref: str, commit: str, remote: str, force: 
          f"{stage}: git clone {repo}")
     _run(["git", "fetch", "-q", repo, ref], work, env, log, f"{stage}: git fetch {ref}")
     _run(["git", "checkout", "-q", "--detach", commit], work, env, log, f"{stage}: git checkout {commit[:12]}")
+    if local:
+        copied = copy_ignored_inputs(Path(repo), work)
+        if copied:
+            print(f"{stage}: copied {len(copied)} input(s) git ignores from {repo}: {', '.join(copied[:5])}", flush=True)
     if "://" not in remote:
         Path(remote).mkdir(parents=True, exist_ok=True)
     _run(_dvc() + ["remote", "add", "--local", "--force", "-d", "weakspot", remote], work, env, log,

@@ -101,6 +101,33 @@ def test_workers_elsewhere_clone_the_audits_commit_from_a_git_remote(tmp_path, m
     assert (clone / "params.yaml").read_text() == "a: 2\n"
 
 
+def test_a_clone_gets_the_inputs_git_ignores_from_the_checkout_and_no_output(tmp_path):
+    from ops.stage_flow import copy_ignored_inputs
+
+    repo, work = tmp_path / "repo", tmp_path / "work"
+    dvc_yaml = {"stages": {
+        "prepare-mine": {"cmd": "python -m flows.prepare mine", "deps": ["flows/prepare.py", "data/mine/train.csv",
+                                                                          "models"],
+                         "outs": ["data/targets/mine/prepared"]},
+        "train-mine": {"cmd": "python -m flows.train mine", "deps": ["data/targets/mine/prepared", "flows/train.py"],
+                       "outs": ["data/targets/mine/model"], "metrics": [{"metrics/train/mine.json": {"cache": False}}]}}}
+    for root in (repo, work):
+        (root / "flows").mkdir(parents=True)
+        (root / "flows/prepare.py").write_text(f"# {root.name}\n")
+        (root / "dvc.yaml").write_text(yaml.safe_dump(dvc_yaml))
+    (repo / "data/mine").mkdir(parents=True)
+    (repo / "data/mine/train.csv").write_text("a,y\n1,0\n")  # ignored by git: not in the clone
+    (repo / "models").mkdir()
+    (repo / "models/net.pt").write_bytes(b"weights")
+    (repo / "data/targets/mine/prepared").mkdir(parents=True)
+    (repo / "data/targets/mine/prepared/train.parquet").write_bytes(b"an output: DVC's to restore")
+    assert copy_ignored_inputs(repo, work) == ["data/mine/train.csv", "models"]
+    assert (work / "data/mine/train.csv").read_text() == "a,y\n1,0\n" and (work / "models/net.pt").is_file()
+    assert (work / "flows/prepare.py").read_text() == "# work\n"  # what the clone has is its own
+    assert not (work / "data/targets").exists()
+    assert copy_ignored_inputs(repo, work) == []
+
+
 # ------------------------------------------------------------------------------------------ the scheduler
 
 
