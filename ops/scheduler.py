@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 
 class Runs(Protocol):
-    def submit(self, stage: str, pool: str) -> str: ...
+    def submit(self, stage: str, pool: str, priority: int = 0) -> str: ...
 
     def status(self, run_id: str) -> Tuple[str, str, Optional[int]]:
         """(one of pending, running, completed, failed, crashed; the state's message; the process id)"""
@@ -60,7 +60,10 @@ def schedule(stages: Sequence[str], needs: Dict[str, List[str]], runs: Runs, poo
     ``stages`` are waited for: the others are up to date). ``local_pids``: the workers run on this machine, so a
     running flow run whose process is gone has lost its worker."""
     out = Outcome()
-    todo = list(stages)
+    # the stages with the most stages after them go first (a pool's workers take the runs in order): the longest
+    # chain (the rendered scenes, their model, their methods) is not left waiting behind quick stages
+    after = {s: sum(s in _ancestors(needs, t) for t in stages) for s in stages}
+    todo = sorted(stages, key=lambda s: -after[s])
     active: Dict[str, Tuple[str, int, str]] = {}  # stage -> (run id, attempt, pool)
     t0 = time.time()
     while todo or active:
@@ -74,7 +77,7 @@ def schedule(stages: Sequence[str], needs: Dict[str, List[str]], runs: Runs, poo
             elif all(n in out.done or n not in stages for n in needs.get(s, [])):
                 todo.remove(s)
                 pool = pool_of(s)
-                active[s] = (runs.submit(s, pool), 1, pool)
+                active[s] = (runs.submit(s, pool, after[s]), 1, pool)
                 say(f"weakspot: {s} submitted to the {pool} pool")
         for s, (rid, attempt, pool) in list(active.items()):
             state, message, pid = runs.status(rid)
@@ -91,13 +94,24 @@ def schedule(stages: Sequence[str], needs: Dict[str, List[str]], runs: Runs, poo
             elif state == "crashed" and attempt <= retries:
                 say(f"weakspot: {s} crashed ({message}); submitted again (attempt {attempt + 1})")
                 pool = pool_of(s)
-                active[s] = (runs.submit(s, pool), attempt + 1, pool)
+                active[s] = (runs.submit(s, pool, after[s]), attempt + 1, pool)
             else:
                 out.failed[s] = message or state
                 say(f"weakspot: {s} FAILED: {(message or state).strip()}")
         if todo or active:
             time.sleep(poll)
     return out
+
+
+def _ancestors(needs: Dict[str, List[str]], stage: str) -> set:
+    seen: set = set()
+    todo = list(needs.get(stage, []))
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.add(n)
+            todo.extend(needs.get(n, []))
+    return seen
 
 
 class PrefectRuns:
@@ -114,19 +128,30 @@ class PrefectRuns:
         self.parameters = parameters
         self.audit = audit
         self.needs = needs or {}
+        import datetime
+
+        self.began = datetime.datetime.now(datetime.timezone.utc)
+        self.submitted = 0
         self.client = get_client(sync_client=True)
         self.client.__enter__()
 
     def close(self) -> None:
         self.client.__exit__(None, None, None)
 
-    def submit(self, stage: str, pool: str) -> str:
+    def submit(self, stage: str, pool: str, priority: int = 0) -> str:
+        """A flow run of the stage on ``pool``, scheduled ``priority`` hours before the audit began (a pool's workers
+        take the runs with the earliest scheduled time first; among equal priorities, in the order submitted)."""
+        import datetime
+
         from prefect.deployments import run_deployment
 
         from ops.workers import deployment_name
 
+        self.submitted += 1
+        when = self.began - datetime.timedelta(hours=priority) + datetime.timedelta(milliseconds=self.submitted)
         fr = run_deployment(deployment_name(pool), parameters={**self.parameters, "stage": stage,
                                                                         "needs": self.needs.get(stage, [])}, timeout=0,
+                            scheduled_time=when,
                             flow_run_name=f"{stage}", tags=["weakspot", f"audit:{self.audit}"], as_subflow=False)
         return str(fr.id)
 

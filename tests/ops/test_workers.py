@@ -137,9 +137,10 @@ class FakeRuns:
 
     def __init__(self, fail=(), crash=(), dead=(), dead_pid=None):
         self.fail, self.crash, self.dead, self.dead_pid = set(fail), set(crash), set(dead), dead_pid
-        self.submitted, self.runs, self.marked = [], {}, []
+        self.submitted, self.runs, self.marked, self.priorities = [], {}, [], {}
 
-    def submit(self, stage, pool):
+    def submit(self, stage, pool, priority=0):
+        self.priorities[stage] = priority
         rid = f"{stage}#{sum(s == stage for s, _ in self.submitted) + 1}"
         self.submitted.append((stage, pool))
         self.runs[rid] = stage
@@ -178,6 +179,20 @@ def test_a_failed_stage_stops_only_the_stages_that_need_it():
     order = [s for s, _ in runs.submitted]
     assert len(order) == len(set(order)) and "intrinsic-b" not in order
     assert all(order.index(n) < order.index(s) for s in order for n in GRAPH[s])
+
+
+def test_the_stages_with_most_after_them_go_first():
+    """The rendered scenes' chain (render, its data, its model, four methods) is taken before quick stages that stand
+    alone, and each stage's priority is the number of stages after it."""
+    from ops.scheduler import schedule
+
+    g = {"prepare-a": [], "train-a": ["prepare-a"], "render": [], "prepare-s": ["render"], "train-s": ["prepare-s"],
+         **{f"m{i}-s": ["prepare-s", "train-s"] for i in range(4)}}
+    runs = FakeRuns()
+    schedule(list(g), g, runs, lambda s: "cpu", poll=0, say=lambda m: None)
+    assert [s for s, _ in runs.submitted][:3] == ["render", "prepare-a", "prepare-s"]
+    assert runs.priorities == {"render": 6, "prepare-s": 5, "train-s": 4, "prepare-a": 1, "train-a": 0,
+                               **{f"m{i}-s": 0 for i in range(4)}}
 
 
 def test_a_crashed_stage_and_a_dead_workers_stage_are_submitted_again(tmp_path):
