@@ -14,7 +14,7 @@ from typing import Dict, Iterable, List, Set
 import yaml
 
 
-def _paths(entries: Iterable) -> List[str]:
+def entry_paths(entries: Iterable) -> List[str]:
     """The paths of a stage's ``deps`` or ``outs`` list (an entry is a path or a one-key mapping path -> options)."""
     out = []
     for e in entries or []:
@@ -29,11 +29,11 @@ def _inside(a: str, b: str) -> bool:
 def stage_graph(dvc_yaml: "str | Path" = "dvc.yaml") -> Dict[str, List[str]]:
     """Stage -> the stages it needs directly, in dvc.yaml's order."""
     stages = (yaml.safe_load(Path(dvc_yaml).read_text()) or {}).get("stages", {})
-    outs = {name: _paths(s.get("outs", [])) + _paths(s.get("metrics", [])) + _paths(s.get("plots", []))
+    outs = {name: [o for key in ("outs", "metrics", "plots") for o in entry_paths(s.get(key, []))]
             for name, s in stages.items()}
     graph: Dict[str, List[str]] = {}
     for name, s in stages.items():
-        deps = _paths(s.get("deps", []))
+        deps = entry_paths(s.get("deps", []))
         graph[name] = [other for other in stages if other != name
                        and any(_inside(d, o) for d in deps for o in outs[other])]
     return graph
@@ -47,7 +47,7 @@ def upstream(graph: Dict[str, List[str]], stages: Iterable[str]) -> List[str]:
         s = todo.pop()
         if s not in seen:
             seen.add(s)
-            todo.extend(graph[s])
+            todo.extend(graph.get(s, []))
     return [s for s in graph if s in seen]
 
 

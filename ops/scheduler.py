@@ -62,7 +62,10 @@ def schedule(stages: Sequence[str], needs: Dict[str, List[str]], runs: Runs, poo
     out = Outcome()
     # the stages with the most stages after them go first (a pool's workers take the runs in order): the longest
     # chain (the rendered scenes, their model, their methods) is not left waiting behind quick stages
-    after = {s: sum(s in _ancestors(needs, t) for t in stages) for s in stages}
+    from ops.graph import upstream
+
+    before = {t: set(upstream(needs, [t])) - {t} for t in stages}
+    after = {s: sum(s in before[t] for t in stages) for s in stages}
     todo = sorted(stages, key=lambda s: -after[s])
     active: Dict[str, Tuple[str, int, str]] = {}  # stage -> (run id, attempt, pool)
     t0 = time.time()
@@ -101,17 +104,6 @@ def schedule(stages: Sequence[str], needs: Dict[str, List[str]], runs: Runs, poo
         if todo or active:
             time.sleep(poll)
     return out
-
-
-def _ancestors(needs: Dict[str, List[str]], stage: str) -> set:
-    seen: set = set()
-    todo = list(needs.get(stage, []))
-    while todo:
-        n = todo.pop()
-        if n not in seen:
-            seen.add(n)
-            todo.extend(needs.get(n, []))
-    return seen
 
 
 class PrefectRuns:

@@ -56,8 +56,8 @@ def _wait_until_up(proc: subprocess.Popen, url: str, home: Path, timeout: float 
         time.sleep(0.5)
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """The server and anything it started (its own session): SIGTERM, then SIGKILL after 20 s."""
+def stop_session(proc: subprocess.Popen) -> None:
+    """A process started in its own session, and anything it started: SIGTERM, then SIGKILL after 20 s."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
     try:
@@ -108,4 +108,4 @@ def prefect_server(env: Dict[str, str], port: Optional[int] = None) -> Iterator[
                 with contextlib.suppress(OSError):
                     if served.read_text().strip() == url:
                         served.unlink()
-            _stop(proc)
+            stop_session(proc)

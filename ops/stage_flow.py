@@ -24,6 +24,8 @@ from typing import Any, Dict, List, Optional
 
 from prefect import flow
 
+from ops.dvc import configure_remote, dvc
+
 
 class StageFailed(RuntimeError):
     """A stage's command (or the checkout, pull or push around it) failed; the message names it."""
@@ -62,11 +64,9 @@ def copy_ignored_inputs(repo: Path, work: Path) -> List[str]:
     copied from the checkout ``repo`` on this machine: the deps of dvc.yaml that no stage makes."""
     import yaml
 
+    from ops.graph import entry_paths as paths
+
     stages = (yaml.safe_load((work / "dvc.yaml").read_text()) or {}).get("stages", {})
-
-    def paths(entries: Any) -> List[str]:
-        return [str(next(iter(e)) if isinstance(e, dict) else e).rstrip("/") for e in entries or []]
-
     made = {o for s in stages.values() for key in ("outs", "metrics", "plots") for o in paths(s.get(key))}
     copied = []
     for dep in sorted({d for s in stages.values() for d in paths(s.get("deps"))}):
@@ -77,11 +77,6 @@ def copy_ignored_inputs(repo: Path, work: Path) -> List[str]:
         shutil.copytree(src, dst) if src.is_dir() else shutil.copy2(src, dst)
         copied.append(dep)
     return copied
-
-
-def _dvc() -> List[str]:
-    exe = Path(sys.executable).parent / "dvc"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "dvc"]
 
 
 @flow(name="weakspot-stage", flow_run_name="{stage}", validate_parameters=False)
@@ -108,18 +103,15 @@ def run_stage(stage: str, repo: str, ref: str, commit: str, remote: str, force: 
         copied = copy_ignored_inputs(Path(repo), work)
         if copied:
             print(f"{stage}: copied {len(copied)} input(s) git ignores from {repo}: {', '.join(copied[:5])}", flush=True)
-    if "://" not in remote:
-        Path(remote).mkdir(parents=True, exist_ok=True)
-    _run(_dvc() + ["remote", "add", "--local", "--force", "-d", "weakspot", remote], work, env, log,
-         f"{stage}: dvc remote add")
+    configure_remote(remote, work)
     print(f"{stage}: dvc repro --pull {stage} at {commit[:12]} on {socket.gethostname()}", flush=True)
     if force:
         if needs:
-            _run(_dvc() + ["repro", "--pull", *needs], work, env, log, f"{stage}: restoring {', '.join(needs)}")
-        _run(_dvc() + ["repro", "--force", "--single-item", stage], work, env, log, f"stage {stage}")
+            _run(dvc() + ["repro", "--pull", *needs], work, env, log, f"{stage}: restoring {', '.join(needs)}")
+        _run(dvc() + ["repro", "--force", "--single-item", stage], work, env, log, f"stage {stage}")
     else:
-        _run(_dvc() + ["repro", "--pull", stage], work, env, log, f"stage {stage}")
-    _run(_dvc() + ["push", "--run-cache", "-r", "weakspot", stage], work, env, log, f"{stage}: dvc push --run-cache")
+        _run(dvc() + ["repro", "--pull", stage], work, env, log, f"stage {stage}")
+    _run(dvc() + ["push", "--run-cache", "-r", "weakspot", stage], work, env, log, f"{stage}: dvc push --run-cache")
     shutil.rmtree(work, ignore_errors=True)
     log.unlink(missing_ok=True)
     seconds = round(time.time() - t0, 1)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -98,13 +97,7 @@ def local_workers(counts: Dict[str, int], env: Dict[str, str]) -> Iterator[List[
                                               start_new_session=True))
         yield procs
     finally:
+        from ops.server import stop_session
+
         for p in procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+            stop_session(p)
