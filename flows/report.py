@@ -125,6 +125,7 @@ def report_flow(top: dict, p, targets, hp) -> str:
         "code": (code.get("git_commit") or "unknown")[:12] + (" (uncommitted changes)" if code.get("git_dirty") else ""),
         "weakspot": code["weakspot"],
         "device": top["device"],
+        "CPU threads": top["threads"],
         "targets": len(targets.root),
     }
     since, trend_png = since_last_audit(hp)

@@ -109,7 +109,7 @@ def _target_stages(raw: Dict[str, Any], t: str, p: Any) -> Dict[str, Any]:
         f"train-{t}": {
             "cmd": f"python -m flows.train {t}",
             "deps": flow_deps("train") + [str(paths.prepared(t))] + weights,
-            "params": _top(raw, "device") + _keys(raw, f"targets.{t}", ["model", "train"]),
+            "params": _top(raw, "device", "threads") + _keys(raw, f"targets.{t}", ["model", "train"]),
             "outs": [str(paths.model_dir(t)), str(paths.plots("train", t))],
             "metrics": [str(paths.metrics("train", t))],
         },
@@ -121,7 +121,7 @@ def method_stage(raw: Dict[str, Any], m: Any, t: str) -> Dict[str, Any]:
     deps = flow_deps("method", *m.modules()) + [str(paths.prepared(t)), str(paths.model_dir(t))]
     if m.scene:
         deps.append(str(paths.RENDER))
-    params = _top(raw, "device") + _section_keys(raw, m.name, t, m.skip_keys)
+    params = _top(raw, "device", "threads") + _section_keys(raw, m.name, t, m.skip_keys)
     for other in m.reads:
         params += _section_keys(raw, other, t)
     params += _keys(raw, f"targets.{t}", m.target_keys)
@@ -156,7 +156,7 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
         out["render"] = {
             "cmd": "python -m flows.render",
             "deps": flow_deps("render"),
-            "params": _top(raw, "device", "scene"),
+            "params": _top(raw, "device", "threads", "scene"),
             "outs": [str(paths.RENDER), str(paths.plots("render"))],
             "metrics": [str(paths.metrics("render"))],
         }
@@ -174,7 +174,7 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
             "cmd": "python -m flows.examine_study",
             "deps": flow_deps("examine_study") + [str(paths.RENDER)]
             + ([str(paths.model_dir(st.full_model))] if st.full_model else []),
-            "params": _top(raw, "device") + [f"examine.{k}" for k in ["study"] + shared]
+            "params": _top(raw, "device", "threads") + [f"examine.{k}" for k in ["study"] + shared]
             + (_keys(raw, f"targets.{st.full_model}", ["class_map"]) if st.full_model else []),
             "outs": [str(paths.plots("examine_study"))],
             "metrics": [str(paths.metrics("examine_study"))],

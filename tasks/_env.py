@@ -7,7 +7,37 @@ PREFECT_API_URL and these defaults step aside.
 """
 
 import os
+import sys
 from pathlib import Path
+
+#: The variables torch (intra-op), BLAS and OpenMP (scikit-learn, NumPy) read for their thread counts at start.
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def params_threads(params: Path) -> int:
+    """params.yaml's top-level ``threads`` (weakspot.device.DEFAULT_THREADS when absent or unreadable: the stage's
+    own validation names a bad value), read before torch or NumPy is imported."""
+    from weakspot.device import DEFAULT_THREADS
+
+    try:
+        import yaml
+
+        value = (yaml.safe_load(params.read_text()) or {}).get("threads", DEFAULT_THREADS)
+    except (OSError, ValueError, AttributeError, ImportError):
+        return DEFAULT_THREADS
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else DEFAULT_THREADS
+
+
+def pin_threads(threads: int) -> None:
+    """Every computation of this process and the processes it starts (Dask workers, Blender) on ``threads`` CPU
+    threads. A stage's results depend on the count, so params.yaml's value wins over one in the environment (said
+    on stderr)."""
+    for var in THREAD_VARS:
+        before = os.environ.get(var)
+        if before not in (None, str(threads)):
+            print(f"weakspot: {var}={before} in the environment ignored: params.yaml's threads = {threads} decides "
+                  f"(results depend on it)", file=sys.stderr, flush=True)
+        os.environ[var] = str(threads)
 
 
 def configure() -> None:
@@ -25,3 +55,4 @@ def configure() -> None:
     # OpenMP threads that spin while waiting starve each other (and Blender's workers) on a small machine: measured
     # here, LeNet training took 144 s with torch's default spinning and 28 s with passive waits, same results.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    pin_threads(params_threads(root / "params.yaml"))

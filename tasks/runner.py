@@ -36,6 +36,7 @@ import sys
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlparse
 
+from tasks._env import THREAD_VARS
 from weakspot.errors import ConfigError, WeakspotError
 
 #: An existing Dask scheduler; overrides ``execution.address`` and implies ``execution.runner: dask``.
@@ -90,9 +91,10 @@ def _quiet_dask() -> None:
 
 
 #: Dask's nanny starts every worker with these at 1 (its pre-spawn-environ); weakspot's workers keep the stage's own
-#: values instead, so torch and BLAS split their work as in the sequential run: a reduction split over 1 thread or 2
-#: rounds differently (measured: the intrinsic stage's defended models, psi in the 7th digit).
-_THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+#: values instead (params.yaml's ``threads``, tasks/_env.py), so torch and BLAS split their work as in the sequential
+#: run: a reduction split over 1 thread or 2 rounds differently (measured: the intrinsic stage's defended models, psi
+#: in the 7th digit).
+_THREAD_VARS = THREAD_VARS
 
 
 def _same_threads_as_this_process() -> None:

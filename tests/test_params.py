@@ -93,6 +93,42 @@ def test_bad_device_lists_allowed(tmp_path):
         load_section("report", p)
 
 
+@pytest.mark.parametrize("threads", [0, -2, 1.5, "four", True])
+def test_bad_threads_is_named(tmp_path, threads):
+    p = _write(tmp_path, {"threads": threads})
+    with pytest.raises(ConfigError, match=r"threads = .*: must be a whole number of CPU threads, 1 or more"):
+        load_section("report", p)
+
+
+def test_a_stage_runs_on_the_threads_params_yaml_pins(tmp_path):
+    """Whatever the environment says and however many cores the machine has: params.yaml's ``threads`` (results
+    depend on it), in the stage's process and in what it starts; and it is a param of every stage that computes."""
+    import os
+    import subprocess
+    import sys
+
+    from ops.pipeline import stages
+    from weakspot.config import read_yaml
+
+    root = Path(__file__).resolve().parents[1]
+    probe = "import flows, os, torch; print(torch.get_num_threads(), os.environ['MKL_NUM_THREADS'])"
+    for threads, env_value in ((2, "1"), (1, "2"), (None, "2")):
+        (tmp_path / "params.yaml").write_text("" if threads is None else f"threads: {threads}\n")
+        env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": env_value, "MKL_NUM_THREADS": env_value}
+        env.pop("WEAKSPOT_ROOT", None)
+        out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             check=True)
+        want = threads or 1
+        assert out.stdout.split() == [str(want), str(want)], out
+        assert f"OMP_NUM_THREADS={env_value} in the environment ignored" in out.stderr
+    dvc = stages(read_yaml(root / "params.yaml"))
+    computing = [s for s in dvc if s.split("-")[0] in ("train", "render", "examine_study") or "-" in s
+                 and not s.startswith("prepare-")]
+    assert len(computing) > 10
+    for name in computing:
+        assert "threads" in dvc[name]["params"], name
+
+
 def test_fractions_must_sum_to_one(tmp_path):
     p = _write(tmp_path, {"targets": {"digits": {"data": {"fractions": [0.5, 0.2, 0.2]}}}})
     with pytest.raises(ConfigError, match="summing to 1"):

@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
 
+from weakspot.device import DEFAULT_THREADS
 from weakspot.errors import ConfigError
 from weakspot.targets import TargetParams, check_target_name
 
@@ -67,7 +68,8 @@ _SECTIONS: Dict[str, Any] = {
 #: The key of a method's section that holds its per-target overrides.
 PER_TARGET = "per_target"
 
-TOP_LEVEL: Dict[str, Any] = {"device": ("auto", "cpu", "cuda")}
+TOP_LEVEL: Dict[str, Any] = {"device": ("auto", "cpu", "cuda"), "threads": int}
+
 
 
 def register_section(name: str, model: Any) -> None:
@@ -160,7 +162,8 @@ def read_yaml(path: os.PathLike | str) -> Dict[str, Any]:
 
 
 def validate_top_level(data: Dict[str, Any], source: str = "params.yaml", *, every_key: bool = True) -> Dict[str, Any]:
-    """The top-level settings (``device``); with ``every_key`` an unknown top-level key is an error too."""
+    """The top-level settings (``device``, ``threads``); with ``every_key`` an unknown top-level key is an error
+    too."""
     if every_key:
         allowed = sorted(set(TOP_LEVEL) | set(section_names()))
         for key in data:
@@ -169,7 +172,10 @@ def validate_top_level(data: Dict[str, Any], source: str = "params.yaml", *, eve
     device = data.get("device", "auto")
     if not isinstance(device, str) or not (device in TOP_LEVEL["device"] or device.startswith("cuda:")):
         raise ConfigError(f"{source}: device = {device!r}: allowed: auto, cpu, cuda (or cuda:N)")
-    return {"device": device}
+    threads = data.get("threads", DEFAULT_THREADS)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ConfigError(f"{source}: threads = {threads!r}: must be a whole number of CPU threads, 1 or more")
+    return {"device": device, "threads": threads}
 
 
 def _raw_section(section: str, data: Dict[str, Any], source: str) -> Dict[str, Any]:

@@ -100,7 +100,7 @@ def test_stages_are_per_target_and_only_where_a_method_fits():
     assert "gad-phoneme" in stages and "gad-digits" not in stages and "gad-scenes" not in stages
     assert "examine-scenes" in stages and "examine-digits" not in stages
     # a target's stages read that target's params only
-    assert stages["train-digits"]["params"] == ["device", "targets.digits.model", "targets.digits.train"]
+    assert stages["train-digits"]["params"] == ["device", "threads", "targets.digits.model", "targets.digits.train"]
     assert "examine.T" in stages["examine-scenes"]["params"]
     assert not any(p.startswith("examine") for p in stages["train-scenes"]["params"])
     assert "examine.T" not in stages["examine_study"]["params"]
