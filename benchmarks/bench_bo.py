@@ -56,7 +56,7 @@ def _render_time(n: int = 40):
     try:
         from weakspot.scene.objects import CLASSES
         from weakspot.scene.renderer import BlenderRenderer
-    except Exception as e:  # pragma: no cover - depends on the environment
+    except Exception as e:  # pragma: no cover - depends on the environment  # noqa: BLE001
         return None, f"BlenderRenderer not importable ({type(e).__name__}: {e})"
     space = SceneSpace()
     rng = np.random.default_rng(0)
@@ -72,7 +72,7 @@ def _render_time(n: int = 40):
             r.render(scenes)
             per = (time.perf_counter() - t) / n
         return (one, per), "BlenderRenderer(resolution=32, samples=8, workers=2, device='cpu')"
-    except Exception as e:  # pragma: no cover - depends on the environment
+    except Exception as e:  # pragma: no cover - depends on the environment  # noqa: BLE001
         return None, f"BlenderRenderer failed ({type(e).__name__}: {e})"
 
 

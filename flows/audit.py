@@ -164,7 +164,7 @@ def serve(cron: str, name: str = "weakspot-nightly", push: bool = True, timezone
             try:
                 notifications.remove(name)
                 print(f"notifications: automation {notifications.automation_name(name)} removed", flush=True)
-            except Exception as e:  # the server gone: the next serve replaces it
+            except Exception as e:  # the server gone: the next serve replaces it  # noqa: BLE001
                 print(f"notifications: automation {notifications.automation_name(name)} not removed ({e!r})",
                       file=sys.stderr, flush=True)
     return 0

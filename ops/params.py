@@ -105,7 +105,7 @@ class ExecutionParams(_Section):
                                                                   "keep 1 (tasks side by side share torch's global "
                                                                   "random state)")
     workers: int = Field(
-        2, ge=0, le=64, description="local process workers `weakspot audit` starts on the cpu pool: stages that do not "
+        3, ge=0, le=64, description="local process workers `weakspot audit` starts on the cpu pool: stages that do not "
                                     "need each other's outputs run side by side, one per worker (0: only workers "
                                     "started elsewhere with `weakspot worker`)")
     gpu_workers: Optional[int] = Field(

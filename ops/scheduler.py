@@ -41,6 +41,18 @@ class Outcome:
         return not self.failed and not self.not_run
 
 
+#: The CPU priority (``nice``) of a stage no other stage of the audit waits for. Local workers can outnumber the cores
+#: (a stage's start-up, its clone and DVC's checks leave a core idle otherwise); the kernel then gives the cores to the
+#: stages that others wait for first (the scenes' render, data and model), and the leaves take what is left.
+LEAF_NICE = 10
+
+
+def niceness(after: int) -> int:
+    """The ``nice`` of a stage with ``after`` stages waiting for it: 0 when any does, :data:`LEAF_NICE` otherwise. It
+    changes when a stage's command gets a core, never what it computes (each stage's threads are pinned)."""
+    return 0 if after > 0 else LEAF_NICE
+
+
 def _alive(pid: Optional[int]) -> bool:
     if not pid:
         return True  # nothing to check (not started yet, or on another machine)
@@ -132,7 +144,8 @@ class PrefectRuns:
 
     def submit(self, stage: str, pool: str, priority: int = 0) -> str:
         """A flow run of the stage on ``pool``, scheduled ``priority`` hours before the audit began (a pool's workers
-        take the runs with the earliest scheduled time first; among equal priorities, in the order submitted)."""
+        take the runs with the earliest scheduled time first; among equal priorities, in the order submitted); a
+        stage nothing waits for (``priority`` 0) runs at a lower CPU priority (:func:`niceness`)."""
         import datetime
 
         from prefect.deployments import run_deployment
@@ -142,7 +155,8 @@ class PrefectRuns:
         self.submitted += 1
         when = self.began - datetime.timedelta(hours=priority) + datetime.timedelta(milliseconds=self.submitted)
         fr = run_deployment(deployment_name(pool), parameters={**self.parameters, "stage": stage,
-                                                                        "needs": self.needs.get(stage, [])}, timeout=0,
+                                                                        "needs": self.needs.get(stage, []),
+                                                                        "nice": niceness(priority)}, timeout=0,
                             scheduled_time=when,
                             flow_run_name=f"{stage}", tags=["weakspot", f"audit:{self.audit}"], as_subflow=False)
         return str(fr.id)
@@ -171,6 +185,6 @@ def _failure_message(state) -> str:
     it."""
     try:
         exc = state.result(raise_on_failure=False)
-    except Exception:  # the result is not retrievable (not persisted): the state's message says what it can
+    except Exception:  # the result is not retrievable (not persisted): the state's message says what it can  # noqa: BLE001
         return ""
     return str(exc) if isinstance(exc, BaseException) else ""

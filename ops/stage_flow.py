@@ -81,10 +81,11 @@ def copy_ignored_inputs(repo: Path, work: Path) -> List[str]:
 
 @flow(name="weakspot-stage", flow_run_name="{stage}", validate_parameters=False)
 def run_stage(stage: str, repo: str, ref: str, commit: str, remote: str, force: bool = False,
-              needs: Optional[List[str]] = None) -> Dict[str, Any]:
+              needs: Optional[List[str]] = None, nice: int = 0) -> Dict[str, Any]:
     """Run ``stage`` of the audit at ``commit`` (reachable in ``repo`` by ``ref``) and push its outputs and run-cache
     to ``remote``; where it ran and how long it took. ``force``: run its command even when the run-cache has its
-    result (the stages it needs, ``needs``, are restored first)."""
+    result (the stages it needs, ``needs``, are restored first). ``nice``: the CPU priority of its command (0 normal,
+    up to 19 lowest), as ``nice -n`` sets it where the system has it."""
     t0 = time.time()
     base = Path(os.environ.get("WEAKSPOT_WORKDIR") or tempfile.gettempdir())
     base.mkdir(parents=True, exist_ok=True)
@@ -104,13 +105,15 @@ def run_stage(stage: str, repo: str, ref: str, commit: str, remote: str, force: 
         if copied:
             print(f"{stage}: copied {len(copied)} input(s) git ignores from {repo}: {', '.join(copied[:5])}", flush=True)
     configure_remote(remote, work)
-    print(f"{stage}: dvc repro --pull {stage} at {commit[:12]} on {socket.gethostname()}", flush=True)
+    lower = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
+    print(f"{stage}: dvc repro --pull {stage} at {commit[:12]} on {socket.gethostname()}"
+          + (f" (nice {nice})" if lower else ""), flush=True)
     if force:
         if needs:
             _run(dvc() + ["repro", "--pull", *needs], work, env, log, f"{stage}: restoring {', '.join(needs)}")
-        _run(dvc() + ["repro", "--force", "--single-item", stage], work, env, log, f"stage {stage}")
+        _run(lower + dvc() + ["repro", "--force", "--single-item", stage], work, env, log, f"stage {stage}")
     else:
-        _run(dvc() + ["repro", "--pull", stage], work, env, log, f"stage {stage}")
+        _run(lower + dvc() + ["repro", "--pull", stage], work, env, log, f"stage {stage}")
     _run(dvc() + ["push", "--run-cache", "-r", "weakspot", stage], work, env, log, f"{stage}: dvc push --run-cache")
     shutil.rmtree(work, ignore_errors=True)
     log.unlink(missing_ok=True)

@@ -125,7 +125,7 @@ def _flow_run() -> Optional[Dict[str, str]]:
         from prefect.runtime import flow_run
 
         return {"id": str(flow_run.id), "name": str(flow_run.name)} if flow_run.id else None
-    except Exception:  # outside a flow, or an older Prefect: lineage goes on without it
+    except Exception:  # outside a flow, or an older Prefect: lineage goes on without it  # noqa: BLE001
         return None
 
 

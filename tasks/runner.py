@@ -276,7 +276,7 @@ def _mark_crashed(future: Any, message: str) -> None:
 
         with get_client(sync_client=True) as client:
             client.set_task_run_state(task_run_id, Crashed(message=message), force=True)
-    except Exception:  # the server may not know the run yet (its events died with the worker): the log says it
+    except Exception:  # the server may not know the run yet (its events died with the worker): the log says it  # noqa: BLE001
         pass
 
 
@@ -287,7 +287,7 @@ def _where(future: Any, name: str) -> None:
         return
     try:
         workers = wrapped.client.who_has([wrapped]).get(wrapped.key) or []
-    except Exception:  # the cluster is going away: the result is in hand, the line is only information
+    except Exception:  # the cluster is going away: the result is in hand, the line is only information  # noqa: BLE001
         return
     if workers:
         print(f"weakspot: {name} ran on Dask worker {', '.join(sorted(workers))}", flush=True)

@@ -87,8 +87,8 @@ def test_a_local_cluster_of_two_workers_gives_the_sequential_results(prefect_env
 
 def test_an_existing_cluster_by_address_and_its_workers_checkout(prefect_env, tmp_path, monkeypatch):
     """execution.address: the tasks run on that scheduler's workers (here a cluster started beside the test, its
-    workers started with the stage's thread settings as README says); a stage whose checkout is not the workers'
-    stops with a message saying so."""
+    workers started with the stage's thread settings as docs/guide/dask.md says); a stage whose checkout is not the
+    workers' stops with a message saying so."""
     import dask_tasks
     from distributed import LocalCluster
     from tasks.runner import _same_threads_as_this_process, run_flow

@@ -8,7 +8,6 @@ Runs in throwaway copies of the repository with the `smoke` profile (every stage
 import hashlib
 import json
 import pickle
-import shutil
 import sys
 from pathlib import Path
 
@@ -52,7 +51,8 @@ def _stages(status: str) -> set:
 
 
 #: A method as a user adds one: a package with its registration, its params model and its entry point, nothing else
-#: (README "Adding a method" names exactly these three files). It reports the test rows the model is least sure of.
+#: (docs/contributing/adding-a-method.md names exactly these three files). It reports the test rows the model is
+#: least sure of.
 TOY = {
     "weakspot/toy/__init__.py": """
 from weakspot.methods import Method, register_method

@@ -162,7 +162,9 @@ class Audit:
         from weakspot.io import write_text
         from weakspot.report import render_report
 
-        sections, figures, tables = [], {}, {}
+        sections: List[Dict[str, Any]] = []
+        figures: Dict[str, bytes] = {}
+        tables: Dict[str, Any] = {}
         for order, (stage, result) in enumerate(self.results.items()):
             key = f"{stage}/{self.name}"
             for name, fig in result.figures.items():
@@ -224,14 +226,27 @@ def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: An
     Parameters
     ----------
     model : torch.nn.Module, fitted scikit-learn estimator, or function x -> probabilities
-    X_test, y_test : arrays (or a DataFrame; its text columns reach the model as text) and labels (names or codes)
-    X_train, y_train : optional, the rows the model trained on: only the distribution-modelling methods use them
-    methods : names to run (default: every method that fits); one that does not fit raises a ConfigError
-    params : params.yaml's content or its method sections (``{"gad": {...}}``); missing sections: defaults
-    classes : the model's class names in its output order (default: ``model.classes_``, or the sorted labels)
-    name : the target's name (it seeds GAD, as a target's name does in the pipeline)
-    class_of_interest : GAD's class (name or code; default code 1)
-    X_unlabelled : optional, production rows without labels (a table): GAD's to-label list ranks them
+        The model under audit (a torch module is white-box).
+    X_test, y_test : array or DataFrame, and labels
+        The evaluation rows (a DataFrame's text columns reach the model as text) and their labels (names or codes).
+    X_train, y_train : array or DataFrame, and labels, optional
+        The rows the model trained on: only the distribution-modelling methods use them.
+    methods : list of str, optional
+        Names to run (default: every method that fits); one that does not fit raises a ConfigError.
+    params : dict, optional
+        params.yaml's content or its method sections (``{"gad": {...}}``); missing sections: defaults.
+    classes : list, optional
+        The model's class names in its output order (default: ``model.classes_``, or the sorted labels).
+    name : str
+        The target's name (it seeds GAD, as a target's name does in the pipeline).
+    class_of_interest : str or int, optional
+        GAD's class (name or code; default code 1).
+    device : str
+        ``auto`` (CUDA when present), ``cpu`` or ``cuda``.
+    progress : bool
+        Print each method's progress.
+    X_unlabelled : array or DataFrame, optional
+        Production rows without labels (a table): GAD's to-label list ranks them.
 
     Returns
     -------

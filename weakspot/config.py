@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Type, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
@@ -92,7 +92,7 @@ def is_method(section: str) -> bool:
     return section not in _SECTIONS and section in _methods().available()
 
 
-def section_model(section: str) -> type:
+def section_model(section: str) -> Type[BaseModel]:
     """The pydantic model of ``section``; a ConfigError lists the valid sections."""
     if section in _SECTIONS:
         model = _SECTIONS[section]
@@ -126,9 +126,9 @@ def _format_validation_error(err: ValidationError, prefix: str, source: str) -> 
     return "\n".join(lines)
 
 
-def _model_at(prefix: str, loc: tuple) -> Optional[type]:
+def _model_at(prefix: str, loc: tuple) -> Optional[Type[BaseModel]]:
     try:
-        model = section_model(prefix.split(".")[0])
+        model: Optional[Type[BaseModel]] = section_model(prefix.split(".")[0])
     except ConfigError:
         return None
     for part in loc:
@@ -231,7 +231,7 @@ def load_section(section: str, path: os.PathLike | str = "params.yaml",
 
 def target_of(name: str, data: Dict[str, Any], source: str = "params.yaml") -> TargetParams:
     """The validated target ``name`` of params.yaml's content; a ConfigError lists the targets when it is unknown."""
-    targets = validate_section("targets", data, source)
+    targets = cast(TargetsParams, validate_section("targets", data, source))  # the section's model
     if name not in targets.root:
         raise ConfigError(f"{source}: no target {name!r}; targets: {', '.join(targets.root)}")
     return targets.root[name]
@@ -251,7 +251,7 @@ def check_params(path: os.PathLike | str = "params.yaml") -> Dict[str, Any]:
     errors: List[str] = []
     names: List[str] = []
     try:
-        names = list(validate_section("targets", data, str(path)).root)
+        names = list(cast(TargetsParams, validate_section("targets", data, str(path))).root)
     except ConfigError:
         pass  # reported below
     for section in section_names():

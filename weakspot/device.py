@@ -4,9 +4,12 @@ threads they use."""
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from weakspot.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
 
 VALID_DEVICES = ("auto", "cpu", "cuda")
 
@@ -17,7 +20,7 @@ VALID_DEVICES = ("auto", "cpu", "cuda")
 DEFAULT_THREADS = 1
 
 
-def resolve_device(device: str = "auto") -> "torch.device":  # noqa: F821
+def resolve_device(device: str = "auto") -> "torch.device":
     """Map ``auto|cpu|cuda`` (or ``cuda:N``) to a ``torch.device``; ``auto`` is CUDA when present."""
     import torch
 

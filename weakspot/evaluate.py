@@ -36,7 +36,7 @@ def target_section(target: str, clf: Any, train: Dataset, val: Dataset, test: Da
     import pandas as pd
 
     p = {name: clf.predict_proba(ds.X) for name, ds in (("train", train), ("val", val), ("test", test)) if len(ds)}
-    metrics = {
+    metrics: Dict[str, Any] = {
         # a split the target does not give (a model weakspot did not train: no train or validation rows) is null
         "train_accuracy": accuracy(p["train"], train.y) if "train" in p else None,
         "val_accuracy": accuracy(p["val"], val.y) if "val" in p else None,

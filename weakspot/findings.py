@@ -122,6 +122,7 @@ def correct(tables: "Mapping[Any, Any]", fdr: Optional[float] = None) -> "Dict[A
     done = ev.correct(items, ev.FDR if fdr is None else fdr)
     for (k, i), e in zip(rows, done):
         t = out[k]
+        assert t is not None  # rows holds rows of tables only
         for col, v in (("p_adjusted", e.p_adjusted), ("lift_lo_adjusted", e.lift_lo_adjusted), ("family", e.family),
                        ("confirmed", e.confirmed)):
             t.iloc[i, t.columns.get_loc(col)] = v
@@ -152,7 +153,7 @@ def to_png(image: Any, *, scale: int = 1) -> bytes:
         a = a[..., 0]
     img = Image.fromarray(a)
     if scale > 1:
-        img = img.resize((img.width * scale, img.height * scale), Image.NEAREST)
+        img = img.resize((img.width * scale, img.height * scale), Image.Resampling.NEAREST)
     buf = io.BytesIO()
     img.save(buf, format="PNG", optimize=False)
     return buf.getvalue()

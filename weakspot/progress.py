@@ -18,7 +18,7 @@ Example
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 Progress = Callable[[str, int, int], None]
 """``progress(what, done, total)``: phase ``what`` has done ``done`` of ``total`` units."""
@@ -31,7 +31,7 @@ def phase_of(what: str) -> str:
     return what
 
 
-def printer(prefix: str, *, print_fn: Callable[[str], None] = None) -> Progress:
+def printer(prefix: str, *, print_fn: Optional[Callable[[str], None]] = None) -> Progress:
     """A progress callback that prints a line when a phase starts, every ~10% of it, and at its end (with a rate).
 
     Parameters
@@ -41,7 +41,7 @@ def printer(prefix: str, *, print_fn: Callable[[str], None] = None) -> Progress:
     print_fn : callable(str), optional
         Where lines go; default ``print(..., flush=True)``.
     """
-    state = {"phase": None, "next": 0, "t0": 0.0}
+    state: Dict[str, Any] = {"phase": None, "next": 0, "t0": 0.0}
 
     def out(line: str) -> None:
         if print_fn is None:
@@ -72,7 +72,7 @@ def tqdm_progress(desc: Optional[str] = None, **tqdm_kwargs) -> Progress:
     """A progress callback that drives one tqdm bar per phase (closed when the phase reaches its total)."""
     from tqdm.auto import tqdm
 
-    state = {"phase": None, "bar": None}
+    state: Dict[str, Any] = {"phase": None, "bar": None}
 
     def cb(what: str, done: int, total: int) -> None:
         phase = phase_of(str(what))

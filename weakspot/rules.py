@@ -97,10 +97,10 @@ class Rule:
         if col.kind != "num":
             now = (self.allowed if col.kind == "class" else self.cats.get(col.name))
             allowed = set(range(col.n)) if now is None else set(now)
-            allowed = frozenset(allowed & {col.code} if right else allowed - {col.code})
+            kept = frozenset(allowed & {col.code} if right else allowed - {col.code})
             if col.kind == "class":
-                return Rule(dict(self.ranges), allowed, dict(self.cats))
-            return Rule(dict(self.ranges), self.allowed, {**self.cats, col.name: allowed})
+                return Rule(dict(self.ranges), kept, dict(self.cats))
+            return Rule(dict(self.ranges), self.allowed, {**self.cats, col.name: kept})
         lo, hi = self.ranges.get(col.name, (None, None))
         if right:
             lo = threshold if lo is None else max(lo, threshold)

@@ -141,12 +141,16 @@ class DataParams(_Section):
         """The source, or the named parts ("train csv:a.csv, test csv:b.csv"), for the report's prose."""
         parts = self.named_parts
         out = ", ".join(f"{k} {v}" for k, v in parts.items()) if parts else self.source
+        assert out is not None  # the validator: named parts, or a source (default digits)
         return out + (f", unlabelled {self.unlabelled}" if self.unlabelled else "")
 
     @property
     def spec(self) -> str:
         """The source spec that says what kind of data these are (the test part's with named parts)."""
-        return self.test if self.test is not None else self.source
+        if self.test is not None:
+            return self.test
+        assert self.source is not None  # the validator: named parts (a test part among them), or a source
+        return self.source
 
     @field_validator("fractions")
     @classmethod
@@ -166,7 +170,7 @@ class DataParams(_Section):
     def files(self) -> List[str]:
         """Files of the user's own data (csv:/parquet:) that the pipeline must hash to rerun on change."""
         out = []
-        for spec in (list(self.named_parts.values()) or [self.source]) + ([self.unlabelled] if self.unlabelled else []):
+        for spec in (list(self.named_parts.values()) or [self.spec]) + ([self.unlabelled] if self.unlabelled else []):
             kind, _, arg = spec.partition(":")
             if kind in FILE_SOURCES and arg:
                 out.append(arg)

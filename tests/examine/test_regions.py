@@ -3,7 +3,6 @@
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from weakspot.examine.inputs import examined_model
 from weakspot.examine.regions import describe, find_regions, propose

@@ -115,7 +115,6 @@ def test_the_seed_set_is_checked_against_random_seeds_measured_the_same_way(toy)
 def test_class_evidence_known_answer():
     """Selected seeds of class 1 always fail, of class 0 never; the random seeds of class 1 fail, the rest not: class 1
     is proposed and confirmed, class 0 is not proposed."""
-    from types import SimpleNamespace
 
     from weakspot.hda.evidence import class_evidence
     from weakspot.hda.generate import CaseEval, LocalResult

@@ -210,9 +210,9 @@ def test_same_seed_identical_other_seed_different_batch_irrelevant():
 
 def _p_linear(a, b, lo, hi):
     """Exact Pr[a.x + b >= 0], x ~ Uniform(prod [lo_j, hi_j]): the CDF of a weighted sum of uniforms (rational)."""
-    c = [Fraction(float(aj)) * (Fraction(float(h)) - Fraction(float(l))) for aj, l, h in zip(a, lo, hi)]
+    c = [Fraction(float(aj)) * (Fraction(float(h)) - Fraction(float(lw))) for aj, lw, h in zip(a, lo, hi)]
     # a.x + b = b + a.lo + sum_j c_j U_j; flip negative c_j (U -> 1 - U) so all weights are positive
-    shift = Fraction(float(b)) + sum(Fraction(float(aj)) * Fraction(float(l)) for aj, l in zip(a, lo))
+    shift = Fraction(float(b)) + sum(Fraction(float(aj)) * Fraction(float(lw)) for aj, lw in zip(a, lo))
     shift += sum(cj for cj in c if cj < 0)
     w = [abs(cj) for cj in c if cj != 0]
     d = len(w)

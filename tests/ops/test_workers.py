@@ -195,6 +195,14 @@ def test_the_stages_with_most_after_them_go_first():
                                **{f"m{i}-s": 0 for i in range(4)}}
 
 
+def test_stages_nothing_waits_for_run_at_a_lower_cpu_priority():
+    """A leaf (no stage after it) gets nice 10, a stage others wait for the normal 0: the kernel hands the cores to
+    the chain first when the local workers outnumber them."""
+    from ops.scheduler import LEAF_NICE, niceness
+
+    assert [niceness(n) for n in (0, 1, 6)] == [LEAF_NICE, 0, 0] and 0 < LEAF_NICE <= 19
+
+
 def test_a_crashed_stage_and_a_dead_workers_stage_are_submitted_again(tmp_path):
     from ops.scheduler import schedule
 
@@ -307,6 +315,9 @@ def test_workers_and_a_gpu_pool_give_the_bytes_of_plain_dvc_repro(pool_repo, rep
 
     r = pool_repo
     assert "robustness-digits submitted to the gpu pool" in r.log and "gad-phoneme submitted to the cpu pool" in r.log
+    # the leaves ran at nice 10, a stage others wait for at the normal priority
+    started = {ln.split(":")[0]: ln for ln in r.log.splitlines() if ": dvc repro --pull " in ln}
+    assert started["gad-phoneme"].endswith("(nice 10)") and "(nice" not in started["train-phoneme"], started
     plain = _pool_params(repo_factory("plain"))
     plain.run(*WEAKSPOT, "pipeline")
     with prefect_server({**plain.env, "PREFECT_HOME": str(plain.path / ".prefect")}) as env:

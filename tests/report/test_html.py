@@ -1,7 +1,6 @@
 """The HTML report is self-contained: figures embedded, tables cut to size, text escaped."""
 
 import base64
-import io
 
 import numpy as np
 import pandas as pd

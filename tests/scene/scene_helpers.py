@@ -7,7 +7,7 @@ try:  # bpy is imported lazily by the renderer; the renderer tests need it
     import importlib.util
 
     bpy_missing = importlib.util.find_spec("bpy") is None
-except Exception:  # pragma: no cover
+except Exception:  # pragma: no cover  # noqa: BLE001
     bpy_missing = True
 
 _skip = pytest.mark.skipif(bpy_missing, reason="bpy (Blender 5.0 as a Python module) is not installed")

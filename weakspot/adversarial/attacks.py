@@ -114,6 +114,7 @@ def pgd(module: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps: float
             best_loss = torch.where(better, per_row, best_loss)
         x_adv = project(x_adv.detach() + alpha * g.sign(), x, eps, clip)
     if keep_best:
+        assert best_loss is not None  # steps >= 1 (checked): the first step set it
         with torch.no_grad():
             last = _loss(module(x_adv), y, loss)
         better = last > best_loss

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import io
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Tuple, cast
 
 import numpy as np
 
@@ -50,7 +50,8 @@ def train_defended(module: Any, X: np.ndarray, y: np.ndarray, defence: str, opti
     if defence == "distillation" and init == "target":  # fine-tuning a trained model: start at temperature T
         options = {"warm_start": True, **options}
     t0 = time.perf_counter()
-    module, info = train_defence(defence, module, X, y, eps=float(eps), clip=tuple(clip), epochs=int(epochs),
+    pair = cast(Tuple[float, float], tuple(clip))  # a list through the runtime's call; train_defence checks it
+    module, info = train_defence(defence, module, X, y, eps=float(eps), clip=pair, epochs=int(epochs),
                                  lr=float(train["lr"]), batch_size=int(train["batch_size"]), seed=int(train["seed"]),
                                  device=dev, lr_schedule=train.get("lr_schedule", "constant"),
                                  augment=train.get("augment"), weight_decay=float(train.get("weight_decay", 0.0)),

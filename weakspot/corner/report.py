@@ -179,7 +179,7 @@ def tables_of(result: CornerResult, classes: List[str], params: CornerParams) ->
 
     search, comparison, flags = result.search, result.comparison, result.flags
     n = max(search.n, 1)
-    rows = [("seeds", search.n, search.n)]
+    rows: List[Tuple[str, int, Optional[int]]] = [("seeds", search.n, search.n)]
     rows.append((f"near the boundary before the search (p1 - p2 < {params.boundary_margin})",
                  int(flags["near_before"].sum()), int(flags["realistic_before"].sum())))
     rows.append((f"near the boundary after (p1 - p2 < {params.boundary_margin})", int(flags["near"].sum()), None))
@@ -225,6 +225,7 @@ def settings_table(params: CornerParams, latent: int, use_disc: bool, n_train: i
     rows.append({"setting": "n_seeds", "ran": str(params.n_seeds), "paper": "not given (a handful shown)", "differs": False})
     p = (m or {}).get("paper_lr")
     if p is not None:
+        assert m is not None  # p is one of its entries
         rows.append({"setting": "margin fall in the search (result)",
                      "ran": f"x{fmt(m['margin_reduction'])} at lr {params.lr} ({params.lr_schedule}), {m['n_seeds']} "
                             "seeds",

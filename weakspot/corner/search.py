@@ -139,8 +139,10 @@ def search_corner_cases(clf: Any, g: Generator, seeds: Any, *, steps: int = 50, 
                 break
             loss = alpha * margin
             if use_discriminator:
+                assert g.discriminator is not None  # checked on entry
                 loss = loss + F.softplus(-g.discriminator(x))
             if realism_weight > 0:
+                assert density is not None  # checked on entry
                 loss = loss + float(realism_weight) * torch.relu(density.threshold - density.log_density_torch(s))
             (grad,) = torch.autograd.grad(loss.sum(), [s])
             opt.zero_grad(set_to_none=True)

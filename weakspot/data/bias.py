@@ -66,6 +66,7 @@ class BiasRule:
             raise ConfigError(f"bias rule: feature {self.feature!r} is not a column; columns: {', '.join(map(str, X.columns))}")
         if self.threshold is not None:
             return float(self.threshold)
+        assert self.quantile is not None  # __post_init__: exactly one of threshold and quantile is set
         return float(np.quantile(X[self.feature].to_numpy(), self.quantile))
 
     def allowed(self, X: pd.DataFrame, y: np.ndarray) -> np.ndarray:

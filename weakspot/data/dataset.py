@@ -50,7 +50,7 @@ class Dataset:
     y: np.ndarray
     classes: List[str]
     feature_names: Optional[List[str]] = None
-    image_shape: Optional[Tuple[int, int, int]] = None
+    image_shape: Optional[Tuple[int, ...]] = None  # (C, H, W): __post_init__ checks the length
     provenance: Dict[str, Any] = field(default_factory=dict)
     categories: Dict[str, List[str]] = field(default_factory=dict)
 
@@ -78,7 +78,7 @@ class Dataset:
                 f"labels must be in 0..{k - 1}"
             )
         if self.image_shape is not None:
-            self.image_shape = tuple(int(s) for s in self.image_shape)  # type: ignore[assignment]
+            self.image_shape = tuple(int(s) for s in self.image_shape)
             if len(self.image_shape) != 3 or self.X.shape[1:] != self.image_shape:
                 raise DataError(
                     f"Dataset.image_shape {self.image_shape} must be (C, H, W) equal to X.shape[1:] = {self.X.shape[1:]}"

@@ -147,7 +147,7 @@ def read_split_parquet(path: "os.PathLike | str") -> Dataset:
         raise DataError(f"prepared data not found: {path} (run the 'prepare' stage first)")
     try:
         df = pd.read_parquet(path, engine="pyarrow")
-    except Exception as exc:  # pyarrow raises several unrelated types for a corrupt file
+    except Exception as exc:  # pyarrow raises several unrelated types for a corrupt file  # noqa: BLE001
         raise DataError(f"cannot read {path} as Parquet: {exc}") from None
     if META_KEY not in df.attrs:
         import pyarrow.parquet as pq

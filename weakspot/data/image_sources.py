@@ -59,13 +59,14 @@ def load_imagefolder(arg: str, *, label: Optional[str] = None, root: Optional[Pa
             raise DataError(f"{spec}: class folder {d.name!r} holds no images ({', '.join(IMAGE_SUFFIXES)})")
         files += found
         labels += [k] * len(found)
-    images, grey = [], True
+    images: List[Image.Image] = []
+    grey = True
     for f in files:
         try:
-            with Image.open(f) as im:
-                im.load()
-                grey &= im.mode in ("1", "L", "LA", "I", "I;16", "F")
-                images.append(im.copy())
+            with Image.open(f) as opened:
+                opened.load()
+                grey &= opened.mode in ("1", "L", "LA", "I", "I;16", "F")
+                images.append(opened.copy())
         except (UnidentifiedImageError, OSError) as exc:
             raise DataError(f"{spec}: cannot read image {f}: {exc}") from None
     sizes = sorted({im.size for im in images})
@@ -77,7 +78,7 @@ def load_imagefolder(arg: str, *, label: Optional[str] = None, root: Optional[Pa
     for im in images:
         im = im.convert(mode)
         if size is not None and im.size != (size, size):
-            im = im.resize((int(size), int(size)), Image.BILINEAR)
+            im = im.resize((int(size), int(size)), Image.Resampling.BILINEAR)
         a = np.asarray(im, dtype=np.float32) / np.float32(255.0)
         arrays.append(a[None] if a.ndim == 2 else a.transpose(2, 0, 1))
     X = np.stack(arrays)

@@ -91,6 +91,7 @@ def _merged_categories(parts: Dict[str, Dataset]) -> Tuple[Dict[str, List[str]],
     def recode(ds: Dataset) -> np.ndarray:
         X = np.array(ds.X, np.float32)
         for c in columns:
+            assert ds.feature_names is not None  # categorical columns exist only in tables
             j = ds.feature_names.index(c)
             new = np.array([merged[c].index(v) for v in ds.categories[c]], dtype=np.float32)
             X[:, j] = new[X[:, j].astype(np.int64)] if len(X) else X[:, j]
@@ -106,7 +107,8 @@ def concat_parts(parts: Dict[str, Dataset]) -> Tuple[Dataset, Dict[str, np.ndarr
         if (ds.image_shape is None) != (first.image_shape is None):
             raise DataError(f"data.{name} holds {'images' if ds.image_shape else 'a table'} but data.{first_name} "
                             f"holds {'images' if first.image_shape else 'a table'}")
-        if ds.image_shape is not None and tuple(ds.image_shape) != tuple(first.image_shape):
+        if (ds.image_shape is not None and first.image_shape is not None
+                and tuple(ds.image_shape) != tuple(first.image_shape)):
             raise DataError(f"data.{name} has images of shape {tuple(ds.image_shape)}, data.{first_name} "
                             f"{tuple(first.image_shape)}: every part must have the same size")
         if ds.image_shape is None and list(ds.feature_names or []) != list(first.feature_names or []):

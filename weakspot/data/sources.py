@@ -332,7 +332,7 @@ def read_table(spec: str, root: Optional[PathLike] = None) -> Tuple["Any", Path]
             raise DataError(f"{spec}: cannot parse {path} as CSV: {exc}") from None
     try:
         return pd.read_parquet(path, engine="pyarrow"), path
-    except Exception as exc:  # pyarrow raises several unrelated types for a corrupt file
+    except Exception as exc:  # pyarrow raises several unrelated types for a corrupt file  # noqa: BLE001
         raise DataError(f"{spec}: cannot read {path} as Parquet: {exc}") from None
 
 
@@ -411,7 +411,7 @@ def _load_torchvision(arg: str, *, label: Optional[str] = None, root: Optional[P
             data = data[:, None, :, :]  # (n, 28, 28) -> (n, 1, 28, 28)
         elif arg == "CIFAR10":
             data = data.transpose(0, 3, 1, 2)  # (n, 32, 32, 3) -> (n, 3, 32, 32)
-        targets = getattr(ds, "labels", None) if arg == "SVHN" else ds.targets
+        targets: Any = getattr(ds, "labels", None) if arg == "SVHN" else ds.targets  # torchvision: list or tensor
         xs.append(data)
         ys.append(np.asarray(targets.numpy() if hasattr(targets, "numpy") else targets, dtype=np.int64))
     X = np.concatenate(xs).astype(np.float32) / np.float32(255.0)

@@ -7,7 +7,7 @@ the number of classes. A class with a single sample goes to ``train``.
 
 from __future__ import annotations
 
-from typing import Dict, Sequence
+from typing import Dict, Sequence, Union
 
 import numpy as np
 
@@ -30,7 +30,7 @@ def _check_fractions(fractions: Sequence[float]) -> np.ndarray:
     return f
 
 
-def split_counts(n: int, fractions: Sequence[float]) -> np.ndarray:
+def split_counts(n: int, fractions: Union[Sequence[float], np.ndarray]) -> np.ndarray:
     """Split ``n`` items into counts proportional to ``fractions`` by largest remainders (ties: earlier split)."""
     f = np.asarray(fractions, dtype=np.float64)
     ideal = n * f

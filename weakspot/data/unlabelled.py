@@ -68,6 +68,7 @@ def load_unlabelled(spec: str, like: Dataset, *, root: Optional[Any] = None
 def with_unlabelled(ds: Dataset, spec: str, *, root: Optional[Any] = None) -> Tuple[Dataset, np.ndarray]:
     """``ds`` with the unlabelled rows appended (label placeholder 0) and their indices in it."""
     X, cats, prov = load_unlabelled(spec, ds, root=root)
+    assert ds.feature_names is not None  # load_unlabelled raised for images
     files = {**(ds.provenance.get("files") or {}), **prov["files"]}
     desc = "; ".join(d for d in (ds.provenance.get("description"), prov["description"]) if d)
     out = Dataset(X=np.concatenate([ds.X, X]), y=np.concatenate([ds.y, np.zeros(len(X), np.int64)]),

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
-from typing import Callable, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 
@@ -35,6 +35,9 @@ from weakspot.device import single_thread
 from weakspot.errors import ConfigError, DataError
 from weakspot.progress import Progress
 from weakspot.registry import Registry
+
+if TYPE_CHECKING:
+    from bayes_opt.acquisition import UpperConfidenceBound
 
 EXAMINERS = Registry("examiner")
 
@@ -49,7 +52,7 @@ def _check_bounds(bounds: Bounds) -> Dict[str, Tuple[float, float]]:
     for k, v in bounds.items():
         try:
             lo, hi = float(v[0]), float(v[1])
-        except Exception:
+        except (TypeError, ValueError, IndexError, KeyError):
             raise ConfigError(f"bounds[{k!r}]: expected a pair (lo, hi), got {v!r}") from None
         if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
             raise ConfigError(f"bounds[{k!r}]: need finite lo < hi, got ({lo}, {hi})")
@@ -110,7 +113,7 @@ class Examiner:
         u = self._suggest_unit(int(n))
         return self._to_params(u)
 
-    def observe(self, params: Sequence[Mapping[str, float]], losses: Sequence[float]) -> None:
+    def observe(self, params: Sequence[Mapping[str, float]], losses: Union[Sequence[float], np.ndarray]) -> None:
         """Record the true-class probabilities ``losses`` (in [0, 1]) of the scenes ``params``."""
         self._init()
         p = np.asarray(losses, dtype=float).reshape(-1)
@@ -305,9 +308,9 @@ class BayesianOptimizationExaminer(Examiner):
             # them (the package's is 1e-5): on a rugged landscape the fit otherwise collapses to a length scale far
             # below the spacing of the queries, the GP then predicts its prior mean everywhere but at the queried
             # points, and UCB picks among random candidates: random search (seen on the scenes target)
-            lo = float(self.min_length_scale) if self.min_length_scale is not None else (1e-2 if self.ard else 1e-5)
+            floor = float(self.min_length_scale) if self.min_length_scale is not None else (1e-2 if self.ard else 1e-5)
             ls = np.ones(len(self.names_)) if self.ard else 1.0
-            gp.kernel = Matern(length_scale=ls, length_scale_bounds=(lo, 1e2 if self.ard else 1e5), nu=2.5)
+            gp.kernel = Matern(length_scale=ls, length_scale_bounds=(floor, 1e2 if self.ard else 1e5), nu=2.5)
         self.base_kernel_ = gp.kernel
         gp.n_restarts_optimizer = 5 if self.stock else int(self.n_restarts_optimizer)
         self.n_suggested_ = 0
@@ -341,7 +344,7 @@ class BayesianOptimizationExaminer(Examiner):
         if len(space) < int(self.init_points):
             return space.random_sample(1, random_state=self.rs_).reshape(-1)
         self._fit_gp()
-        acq = self.opt_.acquisition_function
+        acq = cast("UpperConfidenceBound", self.opt_.acquisition_function)  # the one _setup made
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if self.stock or int(self.n_smart) > 0:
@@ -644,7 +647,8 @@ def run_examination(
     """
     if budget < 1:
         raise ConfigError(f"budget: must be >= 1, got {budget!r}")
-    b = int(batch or getattr(examiner, "natural_batch", 1))
+    natural: int = getattr(examiner, "natural_batch", 1)
+    b = int(batch or natural)
     qs: List[dict] = []
     ps: List[float] = []
     while len(qs) < budget:

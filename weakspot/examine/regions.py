@@ -194,6 +194,7 @@ def find_regions(sessions: Sequence[Session], space: Any, meta: Any, renderer: A
             j = int(bad[0])
             r.example = (imgs[j], {q: v for q, v in qs[j].items() if q not in ("class", "instance")}, int(pred[j]))
     tested = [r for r in regions if r.evidence is not None]
-    for r, e in zip(tested, correct([r.evidence for r in tested])):  # every region of the stage: one family
+    measured = [r.evidence for r in tested if r.evidence is not None]  # every one of tested's (the filter types it)
+    for r, e in zip(tested, correct(measured)):  # every region of the stage: one family
         r.evidence = e
     return regions

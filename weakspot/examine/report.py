@@ -29,7 +29,6 @@ from weakspot.examine.run import ExamineResult
 from weakspot.examine.sessions import Session, group
 from weakspot.findings import to_png
 from weakspot.methods import MethodReport
-from weakspot.fmt import fmt
 from weakspot.result import StageResult
 
 FINDING_COLUMNS = ("weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence",
@@ -202,9 +201,9 @@ def _worst_table(result: ExamineResult, params: ExamineParams):
     rows = []
     for e in params.examiners:
         for s in group(result.sessions, "main", examiner=e):
-            rows.append({"examiner": e, "class": s.cls, "repeat": s.rep, "instance": s.instance, "p_true": s.worst[0],
-                         "prediction": result.classes[s.worst_pred[0]],
-                         **{k: round(v, 3) for k, v in s.worst[1].items()},
+            rows.append({"examiner": e, "class": s.cls, "repeat": s.rep, "instance": s.instance,
+                         "p_true": s.worst_found[0], "prediction": result.classes[s.worst_pred[0]],
+                         **{k: round(v, 3) for k, v in s.worst_found[1].items()},
                          **{k: round(v, 3) for k, v in s.sun.items()}})
     return pd.DataFrame(rows).sort_values(["examiner", "p_true"]).reset_index(drop=True)
 
@@ -348,23 +347,23 @@ def _examiner_remarks(params: ExamineParams, metrics: Mapping[str, Any], t0: Map
 
 def regions_sentence(regions: Sequence[Region]) -> str:
     """The confirmed regions in words with their evidence, or that none held (and how many were tried)."""
-    tried = [r for r in regions if r.evidence is not None]
-    ok = sorted((r for r in tried if r.confirmed), key=lambda r: -r.evidence.lift_lo_adjusted)
+    tried = [(r, r.evidence) for r in regions if r.evidence is not None]
+    ok = sorted(((r, e) for r, e in tried if r.confirmed), key=lambda pair: -pair[1].lift_lo_adjusted)
     if not tried:
         return "No weak region proposed (no class had both failing and passing examined scenes)."
     if not ok:
         return (f"Did not beat its control: none of the {len(tried)} proposed regions failed more often on fresh "
-                "renders than random scenes of the class outside it, after the correction for every region (best: " + max(tried, key=lambda r: r.evidence.lift).text()
-                + f", lift {max(r.evidence.lift for r in tried):.2f}).")
+                "renders than random scenes of the class outside it, after the correction for every region (best: "
+                + max(tried, key=lambda pair: pair[1].lift)[0].text()
+                + f", lift {max(e.lift for _, e in tried):.2f}).")
     return (f"Weak regions confirmed on fresh renders, {len(ok)} of {len(tried)} classes: " + "; ".join(
-        f"{r.text()} ({r.evidence.failures} of {r.evidence.n_confirm} fresh scenes vs {r.evidence.control_failures} "
-        f"of {r.evidence.n_control} random outside it, lift {r.evidence.lift:.2f}, at least "
-        f"{r.evidence.lift_lo_adjusted:.2f} after the correction for {r.evidence.family} regions)" for r in ok[:3]) + ".")
+        f"{r.text()} ({e.failures} of {e.n_confirm} fresh scenes vs {e.control_failures} "
+        f"of {e.n_control} random outside it, lift {e.lift:.2f}, at least "
+        f"{e.lift_lo_adjusted:.2f} after the correction for {e.family} regions)" for r, e in ok[:3]) + ".")
 
 
 def _headline(params: ExamineParams, metrics: Mapping[str, Any], t0: Mapping[str, float], regions: Sequence[Region]
               ) -> List[str]:
-    last = params.names()[-1]
     t0_low = metrics["classes_t0_below_half"]
     t0_mean = float(np.mean(list(t0.values())))
     rep = metrics["repeats"]
@@ -411,6 +410,7 @@ SEVERITY_REGION = ("lift: the share of fresh renders inside the region (on the c
 def _region_finding(r: Region, classes: Sequence[str], params: ExamineParams) -> Dict[str, Any]:
     """The finding of one class's region, with its confirmation on fresh renders."""
     ev = r.evidence
+    assert ev is not None  # findings are made of the tested regions only
     image, factors, pred = r.example if r.example is not None else (None, {}, -1)
     reps = f"{params.repeats} repeat(s) of " if params.repeats > 1 else ""
     return {

@@ -106,6 +106,12 @@ class Session:
         """Fewer than T iterations done."""
         return self.it < self.T
 
+    @property
+    def worst_found(self) -> Tuple[float, dict, np.ndarray]:
+        """``worst`` of a session that has recorded an iteration (it is None only before the first)."""
+        assert self.worst is not None, "the session has recorded no iteration yet"
+        return self.worst
+
     def curve(self) -> np.ndarray:
         """Mean true-class probability of each iteration."""
         return np.array([p.mean() for p in self.probs])
@@ -191,7 +197,9 @@ def run_sessions(sessions: List[Session], renderer, models: Mapping[str, Examine
         active = [s for s in sessions if s.active]
         if not active:
             break
-        pending, scenes, owner = [], [], []
+        pending: List[List[dict]] = []
+        scenes: List[Dict[str, Any]] = []
+        owner: List[int] = []
         for j, s in enumerate(active):
             q = s.examiner.suggest(s.batch)
             pending.append(q)

@@ -13,7 +13,7 @@ Reference: M. Shu, C. Liu, W. Qiu, A. Yuille, "Identifying Model Weakness with A
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 import numpy as np
 
@@ -73,7 +73,7 @@ def _m_study(out: StageResult, result: StudyResult, params: ExamineParams) -> No
     mrows = []
     out.metrics["m_study"] = {}
     for e in ms.examiners:
-        row = {"examiner": e}
+        row: Dict[str, Any] = {"examiner": e}
         for m in ms.values:
             ss = group(sessions, "m_study", f"{st.arch}_m{m}", e)
             row[f"m={m}"] = float(np.mean([s.at(s.T, params.window) for s in ss]))
@@ -254,7 +254,8 @@ def _strength(out: StageResult, result: StudyResult, params: ExamineParams) -> N
     t0 = {s.cls: float(s.probs[0].mean()) for s in group(result.sessions, "main_t0")}
     best_random = {s.cls: float(s.probs[0].max()) for s in group(result.sessions, "main_t0")}
     table = out.tables["strength"] = pd.DataFrame([{"class": s.cls, "T0": t0[s.cls], "last": s.at(s.T, params.window),
-                                                    "best_found": s.worst[0], "best_of_random": best_random[s.cls]}
+                                                    "best_found": s.worst_found[0],
+                                                    "best_of_random": best_random[s.cls]}
                                                    for s in ss])
     out.metrics["strength"] = {"T0": float(table["T0"].mean()), "last": float(table["last"].mean()),
                                "best_found": float(table["best_found"].mean()),

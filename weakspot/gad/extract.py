@@ -21,13 +21,16 @@ Caveats first:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
 from weakspot.device import single_thread
 from weakspot.errors import ConfigError, DataError
 from weakspot.progress import Progress
+
+if TYPE_CHECKING:
+    import torch
 
 
 def latin_hypercube(lo: np.ndarray, hi: np.ndarray, n: int, *, seed: int = 0) -> np.ndarray:
@@ -58,6 +61,9 @@ def _make_network(d: int, hidden: int, mean: np.ndarray, std: np.ndarray):
         """Five dense layers (Sec. V-A) mapping raw features, standardised inside, to the logit of the
         class-of-interest confidence."""
 
+        mean: "torch.Tensor"  # buffers (register_buffer below)
+        std: "torch.Tensor"
+
         def __init__(self) -> None:
             super().__init__()
             self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32))
@@ -83,7 +89,7 @@ def _make_network(d: int, hidden: int, mean: np.ndarray, std: np.ndarray):
 class Extraction:
     """What Algorithm 1 returns: the pseudo-model and how well it mimics the black box."""
 
-    model: object  # torch.nn.Module with .logit(x) and forward(x) -> confidence
+    model: "torch.nn.Module"  # with .logit(x) and forward(x) -> confidence
     r2_design: float  # R^2 on held-out design points (Table I)
     r2_eval: float  # R^2 on the evaluation data
     n_design: int

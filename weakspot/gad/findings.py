@@ -129,6 +129,7 @@ def _view(o: DatasetOutcome, part: str) -> Dict[str, Any]:
     answers and (for the eligible ones) the adversarial distances and GAD's Eq. 2."""
     if part == "unlabelled":
         u = o.unlabelled
+        assert u is not None  # asked for only when the outcome has unlabelled rows
         return {"part": part, "X": o.split.X_unlabelled, "eligible": u.eligible, "prediction": u.prediction,
                 "confidence": u.confidence, "distance": u.distance, "gad": u.gad}
     return {"part": part, "X": o.split.X_test, "eligible": o.eligible, "prediction": o.test_prediction,

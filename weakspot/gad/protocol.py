@@ -297,6 +297,7 @@ def _loess_example(search: Any, pool: Pool, order: np.ndarray, err_pool: np.ndar
                    ) -> Dict[str, np.ndarray]:
     """Fig. 1's data for one pool: the (log-)MAE target against confidence, the pool's own LOESS fit, the rows GAD
     queried and the errors (flipped rows only: GAD is finite there)."""
+    assert pool.distance is not None  # the protocol's pools carry the attack's distances
     target = np.log(np.maximum(pool.distance, 1e-12)) if log else pool.distance
     gad = search.scores(pool)
     fin = np.isfinite(gad)

@@ -213,10 +213,6 @@ ITEMS: List[Dict[str, str]] = [
 ]
 
 
-def _fmt_sdr(a: Dict[str, float]) -> str:
-    return f"{a['sdr']:.2f} [{a['lo']:.2f}, {a['hi']:.2f}]"
-
-
 def _method_prose(params: GadParams) -> List[str]:
     """What GAD does and the protocol that ran (the section's first two paragraphs)."""
     return [

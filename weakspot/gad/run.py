@@ -45,6 +45,7 @@ def seed_outcome(target: Optional[AuditTarget], params: Dict[str, Any], split_se
                                            device=device)
         return run_target(clf, split, p, class_index=int(split.info.get("class_of_interest", 1)), device=device,
                           progress=progress, seed=seed, model_info=info, split_seed=split_seed)
+    assert target is not None  # split seed 0 audits the given target
     spec = target.spec
     return run_target(target.model, target_split(target), p, class_index=int(target.info.get("class_of_interest", 1)),
                       device=device, progress=progress, seed=seed,

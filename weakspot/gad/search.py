@@ -23,7 +23,7 @@ Example
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional, Protocol
 
 import numpy as np
 
@@ -235,7 +235,7 @@ class LakkarajuSearch:
         n_disc = np.zeros(k)
         r_disc = np.zeros(k)
         first = list(rng.permutation(k))
-        out = []
+        out: List[int] = []
         while len(out) < budget:
             alive = np.array([len(m) > 0 for m in members])
             untried = [a for a in first if alive[a] and n_disc[a] == 0]
@@ -359,12 +359,18 @@ class FacilityLocationSearch:
         return np.asarray(out, dtype=np.int64)
 
 
+class Search(Protocol):
+    """What every registered search provides: ``select(pool, budget, oracle) -> ordered indices``."""
+
+    def select(self, pool: Pool, budget: int, oracle: Oracle) -> np.ndarray: ...
+
+
 def search_label(name: str) -> str:
     """A registered search's display name (its class's ``label``, else the registry name)."""
     return str(getattr(SEARCHES.get(name), "label", name))
 
 
-def make_search(name: str, **kwargs) -> object:
+def make_search(name: str, **kwargs) -> Search:
     """Instantiate a registered search, passing only the keyword arguments its ``__init__`` accepts."""
     import inspect
 

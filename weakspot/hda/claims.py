@@ -49,6 +49,7 @@ class Claim:
 
 
 def _ae(e: CaseEval, name: str) -> str:
+    assert e.ae_mask is not None  # evaluate_cases sets every array
     return f"{name} {e.ae_prop:.1%} ({int(e.ae_mask.sum())} of {e.n_cases})"
 
 
@@ -56,6 +57,7 @@ def fid_text(e: CaseEval, name: str) -> str:
     """``"hda 1.2 (0.9-1.6, 146 AEs)"``: a FID with its interval and pairs, or why there is none. The numbers are
     formatted from the values the metrics file stores (rounded to 6 decimals), never from the raw ones: rounding twice
     could otherwise write a last digit the metrics do not hold."""
+    assert e.ae_mask is not None  # evaluate_cases sets every array
     f, n = e.fid_est, int(e.ae_mask.sum())
     aes = f"{n} AE" + ("" if n == 1 else "s")
     if f is None or not np.isfinite(f.value):
@@ -98,7 +100,12 @@ def _ooda(evals: Dict[Any, CaseEval]) -> List[Claim]:
         return []
     hv = int((h.ae_mask & h.valid).sum())
     pg = evals.get(("pgd", "random"))
-    pre = f"; PGD's AEs before the filter: {pg.valid_ae_share:.0%} valid" if pg is not None and pg.ae_mask.any() else ""
+    assert o.ae_mask is not None  # evaluate_cases sets every array
+    pre = ""
+    if pg is not None:
+        assert pg.ae_mask is not None  # as o's
+        if pg.ae_mask.any():
+            pre = f"; PGD's AEs before the filter: {pg.valid_ae_share:.0%} valid"
     return [Claim("hda_more_valid_aes_than_ooda", "HDA detects more valid AEs than OODA (Table 7)",
                   "valid AEs (the VAE's reconstruction probability at or above the threshold) per test case: HDA on "
                   "its selected seeds above OODA (PGD's valid AEs) on random seeds",

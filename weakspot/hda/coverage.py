@@ -64,7 +64,7 @@ from __future__ import annotations
 import numbers
 import time
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 import torch
@@ -131,7 +131,7 @@ class NeuronCoverage:
         self.module = module
         X_ref = _as_float_tensor("NeuronCoverage: X_ref", X_ref)
 
-        named = [(n, m) for n, m in module.named_modules() if isinstance(m, nn.ReLU)]
+        named: Sequence[Tuple[str, nn.Module]] = [(n, m) for n, m in module.named_modules() if isinstance(m, nn.ReLU)]
         if not named:
             lin = [(n, m) for n, m in module.named_modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
             named = lin[:-1]
@@ -153,6 +153,7 @@ class NeuronCoverage:
         except Exception:
             self.close()
             raise
+        assert lo is not None and hi is not None  # X_ref holds a row at least: one batch at least
         self.lo, self.hi = lo, hi
         self.n_neurons = int(lo.numel())
         rng = hi - lo
@@ -399,7 +400,7 @@ def _n_cases(n_cases: Union[int, Sequence[int]], k: int, cap: int) -> List[int]:
     if isinstance(n_cases, numbers.Integral) and not isinstance(n_cases, bool):
         n_cases = [int(n_cases)] * k
     try:
-        n_list = list(n_cases)
+        n_list = list(cast(Iterable[int], n_cases))  # anything else (a bool) raises the TypeError below
     except TypeError:
         raise ConfigError(f"coverage_fuzz: n_cases must be an int or a sequence of {k} ints, got {n_cases!r}") from None
     if len(n_list) != k:

@@ -51,10 +51,12 @@ def natural_aes(result: HdaResult, most: int = 12) -> List[int]:
     y = result.seeds.y[result.seeds.selected]
     per_class = max(1, most // max(1, len(result.classes)))
     picks: List[int] = []
+    ssim = e.ssim_cases
+    assert e.ae_mask is not None and ssim is not None  # evaluate_cases sets every array
     for c in range(len(result.classes)):
         cand = [j for j in np.where(e.ae_mask)[0] if y[res.seed_index[j]] == c]
         seen = set()
-        for j in sorted(cand, key=lambda j: -e.ssim_cases[j]):
+        for j in sorted(cand, key=lambda j: -ssim[j]):
             if res.seed_index[j] not in seen:
                 picks.append(j)
                 seen.add(res.seed_index[j])
@@ -71,6 +73,7 @@ def aes_figure(result: HdaResult) -> Any:
     X, y = s.X[s.selected], s.y[s.selected]
     columns = []
     for j in natural_aes(result):
+        assert e.pred is not None and e.conf is not None and e.ssim_cases is not None  # evaluate_cases sets them
         i = res.seed_index[j]
         seed_cap = f"{classes[y[i]]}: {classes[int(s.selected_proba[i].argmax())]}\n" \
                    f"density {s.log_density[s.selected[i]]:+.2f}"

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -43,6 +43,7 @@ import torch
 from weakspot.adversarial.attacks import cw_margin
 from weakspot.checks import check_clip, check_number
 from weakspot.errors import ConfigError, DataError
+from weakspot.progress import Progress
 
 ProbaFn = Callable[[torch.Tensor], torch.Tensor]  # (m, *shape) inputs -> (m, k) probabilities
 
@@ -174,12 +175,12 @@ def allocate(log_density: np.ndarray, total: int, cap: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------------------- the GA
-def two_step_ga(proba_fn: ProbaFn, X: np.ndarray, y: np.ndarray, n_cases: Sequence[int], radius: float, *,
+def two_step_ga(proba_fn: ProbaFn, X: np.ndarray, y: np.ndarray, n_cases: Union[Sequence[int], np.ndarray],
+                radius: float, *,
                 clip: Tuple[float, float] = (0.0, 1.0), population: int = 20, generations: int = 40,
                 metric: str = "ssim", lam: float = 20.0, switch_at: float = 0.5, crossover: bool = True,
                 mutation_rate: float = 0.05, mutation_scale: float = 0.5, elite: int = 2, seed: int = 0,
-                batch: int = 4096, device: Any = "cpu", progress: Optional[Callable[[str], None]] = None
-                ) -> LocalResult:
+                batch: int = 4096, device: Any = "cpu", progress: Optional[Progress] = None) -> LocalResult:
     """Algorithm 1 for every seed at once (black-box: only ``proba_fn``); see the module's caveats."""
     _check(radius, clip, "HDA GA")
     X = np.asarray(X, np.float32)
@@ -266,10 +267,10 @@ def two_step_ga(proba_fn: ProbaFn, X: np.ndarray, y: np.ndarray, n_cases: Sequen
     key = (J > 0).float() * 1e6 + fit
     rank = torch.argsort(key, dim=1, descending=True, stable=True)
     xs, idx = [], []
-    xa = (seeds + delta).cpu().numpy()
-    rank = rank.cpu().numpy()
+    x_all = (seeds + delta).cpu().numpy()
+    ranked = rank.cpu().numpy()
     for i in range(k):
-        xs.append(xa[i, rank[i, :n_cases[i]]])
+        xs.append(x_all[i, ranked[i, :n_cases[i]]])
         idx += [i] * int(n_cases[i])
     return LocalResult("hda", np.concatenate(xs).astype(np.float32), np.asarray(idx, np.int64), queries,
                        time.perf_counter() - t0, {"curve": curve})
@@ -291,8 +292,8 @@ def pgd_cases(module: torch.nn.Module, X: np.ndarray, y: np.ndarray, n_cases: Se
     return LocalResult("pgd", out, idx, len(idx) * int(steps), time.perf_counter() - t0)
 
 
-def foda_cases(density: Any, X: np.ndarray, n_cases: Sequence[int], *, samples: int = 20, scale: float = 1.0,
-               seed: int = 0) -> LocalResult:
+def foda_cases(density: Any, X: np.ndarray, n_cases: Union[Sequence[int], np.ndarray], *, samples: int = 20,
+               scale: float = 1.0, seed: int = 0) -> LocalResult:
     """FODA-style test cases: ``n_cases[i]`` codes drawn from N(mu_i, (scale sigma_i)^2) around seed i's code and
     decoded (``samples`` caps nothing here: it is the number drawn, of which the first ``n_cases[i]`` are kept)."""
     t0 = time.perf_counter()
@@ -319,11 +320,11 @@ class CaseEval:
     ssim: float
     queries_per_seed: float
     seconds_per_seed: float
-    ae_mask: np.ndarray = field(repr=False, default=None)
-    J: np.ndarray = field(repr=False, default=None)
-    ssim_cases: np.ndarray = field(repr=False, default=None)  # each test case's SSIM to its seed
-    pred: np.ndarray = field(repr=False, default=None)  # the model's class for each test case
-    conf: np.ndarray = field(repr=False, default=None)  # ... and its probability
+    ae_mask: Optional[np.ndarray] = field(repr=False, default=None)
+    J: Optional[np.ndarray] = field(repr=False, default=None)
+    ssim_cases: Optional[np.ndarray] = field(repr=False, default=None)  # each test case's SSIM to its seed
+    pred: Optional[np.ndarray] = field(repr=False, default=None)  # the model's class for each test case
+    conf: Optional[np.ndarray] = field(repr=False, default=None)  # ... and its probability
     fid_est: Any = field(repr=False, default=None)  # the FID with its pairs and interval (weakspot.hda.fid)
     valid: Optional[np.ndarray] = field(repr=False, default=None)  # each test case "in distribution" (Table 7)
 
@@ -331,7 +332,10 @@ class CaseEval:
     def valid_ae_share(self) -> float:
         """Table 7's "% of valid AEs": the share of this generator's AEs the VAE's reconstruction probability
         accepts (NaN without AEs or without a validity check)."""
-        if self.valid is None or not self.ae_mask.any():
+        if self.valid is None:
+            return float("nan")
+        assert self.ae_mask is not None  # evaluate_cases sets every array
+        if not self.ae_mask.any():
             return float("nan")
         return float(self.valid[self.ae_mask].mean())
 

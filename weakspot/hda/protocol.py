@@ -38,7 +38,7 @@ import dataclasses
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, cast
 
 import numpy as np
 import torch
@@ -88,6 +88,12 @@ class Bench:
     @property
     def white(self) -> bool:
         return self.module is not None
+
+    @property
+    def white_module(self) -> torch.nn.Module:
+        """``module``, for the white-box steps (their callers check :attr:`white`)."""
+        assert self.module is not None, "a white-box step on a black-box model"
+        return self.module
 
     @property
     def batch(self) -> int:
@@ -196,11 +202,12 @@ def rq1_seeds(bench: Bench, data: Splits, rng: np.random.Generator, clock: Clock
     P_train = predict(bench.proba_fn, X_train, bs)
     with clock("indicators"):
         sep = G.separation_indicator(P_cand[ok], yc, P_train, y_train)
-        grad = G.gradient_indicator(bench.module, Xc, yc, device=bench.device) if bench.white else None
+        grad = G.gradient_indicator(bench.white_module, Xc, yc, device=bench.device) if bench.white else None
         use = "gradient" if (p.indicator == "gradient" or (p.indicator == "auto" and bench.white)) else "separation"
         if use == "gradient" and not bench.white:
             use = "separation"  # a black-box model has no gradient; the report says which ran
         fragility = grad if use == "gradient" else -sep
+        assert fragility is not None  # "gradient" only on a white box, which has grad
 
     rb = p.robustness
     balls = rng.choice(len(Xc), min(int(rb.n_balls), len(Xc)), replace=False)
@@ -222,7 +229,7 @@ def rq1_seeds(bench: Bench, data: Splits, rng: np.random.Generator, clock: Clock
                             max_levels=rb.max_levels, seed=p.seed, progress=bench.progress)
     log10p = np.full(len(Xc), np.nan)
     log10p[est_idx] = est.log10_p
-    pear = {"gradient": _pearson(log10p[balls], np.log10(grad[balls] + 1e-30)) if bench.white else None,
+    pear = {"gradient": _pearson(log10p[balls], np.log10(grad[balls] + 1e-30)) if grad is not None else None,
             "separation": _pearson(log10p[balls], np.log10(sep[balls] + 1e-30))}
     table5 = {name: {"log_density": float(ld[ids].mean()), "log10_local_robustness": float(log10p[ids].mean()),
                      "indicator": float(np.log10(np.abs(fragility[ids]) + 1e-30).mean())}
@@ -237,7 +244,7 @@ def _coverage(bench: Bench, cov: Any, Xs: np.ndarray, ys: np.ndarray, n_i: Any) 
     from weakspot.hda.coverage import coverage_fuzz
 
     c = bench.p.coverage
-    r = coverage_fuzz(bench.module, torch.as_tensor(Xs), ys, n_i, bench.radius, clip=bench.clip, coverage=cov,
+    r = coverage_fuzz(bench.white_module, torch.as_tensor(Xs), ys, n_i, bench.radius, clip=bench.clip, coverage=cov,
                       iterations=coverage_iterations(bench.p), mutants=c.mutants, seed=bench.p.seed,
                       progress=bench.progress)
     return G.LocalResult("coverage", r.X_cases, r.seed_index, r.queries, r.seconds,
@@ -251,7 +258,7 @@ def _generate(bench: Bench, mname: str, cov: Any, Xs: np.ndarray, ys: np.ndarray
     if mname == "foda":
         return G.foda_cases(bench.density, Xs, n_i, samples=p.foda.samples, scale=p.foda.scale, seed=p.seed)
     if mname == "pgd":
-        return bench.pgd(bench.module, Xs, ys, n_i, p.seed)
+        return bench.pgd(bench.white_module, Xs, ys, n_i, p.seed)
     return _coverage(bench, cov, Xs, ys, n_i)
 
 
@@ -264,7 +271,7 @@ def rq2_generators(bench: Bench, seeds: Seeds, X_train: np.ndarray, rng: np.rand
     cov = None
     if bench.white:
         ref_cov = X_train[rng.choice(len(X_train), min(1000, len(X_train)), replace=False)]
-        cov = NeuronCoverage(bench.module, torch.as_tensor(ref_cov, device=bench.device),
+        cov = NeuronCoverage(bench.white_module, torch.as_tensor(ref_cov, device=bench.device),
                              threshold=p.coverage.threshold)
     results: Dict[Tuple[str, str], G.LocalResult] = {}
     evals: Dict[Tuple[str, str], G.CaseEval] = {}
@@ -291,7 +298,7 @@ def _attack(bench: Bench, att: str, mod: torch.nn.Module, pf: G.ProbaFn, Xs: np.
             n_i: Any, n_classes: int) -> G.LocalResult:
     from weakspot.adversarial.attacks import batched, fgsm
 
-    p, radius, clip = bench.p, float(bench.radius), tuple(bench.clip)
+    p, radius, clip = bench.p, float(bench.radius), cast(Tuple[float, float], tuple(bench.clip))
     t0 = time.perf_counter()
     idx = np.repeat(np.arange(len(Xs)), n_i)
     if att == "fgsm":
@@ -313,7 +320,7 @@ def rq3_adversarial_model(bench: Bench, seeds: Seeds, gens: Generators, n_classe
     """Table 8: FGSM, PGD, AutoAttack and HDA on the audited model (HDA's seeds, RQ2's PGD and HDA test cases) and
     on ``adversarial`` (its own seeds: its correct candidates by its own gradient indicator); skipped for a model
     with fewer than 2 correct candidates."""
-    p, module = bench.p, bench.module
+    p, module = bench.p, bench.white_module
     models = {"normal": module, **({"adversarial": adversarial} if adversarial is not None and p.adversarial_model
                                    else {})}
     evals: Dict[str, Dict[str, G.CaseEval]] = {}
@@ -365,7 +372,7 @@ def _validation_aes(bench: Bench, Xv: np.ndarray, yv: np.ndarray) -> Tuple[Pair,
     vy = yv[vres.seed_index]
     keep = predict(bench.proba_fn, vres.X_cases, bench.batch).argmax(1) != vy
     val_hda, search_rate = (vres.X_cases[keep], vy[keep]), _rate(keep)
-    pres = bench.pgd(bench.module, Xv, yv, np.ones(len(Xv), np.int64), bench.p.seed + 1)
+    pres = bench.pgd(bench.white_module, Xv, yv, np.ones(len(Xv), np.int64), bench.p.seed + 1)
     keep = predict(bench.proba_fn, pres.X_cases, bench.batch).argmax(1) != yv[pres.seed_index]
     return val_hda, (pres.X_cases[keep], yv[pres.seed_index][keep]), search_rate
 
@@ -389,7 +396,7 @@ def reattack(bench: Bench, repaired: torch.nn.Module, X_held: np.ndarray, y_held
     ones = np.ones(len(X_test), np.int64)
     for att in ("pgd", "autoattack"):
         row = {}
-        for name, mod, fn in (("before", bench.module, bench.proba_fn), ("after", repaired, fixed)):
+        for name, mod, fn in (("before", bench.white_module, bench.proba_fn), ("after", repaired, fixed)):
             res = bench.pgd(mod, X_test, y_test, ones, bench.p.seed + 2) if att == "pgd" else \
                 _attack(bench, att, mod, fn, X_test, y_test, ones, n_classes)
             row[name] = _rate(predict(fn, res.X_cases, bench.batch).argmax(1) == y_test[res.seed_index])
@@ -408,8 +415,8 @@ def _finetune_cases(bench: Bench, mname: str, Xs: np.ndarray, ys: np.ndarray, ld
         n_i = G.allocate(lds, int(p.finetune.cases_per_seed) * len(Xs), p.ga.population)
         return bench.ga(bench.proba_fn, Xs, ys, n_i, p.seed)
     if mname == "pgd":
-        return bench.pgd(bench.module, Xs, ys, n_i, p.seed)
-    with NeuronCoverage(bench.module, torch.as_tensor(X_ref, device=bench.device),
+        return bench.pgd(bench.white_module, Xs, ys, n_i, p.seed)
+    with NeuronCoverage(bench.white_module, torch.as_tensor(X_ref, device=bench.device),
                         threshold=p.coverage.threshold) as cov:
         return _coverage(bench, cov, Xs, ys, n_i)
 
@@ -439,7 +446,7 @@ def rq4_finetune(bench: Bench, data: Splits, rng: np.random.Generator, n_classes
     tune, held = split_pool(len(Xv), rng)
     ldp = bench.density.log_density(Xv)
     k = min(int(ft.seeds), len(tune))
-    grad = G.gradient_indicator(bench.module, Xv[tune], yv[tune], device=bench.device)
+    grad = G.gradient_indicator(bench.white_module, Xv[tune], yv[tune], device=bench.device)
     seeds = {"hda": tune[G.select_seeds(ldp[tune], grad, k, normalise=p.normalise)],
              "pgd": tune[rng.choice(len(tune), k, replace=False)],
              "coverage": tune[rng.choice(len(tune), k, replace=False)]}
@@ -453,7 +460,7 @@ def rq4_finetune(bench: Bench, data: Splits, rng: np.random.Generator, n_classes
                 "test_acc": _accuracy(bench, mod, X_test, y_test),
                 "global_robustness": _accuracy(bench, mod, *val_hda), "pgd_robustness": _accuracy(bench, mod, *val_pgd)}
 
-    out = Finetuning(accuracies(bench.module), {}, {}, {},
+    out = Finetuning(accuracies(bench.white_module), {}, {}, {},
                      {"pool": int(len(Xv)), "held_seeds": int(len(held)), "tune_pool": int(len(tune)),
                       "hda_aes": int(len(val_hda[0])), "pgd_aes": int(len(val_pgd[0]))}, int(len(sub)),
                      split={"tune": tune.tolist(), "held": held.tolist(),
@@ -463,7 +470,7 @@ def rq4_finetune(bench: Bench, data: Splits, rng: np.random.Generator, n_classes
         res = _finetune_cases(bench, mname, Xv[ids], yv[ids], ldp[ids], X_train[sub[:1000]])
         X_ft = np.concatenate([X_train[sub], res.X_cases]).astype(np.float32)
         y_ft = np.concatenate([y_train[sub], yv[ids][res.seed_index]])
-        m = finetune(bench.module, X_ft, y_ft, epochs=ft.epochs, lr=ft.lr, batch_size=ft.batch_size, seed=p.seed,
+        m = finetune(bench.white_module, X_ft, y_ft, epochs=ft.epochs, lr=ft.lr, batch_size=ft.batch_size, seed=p.seed,
                      device=bench.device, progress=bench.progress)["module"]
         out.after[mname] = accuracies(m)
         out.test_cases[mname], out.seeds[mname] = int(len(res.X_cases)), int(len(ids))

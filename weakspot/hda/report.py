@@ -122,7 +122,7 @@ def _metrics_and_claims(result: HdaResult, p: HdaParams) -> Tuple[Dict[str, Any]
         entry = {"ae_prop": rounded(e.ae_prop), "pred_loss": rounded(e.pred_loss), "fid": rounded(e.fid, 6),
                  "fid_interval": None if f is None or not np.isfinite(f.lo) else [rounded(f.lo, 6), rounded(f.hi, 6)],
                  "ssim": rounded(e.ssim),
-                 "fid_aes": int(e.ae_mask.sum()), "valid_ae_share": rounded(e.valid_ae_share),
+                 "fid_aes": _ae_count(e), "valid_ae_share": rounded(e.valid_ae_share),
                  "log_density": rounded(e.log_density), "queries_per_seed": rounded(e.queries_per_seed, 1),
                  "test_cases": int(e.n_cases)}
         if sname == "selected":
@@ -163,7 +163,7 @@ def _metrics_and_claims(result: HdaResult, p: HdaParams) -> Tuple[Dict[str, Any]
 def _case_row(e: CaseEval) -> Dict[str, Any]:
     return {"method": METHOD_TITLES.get(e.method, e.method), "seeds": e.seeds, "test cases": e.n_cases,
             "AE prop.": round(e.ae_prop, 3), "pred. loss (AEs)": rounded(e.pred_loss, 3),
-            "log density of AEs": rounded(e.log_density, 3), "AEs": int(e.ae_mask.sum()),
+            "log density of AEs": rounded(e.log_density, 3), "AEs": _ae_count(e),
             "FID (95%, AEs)": fid_text(e, "").strip(), "valid AEs": _share(e.valid_ae_share),
             "SSIM to seed": rounded(e.ssim, 3), "L-inf to seed": rounded(e.linf, 4),
             "queries / seed": round(e.queries_per_seed, 1), "seconds / seed": round(e.seconds_per_seed, 4)}
@@ -181,12 +181,17 @@ def _table8_rows(result: HdaResult) -> List[Dict[str, Any]]:
     if adv is None:
         return []
     return [{"model": ml, "method": METHOD_TITLES[att], "log density of seeds": round(adv.seed_log_density[ml], 3),
-             "AE prop.": round(e.ae_prop, 3), "AEs": int(e.ae_mask.sum()), "FID (95%, AEs)": fid_text(e, "").strip(),
+             "AE prop.": round(e.ae_prop, 3), "AEs": _ae_count(e), "FID (95%, AEs)": fid_text(e, "").strip(),
              "SSIM to seed": rounded(e.ssim, 3)} for ml, row in adv.evals.items() for att, e in row.items()]
 
 
 def _share(v: float) -> str:
     return "" if not np.isfinite(v) else f"{v:.0%}"
+
+
+def _ae_count(e: CaseEval) -> int:
+    assert e.ae_mask is not None  # evaluate_cases sets every array
+    return int(e.ae_mask.sum())
 
 
 def _table7_rows(result: HdaResult) -> List[Dict[str, Any]]:
@@ -430,9 +435,11 @@ def findings(result: HdaResult, p: HdaParams) -> Any:
     rows = []
     for i in range(len(X)):
         mine = np.where(res.seed_index == i)[0]
+        assert e.ae_mask is not None  # evaluate_cases sets every array
         ae = mine[e.ae_mask[mine]]
         if not len(ae):
             continue
+        assert ss is not None and e.pred is not None and e.conf is not None and e.J is not None  # as ae_mask
         best = ae[np.argmax(ss[ae])]
         share = len(ae) / len(mine)
         pred = int(e.pred[best])

@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Optional, Tuple
 
 import numpy as np
 
@@ -75,7 +75,10 @@ from weakspot.checks import check_clip, check_int, check_number
 from weakspot.errors import DataError, ModelError
 from weakspot.progress import Progress
 
-ScoreFn = Callable[["torch.Tensor", "torch.Tensor"], "torch.Tensor"]  # noqa: F821
+if TYPE_CHECKING:
+    import torch
+
+ScoreFn = Callable[["torch.Tensor", "torch.Tensor"], "torch.Tensor"]
 """``score_fn(xb, idx) -> (m,)``: property scores (``>= 0``: violation) of inputs ``xb`` belonging to balls ``idx``."""
 
 _WIDTH_UP, _WIDTH_DOWN, _ACC_HIGH, _ACC_LOW, _WIDTH_MAX, _WIDTH_MIN = 1.5, 1.5, 0.3, 0.1, 1.0, 1e-15

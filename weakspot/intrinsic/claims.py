@@ -62,7 +62,7 @@ def rank(values: Dict[str, float], name: str) -> int:
 
 
 def _minmax_largest(evals: Dict[str, ModelEval], ps: Dict[str, float]) -> Tuple[Dict[str, str], Dict[str, Any]]:
-    top = max(ps, key=ps.get)
+    top = max(ps, key=ps.__getitem__)
     ok = top == "minmax"
     clean = {n: evals[n].acc["clean"] for n in evals}
     drop = clean["none"] - clean["minmax"] if "none" in clean else 0.0
@@ -75,7 +75,7 @@ def _minmax_largest(evals: Dict[str, ModelEval], ps: Dict[str, float]) -> Tuple[
                         f"more than {CLEAN_DROP * 100:.0f} points below the audited model's is named beside the verdict (a flat, "
                         "inaccurate model scores a large psi too)",
            "numbers": "psi (clean accuracy): " + ", ".join(f"{n} {ps[n]:.2f} ({clean[n]:.1%})"
-                                                           for n in sorted(ps, key=ps.get, reverse=True)),
+                                                           for n in sorted(ps, key=ps.__getitem__, reverse=True)),
            "holds": holds}
     return row, {"minmax_largest_psi": bool(ok), "minmax_clean_drop": float(drop)}
 
@@ -97,8 +97,8 @@ def _psi_orders_as_cw(evals: Dict[str, ModelEval], ps: Dict[str, float],
     against = [(a, b) if ps[a] > ps[b] else (b, a) for a, b in pairs if (a, b) not in agree]
     noise = {(a, b): psi_change_interval(evals[b].kl, evals[a].kl, seed=seed) for a, b in against}
     within = sum(lo <= 0 for _, lo, _ in noise.values())  # psi above, but not beyond its sampling noise
-    tau = float(kendalltau([ps[n] for n in names], [cw[n] for n in names]).statistic)
-    tau = None if not np.isfinite(tau) else tau  # constant accuracies: no rank correlation (never NaN in metrics)
+    kt = float(kendalltau([ps[n] for n in names], [cw[n] for n in names]).statistic)
+    tau = None if not np.isfinite(kt) else kt  # constant accuracies: no rank correlation (never NaN in metrics)
     ok = len(agree) == len(pairs) and len(pairs) > 0
     row = {"claim": "psi orders the models as CW-30 accuracy does (Sec. 5.2)",
            "criterion": "every pair of models whose CW-30 accuracies differ by more than two standard errors "
@@ -110,7 +110,8 @@ def _psi_orders_as_cw(evals: Dict[str, ModelEval], ps: Dict[str, float],
                                 f"{LEVEL:.0%} interval {noise[a, b][1]:+.1%} to {noise[a, b][2]:+.1%}) but below by "
                                 f"CW-30 ({cw[a]:.1%} against {cw[b]:.1%})" for a, b in against)
                       + f"; Kendall tau over all {len(names)} models {'undefined' if tau is None else f'{tau:.2f}'};"
-                      " CW-30 accuracy: " + ", ".join(f"{n} {cw[n]:.1%}" for n in sorted(cw, key=cw.get, reverse=True)),
+                      " CW-30 accuracy: "
+                      + ", ".join(f"{n} {cw[n]:.1%}" for n in sorted(cw, key=cw.__getitem__, reverse=True)),
            "holds": ("yes" if ok else f"no: {len(against)} pair(s) reversed"
                      + (f", {within} of them by a psi difference within its sampling noise" if within else ""))
            if pairs

@@ -55,12 +55,17 @@ class PsiParams(_Section):
     floor: float = Field(1e-3, gt=0, lt=1)
 
 
+def _both_attacks() -> List[Literal["apgd-ce", "apgd-dlr"]]:
+    """AutoAttackParams.attacks's default (a typed factory: a lambda's list would be inferred as ``List[str]``)."""
+    return ["apgd-ce", "apgd-dlr"]
+
+
 class AutoAttackParams(_Section):
     """AutoAttack (Croce & Hein 2020) as IBM ART provides it; on the CPU two APGD attacks of ``iters`` iterations."""
 
     enabled: bool = True
     iters: int = Field(30, ge=1, le=10_000)  # Croce & Hein: 100
-    attacks: List[Literal["apgd-ce", "apgd-dlr"]] = Field(default_factory=lambda: ["apgd-ce", "apgd-dlr"], min_length=1)
+    attacks: List[Literal["apgd-ce", "apgd-dlr"]] = Field(default_factory=_both_attacks, min_length=1)
 
 
 class StabilityParams(_Section):

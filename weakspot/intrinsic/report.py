@@ -71,8 +71,8 @@ def metrics(result: IntrinsicResult, claim_metrics: Dict[str, Any]) -> Dict[str,
                                     "fig6_pool_test": min(n_pool, n_test), "fig6_pool_val": n_pool - min(n_pool, n_test),
                                     "fig6_pool_train": 0}}
     for name, e in evals.items():
-        row = {"psi": e.psi, "psi_softmax": e.psi_softmax, "clean_acc": e.acc["clean"], "fgsm_acc": e.acc["fgsm"],
-               "pgd30_acc": e.acc["pgd30"], "cw30_acc": e.acc["cw30"]}
+        row: Dict[str, Any] = {"psi": e.psi, "psi_softmax": e.psi_softmax, "clean_acc": e.acc["clean"],
+                               "fgsm_acc": e.acc["fgsm"], "pgd30_acc": e.acc["pgd30"], "cw30_acc": e.acc["cw30"]}
         if "autoattack" in e.acc:
             row["autoattack_acc"] = e.acc["autoattack"]
         if grey:

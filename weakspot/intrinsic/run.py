@@ -16,7 +16,7 @@ Caveats first:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -165,8 +165,9 @@ def measure(models: Dict[str, torch.nn.Module], X_pool: np.ndarray, y_pool: np.n
                            defence_info=dict(defence_info or {}))
 
 
-def surfaces(models: Dict[str, torch.nn.Module], X: np.ndarray, y: np.ndarray, inputs: Sequence[int], *, eps: float,
-             params: IntrinsicParams, device: Any = "cpu") -> Dict[int, Dict[str, List[Surface]]]:
+def surfaces(models: Dict[str, torch.nn.Module], X: np.ndarray, y: np.ndarray,
+             inputs: Union[Sequence[int], np.ndarray], *, eps: float, params: IntrinsicParams,
+             device: Any = "cpu") -> Dict[int, Dict[str, List[Surface]]]:
     """Decision surfaces (Sec. 3) of each input in ``inputs``, for the audited model and the min-max one (when it
     ran): ``{input: {model label: [Surface per direction]}}``; input ``j`` of the list draws its random directions
     from ``params.seed + j``."""

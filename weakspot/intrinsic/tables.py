@@ -60,7 +60,7 @@ def defences_table(result: Any, params: IntrinsicParams) -> Any:
              "the model under audit", "psi": round(e.psi, 2), "psi (softmax)": round(e.psi_softmax, 3),
              "clean": _percent(e.acc["clean"]), "FGSM": _percent(e.acc["fgsm"]),
              f"PGD-{p.pgd_steps}": _percent(e.acc["pgd30"]), f"CW-{p.cw_steps}": _percent(e.acc["cw30"])}
-        if aa_on:
+        if aa_name is not None:  # AutoAttack ran
             r[aa_name] = _percent(e.acc.get("autoattack"))
         if grey:
             r["grade (Sec. 5.6)"] = grade(e.psi)
@@ -75,7 +75,7 @@ def reparam_table(reparam: Dict[str, Dict[str, float]], params: IntrinsicParams)
     rows = []
     for name, r in reparam.items():
         for metric, pre in (("psi (normalised)", ""), ("psi (softmax)", "softmax_"), ("eps-sharpness", "sharpness_")):
-            row = {"model": name, "metric": metric}
+            row: Dict[str, Any] = {"model": name, "metric": metric}
             for f in [1.0] + list(params.reparam.factors):
                 row[f"last layer x{f:g}"] = round(r[f"{pre}{factor_key(f)}"], 4)
             rows.append(row)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from typing import Any, Callable, Dict, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -141,7 +141,7 @@ def fit_sklearn_factory(factory: str, X: np.ndarray, y: np.ndarray, *, seed: int
 
     fn = resolve_factory(factory)
     try:
-        params = inspect.signature(fn).parameters
+        params: Mapping[str, inspect.Parameter] = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         params = {}
     takes_seed = "random_state" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())

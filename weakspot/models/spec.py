@@ -18,7 +18,7 @@ import importlib
 import inspect
 import os
 from pathlib import Path
-from typing import Any, Callable, Literal, Optional, Sequence
+from typing import Any, Callable, Literal, Mapping, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -80,7 +80,7 @@ class ModelSpec(BaseModel):
         return self
 
 
-def resolve_factory(factory: str) -> Callable[..., Any]:
+def resolve_factory(factory: Optional[str]) -> Callable[..., Any]:
     """Import ``"pkg.module:attr"`` and return the attribute; a ModelError names what did not resolve."""
     if not isinstance(factory, str) or factory.count(":") != 1 or not all(factory.split(":")):
         raise ModelError(f"factory {factory!r} must look like 'pkg.module:function'")
@@ -98,11 +98,11 @@ def resolve_factory(factory: str) -> Callable[..., Any]:
     return obj
 
 
-def call_factory(fn: Callable[..., Any], factory: str, *, n_classes: int, input_shape: Sequence[int]) -> Any:
+def call_factory(fn: Callable[..., Any], factory: Optional[str], *, n_classes: int, input_shape: Sequence[int]) -> Any:
     """Call ``fn`` with the keyword arguments among ``n_classes``/``input_shape`` that its signature accepts."""
     offered = {"n_classes": int(n_classes), "input_shape": tuple(int(s) for s in input_shape)}
     try:
-        params = inspect.signature(fn).parameters
+        params: Mapping[str, inspect.Parameter] = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         params = {}
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
@@ -212,7 +212,7 @@ def load_model(spec: ModelSpec, *, n_classes: int, input_shape: Sequence[int], d
                 import joblib
 
                 estimator = joblib.load(path)
-            except Exception as exc:  # joblib/pickle raise many kinds for a bad file
+            except Exception as exc:  # joblib/pickle raise many kinds for a bad file  # noqa: BLE001
                 raise ModelError(f"sklearn model {path}: cannot unpickle it with joblib: {exc}") from None
         else:
             estimator = call_factory(resolve_factory(spec.factory), spec.factory, n_classes=n_classes,

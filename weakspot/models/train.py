@@ -161,7 +161,7 @@ def train_torch_classifier(
             seen = max(seen, 1)
             row = {"epoch": epoch, "train_loss": float(loss_sum) / seen, "train_accuracy": int(correct) / seen,
                    "val_loss": float("nan"), "val_accuracy": float("nan")}
-            if Xv is not None:
+            if Xv is not None and yv is not None:  # set together
                 row["val_loss"], row["val_accuracy"] = _evaluate(module, Xv, yv, max(int(batch_size), 512))
             row["seconds"] = time.perf_counter() - t0
             row["steps"] = steps

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -33,7 +33,7 @@ def number(v: Any) -> str:
     return str(v)
 
 
-def png_src(png: bytes) -> str:
+def png_src(png: Union[bytes, bytearray]) -> str:
     """``png`` as a ``data:`` URI, so the page shows it offline."""
     return "data:image/png;base64," + base64.b64encode(bytes(png)).decode("ascii")
 
@@ -213,7 +213,7 @@ def target(t: Mapping[str, Any], max_findings: int = 4) -> Dict[str, Any]:
             "methods": [method_card(m, max_findings) for m in t.get("methods", [])]}
 
 
-def overview(shown: List[Mapping[str, Any]]) -> Dict[str, Any]:
+def overview(shown: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     """The table the report opens with, from the targets as :func:`target` shows them, a row per target: its model,
     accuracy, how many confirmed weak spots, the worst in words with its lift, and per method whether it beat its
     control (``won``, ``lost``, ``unchecked``, ``none``, ``not run``, ``missing``)."""
@@ -285,8 +285,8 @@ def conditions_section(since: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     rules = list(since.get("rows") or [])
     if not gates and not rules:
         return None
-    rows = [{"passed": bool(g["passed"]), "kind": "gate", "condition": str(g["condition"]),
-             "numbers": str(g.get("numbers", ""))} for g in gates]
+    rows: List[Dict[str, Any]] = [{"passed": bool(g["passed"]), "kind": "gate", "condition": str(g["condition"]),
+                                   "numbers": str(g.get("numbers", ""))} for g in gates]
     bad_rules = [r for r in rules if r.get("regression")]
     rows += [{"passed": False, "kind": "regression rule", "condition": f"{r['metric']} (worse if {r['rule']})",
               "numbers": f"{_since_cell(r['before'])} -> {_since_cell(r['after'])}"} for r in bad_rules]
@@ -373,7 +373,7 @@ def _sections(sections: List[Mapping[str, Any]], groups: Mapping[str, str], **da
     return out
 
 
-def page(sections: List[Mapping[str, Any]], *, figures: Mapping[str, bytes], tables: Mapping[str, Any],
+def page(sections: Sequence[Mapping[str, Any]], *, figures: Mapping[str, bytes], tables: Mapping[str, Any],
          metrics: Mapping[str, Mapping[str, Any]], title: str, run_info: Optional[Mapping[str, Any]],
          max_table_rows: int, targets: Optional[List[Mapping[str, Any]]], groups: Optional[Mapping[str, str]],
          since: Optional[Mapping[str, Any]], trend_png: Optional[bytes]) -> Dict[str, Any]:

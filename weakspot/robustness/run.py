@@ -9,7 +9,7 @@ is comparable along eps and between audits of the same data (same seed, same sam
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -31,7 +31,7 @@ class CurveResult:
     clip: tuple
     correct: Dict[str, np.ndarray] = field(default_factory=dict)
     classes: List[str] = field(default_factory=list)
-    y: np.ndarray = None
+    y: Optional[np.ndarray] = None
     n_channels: int = 1
 
     def accuracy(self, attack: str) -> np.ndarray:

@@ -104,7 +104,8 @@ class _Builder:
         p = np.asarray(profile, dtype=np.float64)
         t = np.linspace(0.0, 2 * np.pi, segments, endpoint=False)
         c, s = np.cos(t), np.sin(t)
-        verts, index = [], []
+        verts: List[Tuple[float, float, float]] = []
+        index: List[List[int]] = []
         for r, z in p:
             if r <= 1e-9:
                 index.append([len(verts)] * segments)
@@ -155,7 +156,7 @@ class _Builder:
             b = np.cross(d, n)
             verts.append(p + radius * (np.outer(np.cos(t), n) + np.outer(np.sin(t), b)))
         v = np.concatenate(verts)
-        faces = []
+        faces: List[Tuple[int, ...]] = []
         for i in range(len(path) - 1):
             a, b = i * segments, (i + 1) * segments
             for j in range(segments):

@@ -28,7 +28,7 @@ import signal
 import sys
 import time
 import traceback
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -232,6 +232,7 @@ class WorkerPool:
                 handled.add(i)
                 conn, proc, stage = self.conns[i], self.procs[i], phase[i]
                 has_msg = None
+                payload: Any  # _worker_main's: (device, tmp_dir), the RGBA array or the error text; None: died
                 try:
                     has_msg = conn.poll()
                     status, payload = conn.recv() if has_msg else ("died", None)
@@ -258,7 +259,7 @@ class WorkerPool:
                 self.close()
                 what = "render" if phase[late[0]] == "render" else "restart"
                 raise RenderError(f"render worker {late[0]} did not answer within {self.timeout} s during {what}")
-        return np.concatenate(results)
+        return np.concatenate(cast(List[np.ndarray], results))  # phase is empty: every chunk rendered
 
 
 def _strip_blender_script_paths() -> None:

@@ -269,6 +269,7 @@ class BlenderRenderer:
         elif self._local is not None:
             rgba = self._local.render(params)
         else:
+            assert self._pool is not None  # start() made a local scene or a pool
             try:
                 rgba = self._pool.render(params)
             except BaseException:  # an interrupt would leave answers in the pipes for the next batch to misread

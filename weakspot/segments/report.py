@@ -22,7 +22,7 @@ from weakspot.fmt import fmt, rounded
 from weakspot.methods import AuditTarget, MethodReport
 from weakspot.result import StageResult
 from weakspot.segments.config import SegmentsParams
-from weakspot.segments.run import Segment, SegmentsResult
+from weakspot.segments.run import SegmentsResult
 
 SEVERITY = ("lift: the segment's failure rate on held-out evaluation rows over that of the other rows of the same "
             "held-out half")
@@ -85,8 +85,8 @@ def findings_of(result: SegmentsResult, target: AuditTarget) -> Any:
                      "confidence": float(result.confidence[i]), **_example(result, target, i)}
         else:
             one = s.kind == "class" and s.rule.allowed is not None and len(s.rule.allowed) == 1
-            shown = {"label": classes[next(iter(s.rule.allowed))] if one else "", "prediction": "",
-                     "confidence": float("nan")}
+            shown = {"label": classes[next(iter(s.rule.allowed))] if one and s.rule.allowed is not None else "",
+                     "prediction": "", "confidence": float("nan")}
         rows.append({"weak_spot": s.text, "kind": s.kind, "severity": float(np.nan_to_num(e.lift, nan=0.0)),
                      "severity_meaning": SEVERITY, **shown, **e.columns(),
                      "confirmation": e.sentence("rows", "in the rest of the half") + CONFIRMATION
