@@ -25,9 +25,13 @@ def test_the_site_builds_in_strict_mode_with_the_method_pages_and_the_api_refere
     out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "-d", str(site)],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
+    params = (ROOT / "params.yaml").read_text()
     for m in METHOD_PAGES:  # use_directory_urls: false, so the pages open from disk too
         page = (site / "methods" / f"{m}.html").read_text()
         assert "On the default audit" in page and "this machine's default audit" in page, m
+        # its settings are params.yaml's section as it is (docs/hooks.py), not a copy: its first key's line is there
+        key = next(ln for ln in params.split(f"\n{m}:\n", 1)[1].splitlines() if ln.strip() and not ln.startswith("#"))
+        assert key.strip().split(":")[0] in page and "params.yaml: " not in page, m
     api = (site / "reference" / "api.html").read_text()
     # mkdocstrings rendered weakspot.api's members, not just the page's own text
     assert 'id="weakspot.api.audit"' in api and 'id="weakspot.api.Audit"' in api
