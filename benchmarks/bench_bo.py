@@ -60,8 +60,9 @@ def _render_time(n: int = 40):
         return None, f"BlenderRenderer not importable ({type(e).__name__}: {e})"
     space = SceneSpace()
     rng = np.random.default_rng(0)
-    scenes = [dict(p, **{"class": CLASSES[i % len(CLASSES)], "instance": 0})
-              for i, p in enumerate(space.sample(rng, n))]
+    scenes = [
+        dict(p, **{"class": CLASSES[i % len(CLASSES)], "instance": 0}) for i, p in enumerate(space.sample(rng, n))
+    ]
     try:
         with BlenderRenderer(resolution=32, samples=8, workers=2, device="cpu", seed=0) as r:
             r.render(scenes[:4])  # warm up the workers
@@ -87,19 +88,26 @@ def main() -> None:
     print(f"render: {what}")
     if render:
         print(f"  one render() call with 1 scene: {render[0]:.3f} s; per image in a batch of 40: {render[1]:.3f} s")
-    print(f"{'n_obs':>6} {'stock median s':>15} {'tuned median s':>15} {'tuned max s':>12} {'speed-up':>9}"
-          f" {'lean median s':>14} {'default median s':>17}" + ("   tuned / one render" if render else ""))
+    print(
+        f"{'n_obs':>6} {'stock median s':>15} {'tuned median s':>15} {'tuned max s':>12} {'speed-up':>9}"
+        f" {'lean median s':>14} {'default median s':>17}" + ("   tuned / one render" if render else "")
+    )
     for n in a.sizes:
         stock = _time_suggest(space, n, a.steps, stock=True)
         tuned = _time_suggest(space, n, max(a.steps, 5), single_thread=True)  # covers one hyperparameter refit
         lean = _time_suggest(space, n, max(a.steps, 10), n_random=500, n_local=100, refit_every=10)
-        default = _time_suggest(space, n, max(a.steps, 5), kappa=0.5, objective="logit", ard=True,
-                                min_length_scale=0.05)
-        line = (f"{n:>6} {np.median(stock):>15.3f} {np.median(tuned):>15.3f} {tuned.max():>12.3f} "
-                f"{np.median(stock) / np.median(tuned):>8.1f}x {np.median(lean):>14.3f} {np.median(default):>17.3f}")
+        default = _time_suggest(
+            space, n, max(a.steps, 5), kappa=0.5, objective="logit", ard=True, min_length_scale=0.05
+        )
+        line = (
+            f"{n:>6} {np.median(stock):>15.3f} {np.median(tuned):>15.3f} {tuned.max():>12.3f} "
+            f"{np.median(stock) / np.median(tuned):>8.1f}x {np.median(lean):>14.3f} {np.median(default):>17.3f}"
+        )
         if render:
-            line += f"   {np.mean(tuned) / render[0]:.2f} (mean tuned / 1-scene call), " \
-                    f"{np.mean(tuned) / render[1]:.2f} (/ per image in a batch)"
+            line += (
+                f"   {np.mean(tuned) / render[0]:.2f} (mean tuned / 1-scene call), "
+                f"{np.mean(tuned) / render[1]:.2f} (/ per image in a batch)"
+            )
         print(line)
 
 

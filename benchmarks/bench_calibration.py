@@ -109,7 +109,9 @@ def _images(n: int, rng: np.random.Generator, k: int = 3) -> Dataset:
     level = rng.uniform(0.1, 0.9, n)
     spread = rng.uniform(0.01, 0.2, n)
     X = (level[:, None, None, None] + spread[:, None, None, None] * rng.normal(0, 1, (n, 1, 8, 8))).clip(0, 1)
-    return Dataset(X=X.astype(np.float32), y=rng.integers(0, k, n).astype(np.int64), classes=[f"c{i}" for i in range(k)])
+    return Dataset(
+        X=X.astype(np.float32), y=rng.integers(0, k, n).astype(np.int64), classes=[f"c{i}" for i in range(k)]
+    )
 
 
 def null_case(kind: str, seed: int, n: int) -> Case:
@@ -120,8 +122,12 @@ def null_case(kind: str, seed: int, n: int) -> Case:
         return Case(f"{kind}/{seed}", ds, _flip(ds.y, rng.random(n) < 0.1, k, rng), frame=_frame(ds))
     if kind == "noise":
         right = _numeric(n, rng)
-        ds = Dataset(X=right.X, y=_flip(right.y, rng.random(n) < 0.1, 2, rng), classes=right.classes,
-                     feature_names=right.feature_names)
+        ds = Dataset(
+            X=right.X,
+            y=_flip(right.y, rng.random(n) < 0.1, 2, rng),
+            classes=right.classes,
+            feature_names=right.feature_names,
+        )
         return Case(f"{kind}/{seed}", ds, right.y.copy(), frame=_frame(ds))
     if kind == "images":
         ds = _images(n, rng)
@@ -136,8 +142,11 @@ def planted_cases(n: int) -> List[Case]:
         ("two thresholds", lambda X: (X[:, 2] > 0.3) & (X[:, 3] <= -0.2), "f2 > 0.3 and f3 <= -0.2"),
         ("one threshold", lambda X: X[:, 1] > 0.6, "f1 > 0.6"),
         ("a band", lambda X: (X[:, 2] > 0.2) & (X[:, 2] <= 0.6), "0.2 < f2 <= 0.6"),
-        ("three conditions", lambda X: (X[:, 1] <= -0.3) & (X[:, 2] > 0.0) & (X[:, 3] > 0.2),
-         "f1 <= -0.3 and f2 > 0 and f3 > 0.2"),
+        (
+            "three conditions",
+            lambda X: (X[:, 1] <= -0.3) & (X[:, 2] > 0.0) & (X[:, 3] > 0.2),
+            "f1 <= -0.3 and f2 > 0 and f3 > 0.2",
+        ),
     ]:
         ds = _numeric(n, rng)
         planted = rule(ds.X)
@@ -150,18 +159,35 @@ def planted_cases(n: int) -> List[Case]:
     y2 = (x + 0.3 * z > 0).astype(np.int64)
     ds = Dataset(X=X, y=y2, classes=["no", "yes"], feature_names=["x", "city", "plan", "z"], categories=cats)
     planted = (city == 2) & (plan == 2)
-    out.append(Case("two categories", ds, _flip(y2, planted | (rng.random(n) < 0.05), 2, rng), planted,
-                    "city = Nice and plan = gold", frame=_frame(ds)))
+    out.append(
+        Case(
+            "two categories",
+            ds,
+            _flip(y2, planted | (rng.random(n) < 0.05), 2, rng),
+            planted,
+            "city = Nice and plan = gold",
+            frame=_frame(ds),
+        )
+    )
     y3 = np.digitize(x, [-1 / 3, 1 / 3]).astype(np.int64)
     ds = Dataset(X=X, y=y3, classes=["low", "mid", "high"], feature_names=["x", "city", "plan", "z"], categories=cats)
     planted = (city == 1) & (x > 0.4) & (x <= 0.9)
     pred = np.where(planted, 1, _flip(y3, rng.random(n) < 0.05, 3, rng))
-    out.append(Case("category and range, 3 classes", ds, pred, planted, "city = Lyon and 0.4 < x <= 0.9 (class high)",
-                    frame=_frame(ds)))
+    out.append(
+        Case(
+            "category and range, 3 classes",
+            ds,
+            pred,
+            planted,
+            "city = Lyon and 0.4 < x <= 0.9 (class high)",
+            frame=_frame(ds),
+        )
+    )
     # a real model: its training rows of class 1 with f1 > 0.5 were dropped
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     tr, te = _numeric(4000, rng), _numeric(n, rng)
+
     def rule(X: np.ndarray) -> np.ndarray:  # class 1: f0 > 0 below f1 = 0.5, f0 > 0.5 above it
         return np.where(X[:, 1] <= 0.5, X[:, 0] > 0, X[:, 0] > 0.5).astype(np.int64)
 
@@ -169,16 +195,26 @@ def planted_cases(n: int) -> List[Case]:
     keep = ~((y_tr == 1) & (tr.X[:, 1] > 0.5))
     clf = HistGradientBoostingClassifier(random_state=0).fit(tr.X[keep], y_tr[keep])
     ds = Dataset(X=te.X, y=y_te, classes=te.classes, feature_names=te.feature_names)
-    out.append(Case("class 1 above f1 = 0.5 left out of training", ds, clf.predict(te.X).astype(np.int64),
-                    (y_te == 1) & (te.X[:, 1] > 0.5), "class 1 and f1 > 0.5 (a HistGradientBoosting model)",
-                    frame=_frame(ds)))
+    out.append(
+        Case(
+            "class 1 above f1 = 0.5 left out of training",
+            ds,
+            clf.predict(te.X).astype(np.int64),
+            (y_te == 1) & (te.X[:, 1] > 0.5),
+            "class 1 and f1 > 0.5 (a HistGradientBoosting model)",
+            frame=_frame(ds),
+        )
+    )
     # images
     for name, rule, what in [
         ("an image class", lambda d, r: (d.y == 2) & (r.random(len(d)) < 0.6), "class c2 (60% of it fails)"),
         ("dark images", lambda d, r: d.X.mean(axis=(1, 2, 3)) < 0.3, "brightness < 0.3"),
         ("low-contrast images", lambda d, r: d.X.std(axis=(1, 2, 3)) < 0.05, "contrast < 0.05"),
-        ("dark images of one class", lambda d, r: (d.y == 1) & (d.X.mean(axis=(1, 2, 3)) < 0.35),
-         "class c1 and brightness < 0.35"),
+        (
+            "dark images of one class",
+            lambda d, r: (d.y == 1) & (d.X.mean(axis=(1, 2, 3)) < 0.35),
+            "class c1 and brightness < 0.35",
+        ),
     ]:
         ds = _images(n, rng)
         fails = rule(ds, rng)
@@ -188,14 +224,28 @@ def planted_cases(n: int) -> List[Case]:
     from weakspot.scene.space import SceneSpace
 
     band = np.array([abs(s["view_elevation"]) > 45.5 for s in _scenes(SceneSpace())])
-    out.append(Case("a scene viewpoint band (the examiner)", Dataset(X=np.zeros((len(band), 1), np.float32),
-                    y=np.zeros(len(band), np.int64), classes=["flat", "tall"]), np.zeros(len(band), np.int64), band,
-                    "class flat at view_elevation beyond +-45 deg", extra={"scene": ElevationModel()}))
+    out.append(
+        Case(
+            "a scene viewpoint band (the examiner)",
+            Dataset(X=np.zeros((len(band), 1), np.float32), y=np.zeros(len(band), np.int64), classes=["flat", "tall"]),
+            np.zeros(len(band), np.int64),
+            band,
+            "class flat at view_elevation beyond +-45 deg",
+            extra={"scene": ElevationModel()},
+        )
+    )
     for c, share in ((2, 0.6), (0, 0.5)):
         y = rng.integers(0, 5, n)
-        out.append(Case(f"an attack-fragile class ({share:.0%})", Dataset(X=np.zeros((n, 1), np.float32), y=y,
-                        classes=[f"c{i}" for i in range(5)]), y.copy(), y == c, f"class c{c} under attack",
-                        extra={"attack": (c, share)}))
+        out.append(
+            Case(
+                f"an attack-fragile class ({share:.0%})",
+                Dataset(X=np.zeros((n, 1), np.float32), y=y, classes=[f"c{i}" for i in range(5)]),
+                y.copy(),
+                y == c,
+                f"class c{c} under attack",
+                extra={"attack": (c, share)},
+            )
+        )
     return out
 
 
@@ -226,27 +276,34 @@ def scene_regions(model: Any, seed: int) -> List[Dict[str, Any]]:
     from weakspot.scene.space import SceneSpace
 
     space = SceneSpace()
-    params = tiny_params(T=20, checkpoints=[0, 20], examiners=["random", "bo", "rl"], n_random=20, repeats=1,
-                         seed=seed)
+    params = tiny_params(T=20, checkpoints=[0, 20], examiners=["random", "bo", "rl"], n_random=20, repeats=1, seed=seed)
     models = {"m": examined_model(model, ["flat", "tall"])}
-    meta = pd.DataFrame({"class": ["flat"] * 4, "label": 0, "instance": [1, 3, 4, 5],
-                         "split": ["train", "val", "val", "test"]})
-    sessions = make_sessions(params, space, models, {"m": {"flat": 3}}, ["flat"], "main", "m", params.examiners,
-                             params.T, repeats=1)
+    meta = pd.DataFrame(
+        {"class": ["flat"] * 4, "label": 0, "instance": [1, 3, 4, 5], "split": ["train", "val", "val", "test"]}
+    )
+    sessions = make_sessions(
+        params, space, models, {"m": {"flat": 3}}, ["flat"], "main", "m", params.examiners, params.T, repeats=1
+    )
     r = ElevationRenderer()
     run_sessions(sessions, r, models, chunk=256, progress=None)
-    regs = find_regions(sessions, space, meta, r, models, params.regions, params.seed,
-                        lambda rr, sc: render_scenes(rr, sc, 256))
+    regs = find_regions(
+        sessions, space, meta, r, models, params.regions, params.seed, lambda rr, sc: render_scenes(rr, sc, 256)
+    )
     sample = _scenes(space)
-    return [{"text": g.text(), "mask": np.array([_inside(g.rule, s) for s in sample]),
-             "lo": g.evidence.lift_lo_adjusted} for g in regs if g.confirmed]
+    return [
+        {"text": g.text(), "mask": np.array([_inside(g.rule, s) for s in sample]), "lo": g.evidence.lift_lo_adjusted}
+        for g in regs
+        if g.confirmed
+    ]
 
 
 def _scenes(space: Any, n: int = 5000) -> List[Dict[str, float]]:
     rng = np.random.default_rng(0)
     names = list(space.fixed) + list(space.searched)
-    return [{k: float(space.bounds[k][0] + rng.random() * (space.bounds[k][1] - space.bounds[k][0])) for k in names}
-            for _ in range(n)]
+    return [
+        {k: float(space.bounds[k][0] + rng.random() * (space.bounds[k][1] - space.bounds[k][0])) for k in names}
+        for _ in range(n)
+    ]
 
 
 # ------------------------------------------------------------------------------------------------------- weakspot
@@ -271,13 +328,25 @@ def audit(case: Case, seed: int = 0) -> List[Dict[str, Any]]:
         return scene_regions(case.extra["scene"], seed)
     if "attack" in case.extra or case.name.startswith("attack/"):
         fragile, share = case.extra.get("attack", (None, 0.3))
-        out = [{"text": f"class c{c}", "mask": case.ds.y == c, "lo": e.lift_lo_adjusted}
-               for c, e in attack_evidence(case.ds.y, fragile, share, seed) if e.confirmed]
+        out = [
+            {"text": f"class c{c}", "mask": case.ds.y == c, "lo": e.lift_lo_adjusted}
+            for c, e in attack_evidence(case.ds.y, fragile, share, seed)
+            if e.confirmed
+        ]
         return sorted(out, key=lambda r: -r["lo"])
-    res = segments(SimpleNamespace(test=case.ds, model=Answers(case.ds.X, case.pred, len(case.ds.classes))),
-                   SegmentsParams(seed=seed), None)
-    return [{"text": s.text, "mask": s.rule.mask(res.features.values, res.features.names, case.ds.y),
-             "lo": s.evidence.lift_lo_adjusted} for s in res.confirmed]
+    res = segments(
+        SimpleNamespace(test=case.ds, model=Answers(case.ds.X, case.pred, len(case.ds.classes))),
+        SegmentsParams(seed=seed),
+        None,
+    )
+    return [
+        {
+            "text": s.text,
+            "mask": s.rule.mask(res.features.values, res.features.names, case.ds.y),
+            "lo": s.evidence.lift_lo_adjusted,
+        }
+        for s in res.confirmed
+    ]
 
 
 def jaccard(a: np.ndarray, b: np.ndarray) -> float:
@@ -288,10 +357,14 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
 def score(found: List[Dict[str, Any]], planted: np.ndarray) -> Dict[str, Any]:
     js = [jaccard(f["mask"], planted) for f in found]
     inside = [float((f["mask"] & planted).sum() / max(int(f["mask"].sum()), 1)) for f in found[:1]]
-    return {"first": bool(js and js[0] >= 0.5), "top3": any(j >= 0.5 for j in js[:3]),
-            "first_precision": round(inside[0], 3) if inside else 0.0,
-            "best_jaccard": round(max(js), 3) if js else 0.0, "first_text": found[0]["text"] if found else "",
-            "n_confirmed": len(found)}
+    return {
+        "first": bool(js and js[0] >= 0.5),
+        "top3": any(j >= 0.5 for j in js[:3]),
+        "first_precision": round(inside[0], 3) if inside else 0.0,
+        "best_jaccard": round(max(js), 3) if js else 0.0,
+        "first_text": found[0]["text"] if found else "",
+        "n_confirmed": len(found),
+    }
 
 
 def clopper_pearson(k: int, n: int) -> List[float]:
@@ -311,8 +384,15 @@ def run_peers(cases: List[Case], python: str) -> Dict[str, Any]:
             df = c.frame.copy()
             df["y"], df["pred"] = c.ds.y, c.pred
             df.to_csv(os.path.join(d, f"case{i}.csv"), index=False)
-            spec.append({"name": c.name, "csv": f"case{i}.csv", "features": list(c.frame.columns),
-                         "categorical": sorted(c.ds.categories or {}), "classes": len(c.ds.classes)})
+            spec.append(
+                {
+                    "name": c.name,
+                    "csv": f"case{i}.csv",
+                    "features": list(c.frame.columns),
+                    "categorical": sorted(c.ds.categories or {}),
+                    "classes": len(c.ds.classes),
+                }
+            )
         with open(os.path.join(d, "cases.json"), "w") as f:
             json.dump(spec, f)
         out = os.path.join(d, "out.json")
@@ -342,8 +422,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "calibration.json"))
     a = ap.parse_args(argv)
     t0 = time.time()
-    result: Dict[str, Any] = {"settings": {k: v for k, v in vars(a).items() if k != "peers_python"},
-                              "fdr": FDR, "null": {}, "planted": [], "peers": {}}
+    result: Dict[str, Any] = {
+        "settings": {k: v for k, v in vars(a).items() if k != "peers_python"},
+        "fdr": FDR,
+        "null": {},
+        "planted": [],
+        "peers": {},
+    }
     # null audits
     print(f"## Null models: audits that confirm any weak spot ({a.audits} audits each, {a.rows} test rows)\n")
     print("| null | audits | with a confirmed weak spot | share (95% CI) | false weak spots per audit |")
@@ -362,43 +447,62 @@ def main(argv: Optional[List[str]] = None) -> int:
             hits += bool(found)
             false += len(found)
         ci = clopper_pearson(hits, a.audits)
-        result["null"][kind] = {"audits": a.audits, "with_confirmed": hits, "share": hits / a.audits, "ci95": ci,
-                                "false_per_audit": false / a.audits}
-        print(f"| {kind} | {a.audits} | {hits} | {hits / a.audits:.1%} ({ci[0]:.1%}-{ci[1]:.1%}) | "
-              f"{false / a.audits:.3f} |")
+        result["null"][kind] = {
+            "audits": a.audits,
+            "with_confirmed": hits,
+            "share": hits / a.audits,
+            "ci95": ci,
+            "false_per_audit": false / a.audits,
+        }
+        print(
+            f"| {kind} | {a.audits} | {hits} | {hits / a.audits:.1%} ({ci[0]:.1%}-{ci[1]:.1%}) | "
+            f"{false / a.audits:.3f} |"
+        )
     total = sum(v["with_confirmed"] for v in result["null"].values())
     n_all = a.audits * len(kinds)
-    result["null"]["all"] = {"audits": n_all, "with_confirmed": total, "share": total / n_all,
-                             "ci95": clopper_pearson(total, n_all)}
+    result["null"]["all"] = {
+        "audits": n_all,
+        "with_confirmed": total,
+        "share": total / n_all,
+        "ci95": clopper_pearson(total, n_all),
+    }
     ci = result["null"]["all"]["ci95"]
     print(f"| all | {n_all} | {total} | {total / n_all:.1%} ({ci[0]:.1%}-{ci[1]:.1%}) | |\n")
     # planted
     cases = planted_cases(a.planted_rows)
     print(f"## Planted models: the planted region among the confirmed weak spots ({a.planted_rows} test rows)\n")
-    print("| model | planted region | first | top 3 | best Jaccard | share of the first inside the planted region | "
-          "weakspot's first confirmed weak spot |")
+    print(
+        "| model | planted region | first | top 3 | best Jaccard | share of the first inside the planted region | "
+        "weakspot's first confirmed weak spot |"
+    )
     print("|---|---|---|---|---|---|---|")
     for c in cases:
         sc = score(audit(c), c.planted)
         result["planted"].append({"name": c.name, "planted": c.what, **sc})
-        print(f"| {c.name} | {c.what} | {'yes' if sc['first'] else 'no'} | {'yes' if sc['top3'] else 'no'} | "
-              f"{sc['best_jaccard']:.2f} | {sc['first_precision']:.0%} | {sc['first_text'] or '(none)'} |")
+        print(
+            f"| {c.name} | {c.what} | {'yes' if sc['first'] else 'no'} | {'yes' if sc['top3'] else 'no'} | "
+            f"{sc['best_jaccard']:.2f} | {sc['first_precision']:.0%} | {sc['first_text'] or '(none)'} |"
+        )
     n_first = sum(r["first"] for r in result["planted"])
     result["recall_first"] = n_first / len(cases)
-    print(f"\nRanked first: {n_first} of {len(cases)} ({n_first / len(cases):.0%}); in the top 3: "
-          f"{sum(r['top3'] for r in result['planted'])} of {len(cases)}.\n")
+    print(
+        f"\nRanked first: {n_first} of {len(cases)} ({n_first / len(cases):.0%}); in the top 3: "
+        f"{sum(r['top3'] for r in result['planted'])} of {len(cases)}.\n"
+    )
     # peers
     tab = [c for c in cases if c.frame is not None]
     if not a.no_peers:
         if not os.path.exists(a.peers_python):
             print(f"(peers skipped: {a.peers_python} missing; see benchmarks/peers-requirements.txt)")
         else:
-            nulls = [null_case(k, 20_000 + s, a.rows) for k in ("flips-2", "flips-3", "noise")
-                     for s in range(a.peer_nulls)]
+            nulls = [
+                null_case(k, 20_000 + s, a.rows) for k in ("flips-2", "flips-3", "noise") for s in range(a.peer_nulls)
+            ]
             peers = run_peers(tab + nulls, a.peers_python)
             names = ["weakspot", "erroranalysis", "deepchecks", "sliceline"]
-            rows: Dict[str, Dict[str, Any]] = {p: {"first": 0, "jaccard": [], "null_reports": 0, "errors": 0,
-                                                   "seconds": 0.0} for p in names}
+            rows: Dict[str, Dict[str, Any]] = {
+                p: {"first": 0, "jaccard": [], "null_reports": 0, "errors": 0, "seconds": 0.0} for p in names
+            }
             for c in tab + nulls:
                 found = {"weakspot": audit(c)}
                 for p in names[1:]:
@@ -416,12 +520,16 @@ def main(argv: Optional[List[str]] = None) -> int:
             result["peers"] = {p: {**r, "jaccard": [round(j, 3) for j in r["jaccard"]]} for p, r in rows.items()}
             result["peers_cases"] = {"planted": [c.name for c in tab], "nulls": len(nulls)}
             print(f"## Side by side: {len(tab)} planted tabular models, {len(nulls)} null ones\n")
-            print("| tool | planted region first | mean Jaccard of the first region | nulls with a region "
-                  "reported | errors |")
+            print(
+                "| tool | planted region first | mean Jaccard of the first region | nulls with a region "
+                "reported | errors |"
+            )
             print("|---|---|---|---|---|")
             for p, r in rows.items():
-                print(f"| {p} | {r['first']} of {len(tab)} | {np.mean(r['jaccard']) if r['jaccard'] else 0:.2f} | "
-                      f"{r['null_reports']} of {len(nulls)} | {r['errors']} |")
+                print(
+                    f"| {p} | {r['first']} of {len(tab)} | {np.mean(r['jaccard']) if r['jaccard'] else 0:.2f} | "
+                    f"{r['null_reports']} of {len(nulls)} | {r['errors']} |"
+                )
     result["seconds"] = round(time.time() - t0, 1)
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:

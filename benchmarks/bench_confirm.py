@@ -81,8 +81,9 @@ def main() -> None:
     over = {k: v for k, v in (("T", args.T), ("repeats", args.repeats)) if v is not None}
     if "T" in over:
         over["checkpoints"] = [0, over["T"]]
-    params = ExamineParams.model_validate({**base.model_dump(), **over, "regions": {
-        **base.regions.model_dump(), "enabled": False}})
+    params = ExamineParams.model_validate(
+        {**base.model_dump(), **over, "regions": {**base.regions.model_dump(), "enabled": False}}
+    )
     if not args.fake and not os.path.isdir(f"data/targets/{args.target}/model"):
         print(f"no audited target {args.target!r} here (run `make audit` first): the fake world instead")
         args.fake = True
@@ -98,20 +99,34 @@ def main() -> None:
 
         models = {"target": examined_model(model, classes)}
         t = time.perf_counter()
-        regions = find_regions(res.sessions, space, meta, counting, models, base.regions, params.seed,
-                               lambda r, sc: render_scenes(r, sc, params.render_chunk))
+        regions = find_regions(
+            res.sessions,
+            space,
+            meta,
+            counting,
+            models,
+            base.regions,
+            params.seed,
+            lambda r, sc: render_scenes(r, sc, params.render_chunk),
+        )
         t_conf, n_conf = time.perf_counter() - t, counting.n - n_exam
     finally:
         if ctx is not None:
             ctx.__exit__(None, None, None)
     where = "fake world" if args.fake else f"target {args.target} (Blender)"
-    print(f"examiner on {where}: T = {params.T}, {params.repeats} repeat(s), {len(set(s.cls for s in res.sessions))} "
-          f"classes, regions.n_confirm = {base.regions.n_confirm}")
+    print(
+        f"examiner on {where}: T = {params.T}, {params.repeats} repeat(s), {len(set(s.cls for s in res.sessions))} "
+        f"classes, regions.n_confirm = {base.regions.n_confirm}"
+    )
     print(f"  examination : {n_exam:6d} renders  {t_exam:7.1f} s")
-    print(f"  confirmation: {n_conf:6d} renders  {t_conf:7.1f} s   ({sum(r.rule is not None for r in regions)} regions,"
-          f" {sum(r.confirmed for r in regions)} confirmed)")
-    print(f"  ratio confirmation / examination: renders {n_conf / max(n_exam, 1):.3f}, seconds "
-          f"{t_conf / max(t_exam, 1e-9):.3f}")
+    print(
+        f"  confirmation: {n_conf:6d} renders  {t_conf:7.1f} s   ({sum(r.rule is not None for r in regions)} regions,"
+        f" {sum(r.confirmed for r in regions)} confirmed)"
+    )
+    print(
+        f"  ratio confirmation / examination: renders {n_conf / max(n_exam, 1):.3f}, seconds "
+        f"{t_conf / max(t_exam, 1e-9):.3f}"
+    )
     for r in regions:
         print(f"    {r.text()}: " + (r.evidence.sentence("renders") if r.evidence else ""))
 

@@ -83,18 +83,32 @@ def main() -> None:
     total = time.perf_counter() - t
     res, findings = rep.section, rep.findings
     m = res.metrics
-    show = {k: m[k] for k in ("n_seeds", "margin_before", "margin_after", "realistic_yield", "tv_corner", "tv_fgsm",
-                              "top_class_pairs")}
+    show = {
+        k: m[k]
+        for k in (
+            "n_seeds",
+            "margin_before",
+            "margin_after",
+            "realistic_yield",
+            "tv_corner",
+            "tv_fgsm",
+            "top_class_pairs",
+        )
+    }
     print(json.dumps(show, indent=1))
     print(json.dumps({k: v for k, v in m.items() if k not in show}, indent=1, default=float))
     print(f"findings: {len(findings)} rows ({(findings['kind'] == 'class_pair').sum()} class pairs)")
     phases = dict(zip(res.tables["seconds"]["phase"], res.tables["seconds"]["seconds"]))
     print(f"total {total:.1f} s ({total / TARGET_S:.0%} of the {TARGET_S:.0f} s target); phases {phases}")
-    print(f"median logit margin fell x{m['margin_reduction']:.3g} in {params.steps} steps: "
-          f"{'at least' if m['margin_reduction'] >= 100 else 'less than'} two orders of magnitude")
-    print(f"TV corner {m['tv_corner']:.4f} vs FGSM {m['tv_fgsm']:.4f}; manifold distance corner "
-          f"{m['manifold_corner']:.4f} vs FGSM {m['manifold_fgsm']:.4f}: corner cases "
-          f"{'less' if m['tv_corner'] < m['tv_fgsm'] and m['manifold_corner'] < m['manifold_fgsm'] else 'NOT less'} noisy")
+    print(
+        f"median logit margin fell x{m['margin_reduction']:.3g} in {params.steps} steps: "
+        f"{'at least' if m['margin_reduction'] >= 100 else 'less than'} two orders of magnitude"
+    )
+    print(
+        f"TV corner {m['tv_corner']:.4f} vs FGSM {m['tv_fgsm']:.4f}; manifold distance corner "
+        f"{m['manifold_corner']:.4f} vs FGSM {m['manifold_fgsm']:.4f}: corner cases "
+        f"{'less' if m['tv_corner'] < m['tv_fgsm'] and m['manifold_corner'] < m['manifold_fgsm'] else 'NOT less'} noisy"
+    )
     out = os.environ.get("BENCH_FIGS")
     if out:
         os.makedirs(out, exist_ok=True)

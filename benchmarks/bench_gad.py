@@ -51,8 +51,16 @@ def main() -> None:
         t = time.perf_counter()
         bb, split, info = reseeded_target(target, s, name="phoneme", device=args.device)
         retrain = time.perf_counter() - t
-        out = run_target(bb, split, params, class_index=1, device=args.device, seed=dataset_seed(params.seed, "phoneme", s),
-                         model_info=info, split_seed=s)
+        out = run_target(
+            bb,
+            split,
+            params,
+            class_index=1,
+            device=args.device,
+            seed=dataset_seed(params.seed, "phoneme", s),
+            model_info=info,
+            split_seed=s,
+        )
         outs.append(out)
         if len(outs) == 1:
             first = (bb, split)
@@ -63,11 +71,15 @@ def main() -> None:
     figures(outs, params)
     report_s, figures_s = t_figures - t_report, time.perf_counter() - t_figures
     total = time.perf_counter() - t0
-    print(f"GAD stage on phoneme: seeds={params.seeds}, N={params.design_points}, epochs={params.epochs}, "
-          f"replicates={params.replicates}, searches={len(params.searches)}, pool={outs[0].pool_size}")
+    print(
+        f"GAD stage on phoneme: seeds={params.seeds}, N={params.design_points}, epochs={params.epochs}, "
+        f"replicates={params.replicates}, searches={len(params.searches)}, pool={outs[0].pool_size}"
+    )
     print(f"  {'report':>10s}: {report_s:7.2f} s")
     print(f"  {'figures':>10s}: {figures_s:7.2f} s")
-    print(f"total {total:.1f} s; ratio to the {TARGET_S:.0f} s target: {total / TARGET_S:.2f} ({'within' if total <= TARGET_S else 'over'} target)")
+    print(
+        f"total {total:.1f} s; ratio to the {TARGET_S:.0f} s target: {total / TARGET_S:.2f} ({'within' if total <= TARGET_S else 'over'} target)"
+    )
     out, (bb, split) = outs[0], first
     seed = dataset_seed(params.seed, "phoneme", out.split_seed)
 
@@ -77,7 +89,13 @@ def main() -> None:
     ext = extract_pseudo_model(bb, split.X_test, class_index=1, n_points=5000, epochs=2, seed=seed, device=args.device)
     X = split.X_test[out.eligible[: args.peer_instances]]
     scale = split.X_test.max(0) - split.X_test.min(0)
-    kwa = dict(step_size=params.step_size, max_steps=params.max_steps, scale=scale, refine_iters=params.refine_iters, device=args.device)
+    kwa = dict(
+        step_size=params.step_size,
+        max_steps=params.max_steps,
+        scale=scale,
+        refine_iters=params.refine_iters,
+        device=args.device,
+    )
     t = time.perf_counter()
     batched = gad_attack(bb, ext.model, X, **kwa)
     tb = time.perf_counter() - t
@@ -85,8 +103,10 @@ def main() -> None:
     single = [gad_attack(bb, ext.model, X[i : i + 1], **kwa) for i in range(len(X))]
     ts = time.perf_counter() - t
     same = np.allclose(np.vstack([s.x_adv for s in single]), batched.x_adv)
-    print(f"attack on {len(X)} instances: batched {tb:.3f} s, one at a time {ts:.3f} s, speed-up x{ts / tb:.1f} "
-          f"(identical results: {same})")
+    print(
+        f"attack on {len(X)} instances: batched {tb:.3f} s, one at a time {ts:.3f} s, speed-up x{ts / tb:.1f} "
+        f"(identical results: {same})"
+    )
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def main() -> None:
     te = read_prepared(a.target, "test")
     X, y = np.asarray(te.X, np.float32), np.asarray(te.y, np.int64)
     pf = G.module_proba(m)
-    ok = np.where(pf(torch.as_tensor(X)).argmax(1).numpy() == y)[0][:a.seeds]
+    ok = np.where(pf(torch.as_tensor(X)).argmax(1).numpy() == y)[0][: a.seeds]
     X, y = X[ok], y[ok]
     r = radius_of(p, X.shape[1], (0.0, 1.0))
     n_i = np.full(len(X), int(p.cases_per_seed), np.int64)
@@ -50,9 +50,23 @@ def main() -> None:
     t_ga, t_pgd, ae_ga, ae_pgd = [], [], [], []
     for rep in range(a.repeats):
         t = time.perf_counter()
-        res = G.two_step_ga(pf, X, y, n_i, r, population=ga.population, generations=ga.generations, metric=ga.metric,
-                            lam=ga.lam, switch_at=ga.switch_at, mutation_rate=ga.mutation_rate,
-                            mutation_scale=ga.mutation_scale, elite=ga.elite, seed=rep, batch=4 * p.batch_size)
+        res = G.two_step_ga(
+            pf,
+            X,
+            y,
+            n_i,
+            r,
+            population=ga.population,
+            generations=ga.generations,
+            metric=ga.metric,
+            lam=ga.lam,
+            switch_at=ga.switch_at,
+            mutation_rate=ga.mutation_rate,
+            mutation_scale=ga.mutation_scale,
+            elite=ga.elite,
+            seed=rep,
+            batch=4 * p.batch_size,
+        )
         t_ga.append(time.perf_counter() - t)
         ae_ga.append(float((pf(torch.as_tensor(res.X_cases)).argmax(1).numpy() != y[res.seed_index]).mean()))
         t = time.perf_counter()
@@ -60,12 +74,18 @@ def main() -> None:
         t_pgd.append(time.perf_counter() - t)
         ae_pgd.append(float((pf(torch.as_tensor(pres.X_cases)).argmax(1).numpy() != y[pres.seed_index]).mean()))
     sg, sp = float(np.median(t_ga)) / len(X), float(np.median(t_pgd)) / len(X)
-    print(f"{a.target}: {len(X)} seeds x {int(p.cases_per_seed)} test cases, L-inf {r:.4g}, torch threads "
-          f"{torch.get_num_threads()}, median of {a.repeats}")
-    print(f"  HDA two-step GA (population {ga.population} x {ga.generations} generations): {sg * 1e3:8.2f} ms/seed, "
-          f"{res.queries / len(X):.0f} queries/seed, AE proportion {np.mean(ae_ga):.3f}")
-    print(f"  PGD-{p.pgd_steps} (one random start per case):             {sp * 1e3:8.2f} ms/seed, "
-          f"{pres.queries / len(X):.0f} gradient queries/seed, AE proportion {np.mean(ae_pgd):.3f}")
+    print(
+        f"{a.target}: {len(X)} seeds x {int(p.cases_per_seed)} test cases, L-inf {r:.4g}, torch threads "
+        f"{torch.get_num_threads()}, median of {a.repeats}"
+    )
+    print(
+        f"  HDA two-step GA (population {ga.population} x {ga.generations} generations): {sg * 1e3:8.2f} ms/seed, "
+        f"{res.queries / len(X):.0f} queries/seed, AE proportion {np.mean(ae_ga):.3f}"
+    )
+    print(
+        f"  PGD-{p.pgd_steps} (one random start per case):             {sp * 1e3:8.2f} ms/seed, "
+        f"{pres.queries / len(X):.0f} gradient queries/seed, AE proportion {np.mean(ae_pgd):.3f}"
+    )
     print(f"  ratio HDA / PGD-{p.pgd_steps} seconds per seed: {sg / sp:.1f}x  (paper Table 6, MNIST: ~100x; aim < 20x)")
 
 

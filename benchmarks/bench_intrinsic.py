@@ -42,8 +42,8 @@ def main() -> None:
     _, p = load_section("intrinsic", "params.yaml", target=a.target)
     clf, _ = load_target_model(a.target, "cpu")
     m = clf.module.eval()
-    X = np.concatenate([np.asarray(read_prepared(a.target, s).X, np.float32) for s in ("test", "val", "train")])[:a.n]
-    y = np.concatenate([np.asarray(read_prepared(a.target, s).y, np.int64) for s in ("test", "val", "train")])[:a.n]
+    X = np.concatenate([np.asarray(read_prepared(a.target, s).X, np.float32) for s in ("test", "val", "train")])[: a.n]
+    y = np.concatenate([np.asarray(read_prepared(a.target, s).y, np.int64) for s in ("test", "val", "train")])[: a.n]
     clip = image_range(read_prepared(a.target, "train").X)  # as the stage: the training data's range
     eps = p.eps if p.eps is not None else default_eps(X.shape[1], *clip)
     bs = int(p.batch_size)
@@ -53,19 +53,32 @@ def main() -> None:
         kl = max_kl(m, X, **{**ascent_kwargs(p, eps, clip, "cpu"), "seed": r}).kl
         t_psi.append(time.perf_counter() - t)
         t = time.perf_counter()
-        xa = A.batched(A.pgd, m, X, y, batch_size=bs, eps=eps, steps=p.pgd_steps, clip=clip,
-                       generator=torch.Generator().manual_seed(r))
+        xa = A.batched(
+            A.pgd,
+            m,
+            X,
+            y,
+            batch_size=bs,
+            eps=eps,
+            steps=p.pgd_steps,
+            clip=clip,
+            generator=torch.Generator().manual_seed(r),
+        )
         acc = float(np.mean(A.predict(m, xa) == y))
         t_pgd.append(time.perf_counter() - t)
     sp, sg = float(np.median(t_psi)), float(np.median(t_pgd))
     print(f"{a.target}: {len(X)} inputs, eps {eps:.4g}, torch threads {torch.get_num_threads()}, median of {a.repeats}")
     print(f"  psi ({p.psi.steps} ascent steps x {p.psi.restarts} start(s)): {sp:7.2f} s   psi = {psi(kl):.2f}")
     print(f"  PGD-{p.pgd_steps} accuracy:                 {sg:7.2f} s   accuracy = {acc:.3f}")
-    print(f"  ratio PGD-{p.pgd_steps} / psi seconds: {sg / sp:.2f}  (> 1: psi is cheaper; the paper's full test-set "
-          f"accuracy would cost {sg * 10000 / len(X):.0f} s on 10,000 inputs)")
+    print(
+        f"  ratio PGD-{p.pgd_steps} / psi seconds: {sg / sp:.2f}  (> 1: psi is cheaper; the paper's full test-set "
+        f"accuracy would cost {sg * 10000 / len(X):.0f} s on 10,000 inputs)"
+    )
     ps, gs = sp / (p.psi.steps * p.psi.restarts + 1), sg / (p.pgd_steps + 1)
-    print(f"  per forward-backward pass over the {len(X)} inputs: psi {ps * 1e3:.0f} ms, PGD {gs * 1e3:.0f} ms (ratio "
-          f"{gs / ps:.2f}): psi is cheaper by its step count, not per step")
+    print(
+        f"  per forward-backward pass over the {len(X)} inputs: psi {ps * 1e3:.0f} ms, PGD {gs * 1e3:.0f} ms (ratio "
+        f"{gs / ps:.2f}): psi is cheaper by its step count, not per step"
+    )
 
 
 if __name__ == "__main__":

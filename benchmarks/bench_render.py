@@ -31,8 +31,10 @@ from weakspot.scene.space import SceneSpace  # noqa: E402
 def _scenes(n: int, seed: int = 0):
     space = SceneSpace()
     rng = np.random.default_rng(seed)
-    return [dict(p, **{"class": CLASSES[i % len(CLASSES)], "instance": int(i // len(CLASSES)) % 4})
-            for i, p in enumerate(space.sample(rng, n))]
+    return [
+        dict(p, **{"class": CLASSES[i % len(CLASSES)], "instance": int(i // len(CLASSES)) % 4})
+        for i, p in enumerate(space.sample(rng, n))
+    ]
 
 
 def _rate(renderer: BlenderRenderer, scenes) -> float:
@@ -47,8 +49,9 @@ def _bare_rate(resolution: int, samples: int, n: int) -> float:
 
     from weakspot.scene.blender import BlenderScene, quiet_stdout
 
-    scene = BlenderScene(resolution=resolution, samples=samples, device="cpu", seed=0, threads=0,
-                          background=(0.5, 0.5, 0.5))
+    scene = BlenderScene(
+        resolution=resolution, samples=samples, device="cpu", seed=0, threads=0, background=(0.5, 0.5, 0.5)
+    )
     try:
         scene._apply(_scenes(1)[0])
         name = scene.scene.name
@@ -72,24 +75,34 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3, help="interleaved repeats; the best rate of each peer is kept")
     a = ap.parse_args()
     scenes = _scenes(a.n)
-    print(f"{a.n} scenes, {a.samples} samples, {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f} "
-          "(a shared machine: rates are the best of interleaved repeats)")
+    print(
+        f"{a.n} scenes, {a.samples} samples, {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f} "
+        "(a shared machine: rates are the best of interleaved repeats)"
+    )
     bare, local, pool = [], [], []
-    with BlenderRenderer(resolution=a.resolution, samples=a.samples, workers=0, device="cpu") as r0, \
-            BlenderRenderer(resolution=a.resolution, samples=a.samples, workers=a.workers, device="cpu") as rw:
+    with (
+        BlenderRenderer(resolution=a.resolution, samples=a.samples, workers=0, device="cpu") as r0,
+        BlenderRenderer(resolution=a.resolution, samples=a.samples, workers=a.workers, device="cpu") as rw,
+    ):
         for _ in range(a.repeats):
             bare.append(_bare_rate(a.resolution, a.samples, a.n))
             local.append(_rate(r0, scenes))
             pool.append(_rate(rw, scenes))
     bare, local, pool = max(bare), max(local), max(pool)
     print(f"{a.resolution:>3d} px  bare bpy loop (1 process, same frame)  {bare:7.1f} img/s")
-    print(f"{a.resolution:>3d} px  in-process renderer (varied scenes)    {local:7.1f} img/s  ratio to bare {local / bare:.2f}")
-    print(f"{a.resolution:>3d} px  pool, {a.workers} workers (varied scenes)     {pool:7.1f} img/s  ratio to bare {pool / bare:.2f}")
+    print(
+        f"{a.resolution:>3d} px  in-process renderer (varied scenes)    {local:7.1f} img/s  ratio to bare {local / bare:.2f}"
+    )
+    print(
+        f"{a.resolution:>3d} px  pool, {a.workers} workers (varied scenes)     {pool:7.1f} img/s  ratio to bare {pool / bare:.2f}"
+    )
     for res in (32, 64):
         with BlenderRenderer(resolution=res, samples=a.samples, workers=a.workers, device="cpu") as r:
             rate = max(_rate(r, scenes) for _ in range(a.repeats))
-        print(f"pool {a.workers} workers, {res:>3d} px, {a.samples} samples: {1000.0 / rate:6.1f} ms per image "
-              f"({rate:.0f} img/s)")
+        print(
+            f"pool {a.workers} workers, {res:>3d} px, {a.samples} samples: {1000.0 / rate:6.1f} ms per image "
+            f"({rate:.0f} img/s)"
+        )
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

@@ -40,7 +40,7 @@ def synthetic(n: int, channels: int, side: int, seed: int):
     cell = side // 4
     for k in range(10):
         r, c = cell * (k // 4) + 1, cell * (k % 4) + 1
-        X[y == k, :, r:r + cell - 2, c:c + cell - 2] += 0.6
+        X[y == k, :, r : r + cell - 2, c : c + cell - 2] += 0.6
     return np.clip(X, 0, 1), y
 
 
@@ -57,8 +57,9 @@ def data(size: str, folder: Path):
             X = (d.images[:, None] / 16.0).astype(np.float32)
             rng = np.random.default_rng(0).permutation(len(X))
             cut = int(0.85 * len(X))
-            arrays = dict(X_train=X[rng[:cut]], y_train=d.target[rng[:cut]], X_test=X[rng[cut:]],
-                          y_test=d.target[rng[cut:]])
+            arrays = dict(
+                X_train=X[rng[:cut]], y_train=d.target[rng[:cut]], X_test=X[rng[cut:]], y_test=d.target[rng[cut:]]
+            )
         else:
             n_tr, n_te, ch, side = SIZES[size]
             X_tr, y_tr = synthetic(n_tr, ch, side, 0)
@@ -73,9 +74,16 @@ def cnn(channels: int, side: int):
     import torch.nn as nn
 
     flat = 32 * (side // 4) * (side // 4)
-    return nn.Sequential(nn.Conv2d(channels, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                         nn.Linear(flat, 10))
+    return nn.Sequential(
+        nn.Conv2d(channels, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(flat, 10),
+    )
 
 
 def train_cnn(npz: str, out: str, epochs: int, device: str) -> None:
@@ -110,14 +118,26 @@ def one(npz: str, weights: str, method: str, params_json: str, device: str) -> d
     net.load_state_dict(torch.load(weights, weights_only=True))
     params = json.loads(Path(params_json).read_text())
     t0 = time.perf_counter()
-    res = weakspot.audit(net.eval(), z["X_test"], z["y_test"], z["X_train"], z["y_train"],
-                         methods=None if method == "all" else [method], params=params, name=Path(npz).stem,
-                         device=device)
+    res = weakspot.audit(
+        net.eval(),
+        z["X_test"],
+        z["y_test"],
+        z["X_train"],
+        z["y_train"],
+        methods=None if method == "all" else [method],
+        params=params,
+        name=Path(npz).stem,
+        device=device,
+    )
     seconds = time.perf_counter() - t0
     peak_gpu = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else None
-    return {"seconds": round(seconds, 1), "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-            "peak_gpu_mib": None if peak_gpu is None else round(peak_gpu), "findings": int(len(res.findings)),
-            "test_accuracy": res.metrics["train"]["test_accuracy"]}
+    return {
+        "seconds": round(seconds, 1),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "peak_gpu_mib": None if peak_gpu is None else round(peak_gpu),
+        "findings": int(len(res.findings)),
+        "test_accuracy": res.metrics["train"]["test_accuracy"],
+    }
 
 
 def params_of(profile: str | None) -> dict:
@@ -132,8 +152,13 @@ def params_of(profile: str | None) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
-    ap.add_argument("--methods", nargs="+", default=list(IMAGE_METHODS), choices=list(IMAGE_METHODS) + ["all"],
-                    help="'all': every method that fits in one weakspot.audit call, one process (a whole audit)")
+    ap.add_argument(
+        "--methods",
+        nargs="+",
+        default=list(IMAGE_METHODS),
+        choices=list(IMAGE_METHODS) + ["all"],
+        help="'all': every method that fits in one weakspot.audit call, one process (a whole audit)",
+    )
     ap.add_argument("--profile", default=None, help="merge profiles/NAME.yaml into params.yaml's sections")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--cnn-epochs", type=int, default=None, help="default: 40 for digits, 2 for the large sizes")
@@ -155,16 +180,30 @@ def main() -> int:
         weights = work / f"{size}.pt"
         t0 = time.perf_counter()
         epochs = args.cnn_epochs or (40 if SIZES[size] is None else 2)
-        subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
-                        f"sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_size as b; "
-                        f"b.train_cnn({str(npz)!r}, {str(weights)!r}, {epochs}, {args.device!r})"], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+                f"sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_size as b; "
+                f"b.train_cnn({str(npz)!r}, {str(weights)!r}, {epochs}, {args.device!r})",
+            ],
+            check=True,
+        )
         print(f"{size}: user CNN trained in {time.perf_counter() - t0:.0f} s", flush=True)
         for method in args.methods:
             try:
-                p = subprocess.run(me + ["--_one", str(npz), str(weights), method, str(pfile), args.device],
-                                   capture_output=True, text=True, timeout=args.timeout)
-                row = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else \
-                    {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:200]}
+                p = subprocess.run(
+                    me + ["--_one", str(npz), str(weights), method, str(pfile), args.device],
+                    capture_output=True,
+                    text=True,
+                    timeout=args.timeout,
+                )
+                row = (
+                    json.loads(p.stdout.strip().splitlines()[-1])
+                    if p.returncode == 0
+                    else {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:200]}
+                )
                 if p.returncode and args.logs:
                     Path(args.logs).mkdir(parents=True, exist_ok=True)
                     (Path(args.logs) / f"{size}-{method}.log").write_text(p.stderr[-20000:])
@@ -174,11 +213,14 @@ def main() -> int:
             print(json.dumps(rows[-1]), flush=True)
     print(f"\n{'target':8s} {'method':10s} {'seconds':>8s} {'peak RSS MiB':>13s} {'peak GPU MiB':>13s}  note")
     for r in rows:
-        print(f"{r['target']:8s} {r['method']:10s} {r.get('seconds', '-'):>8} {r.get('peak_rss_mib', '-'):>13} "
-              f"{str(r.get('peak_gpu_mib', '-')):>13}  {r.get('error', '')}")
+        print(
+            f"{r['target']:8s} {r['method']:10s} {r.get('seconds', '-'):>8} {r.get('peak_rss_mib', '-'):>13} "
+            f"{str(r.get('peak_gpu_mib', '-')):>13}  {r.get('error', '')}"
+        )
     if args.out:
-        Path(args.out).write_text(json.dumps({"profile": args.profile or "params.yaml", "device": args.device,
-                                              "rows": rows}, indent=1))
+        Path(args.out).write_text(
+            json.dumps({"profile": args.profile or "params.yaml", "device": args.device, "rows": rows}, indent=1)
+        )
     return 0
 
 

@@ -65,6 +65,7 @@ SLICELINE_BINS = 5
 # Data
 # ----------------------------------------------------------------------------------------------------------------
 
+
 def load_case(in_dir, case):
     """Read one case's CSV; returns (X features frame, y, pred) with a 0..n-1 index equal to the CSV row number."""
     categorical = list(case.get("categorical", []))
@@ -94,25 +95,39 @@ def fmt(value):
 # erroranalysis
 # ----------------------------------------------------------------------------------------------------------------
 
+
 def erroranalysis_tree(X, y, pred, categorical, classes):
     """The peer's own call: the surrogate error tree as the dashboard computes it. Returns (tree nodes, analyzer)."""
     from erroranalysis._internal.constants import ModelTask
     from erroranalysis._internal.error_analyzer import PredictionsAnalyzer
-    from erroranalysis._internal.surrogate_error_tree import (DEFAULT_MAX_DEPTH, DEFAULT_MIN_CHILD_SAMPLES,
-                                                              DEFAULT_NUM_LEAVES)
+    from erroranalysis._internal.surrogate_error_tree import (
+        DEFAULT_MAX_DEPTH,
+        DEFAULT_MIN_CHILD_SAMPLES,
+        DEFAULT_NUM_LEAVES,
+    )
 
     features = list(X.columns)
-    analyzer = PredictionsAnalyzer(pred, X, y, features, list(categorical),
-                                   model_task=ModelTask.CLASSIFICATION,
-                                   # classes only labels the tree nodes; error_rate (the classification
-                                   # default metric) does not use it.
-                                   classes=list(range(classes)))
+    analyzer = PredictionsAnalyzer(
+        pred,
+        X,
+        y,
+        features,
+        list(categorical),
+        model_task=ModelTask.CLASSIFICATION,
+        # classes only labels the tree nodes; error_rate (the classification
+        # default metric) does not use it.
+        classes=list(range(classes)),
+    )
     # The dashboard's tree view starts on the whole dataset (no filters) with all features selected, and passes
     # the library defaults (3, 31, 20); spelled out here so the run documents them.
-    tree = analyzer.compute_error_tree(features, [], [],
-                                       max_depth=DEFAULT_MAX_DEPTH,
-                                       num_leaves=DEFAULT_NUM_LEAVES,
-                                       min_child_samples=DEFAULT_MIN_CHILD_SAMPLES)
+    tree = analyzer.compute_error_tree(
+        features,
+        [],
+        [],
+        max_depth=DEFAULT_MAX_DEPTH,
+        num_leaves=DEFAULT_NUM_LEAVES,
+        min_child_samples=DEFAULT_MIN_CHILD_SAMPLES,
+    )
     return tree, analyzer
 
 
@@ -168,6 +183,7 @@ def run_erroranalysis(X, y, pred, categorical, classes):
 # deepchecks
 # ----------------------------------------------------------------------------------------------------------------
 
+
 def deepchecks_result(X, y, pred, categorical, classes):
     """The peer's own call: WeakSegmentsPerformance at its defaults. Returns (weak segments frame, check)."""
     from deepchecks.tabular import Dataset
@@ -184,8 +200,7 @@ def deepchecks_result(X, y, pred, categorical, classes):
     # SingleDatasetCheck.run(dataset, y_pred=, y_proba=) in 0.19.1 (y_pred_test/y_proba_test are deprecated and
     # ignored there). with_display=False skips only the plotly heatmaps: the result value (the weak segments
     # list) is computed identically, and the timing then counts the search, not chart rendering.
-    result = check.run(dataset, y_pred=pred, y_proba=proba, model_classes=list(range(classes)),
-                       with_display=False)
+    result = check.run(dataset, y_pred=pred, y_proba=proba, model_classes=list(range(classes)), with_display=False)
     return result.value["weak_segments_list"], check
 
 
@@ -245,6 +260,7 @@ def run_deepchecks(X, y, pred, categorical, classes):
 # ----------------------------------------------------------------------------------------------------------------
 # sliceline
 # ----------------------------------------------------------------------------------------------------------------
+
 
 def sliceline_discretise(X, categorical):
     """Coarse discrete copy of X for sliceline, plus per column the text of each discrete value.
@@ -335,8 +351,11 @@ def run_peer(peer, X, y, pred, categorical, classes):
         return {"regions": regions, "seconds": round(seconds, 4), "error": None}
     except Exception as exc:  # noqa: BLE001 - a peer's failure is data, not a reason to stop
         traceback.print_exc(file=sys.stderr)
-        return {"regions": [], "seconds": round(time.perf_counter() - start, 4),
-                "error": f"{type(exc).__name__}: {exc}"}
+        return {
+            "regions": [],
+            "seconds": round(time.perf_counter() - start, 4),
+            "error": f"{type(exc).__name__}: {exc}",
+        }
 
 
 def run_case(in_dir, case):
@@ -352,8 +371,11 @@ def run_case(in_dir, case):
         out[peer] = run_peer(peer, X, y, pred, categorical, classes)
         result = out[peer]
         first = result["regions"][0]["text"] if result["regions"] else "-"
-        print(f"[{case['name']}] {peer}: {len(result['regions'])} regions in {result['seconds']:.2f}s"
-              f"{' ERROR ' + result['error'] if result['error'] else ''}; first: {first}", file=sys.stderr)
+        print(
+            f"[{case['name']}] {peer}: {len(result['regions'])} regions in {result['seconds']:.2f}s"
+            f"{' ERROR ' + result['error'] if result['error'] else ''}; first: {first}",
+            file=sys.stderr,
+        )
     return out
 
 

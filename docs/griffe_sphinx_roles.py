@@ -45,7 +45,7 @@ def _tables(text: str) -> str:
             i += 1
             continue
         second = m.start(2)
-        for row in lines[i + 1:end]:
+        for row in lines[i + 1 : end]:
             if row[:second].strip():
                 out.append(f"- `{row[:second].strip()}`: {row[second:].strip()}")
             elif row.strip() and out:  # a second column's text on a line of its own: the row goes on

@@ -65,8 +65,9 @@ def run_audit(push: bool = True) -> int:
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     print(f"nightly audit: {' '.join(cmd[2:])} in {ROOT}", flush=True)
     tail: collections.deque = collections.deque(maxlen=30)
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            bufsize=1)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         sys.stdout.write(line)
@@ -74,14 +75,18 @@ def run_audit(push: bool = True) -> int:
         tail.append(line.rstrip())
     rc = proc.wait()
     if rc not in (0, REGRESSION, INCOMPLETE):  # an incomplete audit is not retried: its report says what failed
-        raise AuditError(f"`weakspot {' '.join(cmd[3:])}` failed (exit {rc}) in {ROOT}; its last lines:\n"
-                         + "\n".join(tail))
+        raise AuditError(
+            f"`weakspot {' '.join(cmd[3:])}` failed (exit {rc}) in {ROOT}; its last lines:\n" + "\n".join(tail)
+        )
     return rc
 
 
-@flow(name="nightly-audit", persist_result=False,
-      description="weakspot audit --push, then the verdict as artifacts (weakspot-verdict, weakspot-comparison); "
-      "Failed when a watched metric regressed or a gate failed")
+@flow(
+    name="nightly-audit",
+    persist_result=False,
+    description="weakspot audit --push, then the verdict as artifacts (weakspot-verdict, weakspot-comparison); "
+    "Failed when a watched metric regressed or a gate failed",
+)
 def audit_flow(push: bool = True):
     """Run the audit; publish its verdict; Completed, or Failed naming the regressed metrics and failed gates."""
     from ops.notify import announce_failure
@@ -103,16 +108,21 @@ def audit_flow(push: bool = True):
         print(f"verdict: {verdict_line(comparison)}", flush=True)
     if rc == INCOMPLETE:  # a stage failed; the other targets were audited
         failed = [f for f in (comparison or {}).get("failures", []) if f.get("failed")]
-        message = ("weakspot audit INCOMPLETE: " + "; ".join(f"{f['stage']}: {f.get('message', '')}" for f in failed)
-                   + f". Report: {report}")
+        message = (
+            "weakspot audit INCOMPLETE: "
+            + "; ".join(f"{f['stage']}: {f.get('message', '')}" for f in failed)
+            + f". Report: {report}"
+        )
         announce_failure(message)
         return Failed(message=message)
     if rc == REGRESSION:  # a regression or a failed gate: the message is what `weakspot serve --notify` posts
         message = failure_message(comparison, str(report), str(ROOT / "reports" / "summary.md"))
         announce_failure(message)
         return Failed(message=message)
-    return Completed(message=f"weakspot audit: {verdict_line(comparison) if comparison else 'done'}. "
-                     f"Report: {report}", data=str(report))
+    return Completed(
+        message=f"weakspot audit: {verdict_line(comparison) if comparison else 'done'}. Report: {report}",
+        data=str(report),
+    )
 
 
 def local_timezone() -> str:
@@ -133,8 +143,13 @@ def local_timezone() -> str:
         return "UTC"
 
 
-def serve(cron: str, name: str = "weakspot-nightly", push: bool = True, timezone: Optional[str] = None,
-          notify: Sequence[str] = ()) -> int:
+def serve(
+    cron: str,
+    name: str = "weakspot-nightly",
+    push: bool = True,
+    timezone: Optional[str] = None,
+    notify: Sequence[str] = (),
+) -> int:
     """Serve the flow as deployment ``nightly-audit/<name>`` on ``cron`` against PREFECT_API_URL (or Prefect's
     ephemeral server) until interrupted; the schedule is paused when serving stops. ``notify``: URLs that a failed
     run posts to, through the automation ``weakspot-notify-<name>`` (:mod:`ops.notify`), replaced when serving starts
@@ -146,27 +161,38 @@ def serve(cron: str, name: str = "weakspot-nightly", push: bool = True, timezone
     try:
         validate_cron_string(cron)
     except ValueError as e:
-        print(f"weakspot: error: {e}; e.g. \"0 2 * * *\" (02:00 every night) or \"*/30 * * * *\"", file=sys.stderr)
+        print(f'weakspot: error: {e}; e.g. "0 2 * * *" (02:00 every night) or "*/30 * * * *"', file=sys.stderr)
         return 2
     tz = timezone or local_timezone()
     if notify:
         auto = notifications.install(name, notify)
-        print(f"notifications: automation {notifications.automation_name(name)} ({auto}): a failed run posts to "
-              + ", ".join(notifications.describe(u) for u in notify), flush=True)
+        print(
+            f"notifications: automation {notifications.automation_name(name)} ({auto}): a failed run posts to "
+            + ", ".join(notifications.describe(u) for u in notify),
+            flush=True,
+        )
     else:
         notifications.remove(name)  # one left by a serve that was killed
     try:
-        audit_flow.serve(name=name, schedule=Cron(cron, timezone=tz), parameters={"push": push},
-                         description=f"weakspot audit{' --push' if push else ''} in {ROOT} on cron {cron!r} ({tz}); "
-                         "verdict in the run's artifacts", pause_on_shutdown=True)
+        audit_flow.serve(
+            name=name,
+            schedule=Cron(cron, timezone=tz),
+            parameters={"push": push},
+            description=f"weakspot audit{' --push' if push else ''} in {ROOT} on cron {cron!r} ({tz}); "
+            "verdict in the run's artifacts",
+            pause_on_shutdown=True,
+        )
     finally:
         if notify:
             try:
                 notifications.remove(name)
                 print(f"notifications: automation {notifications.automation_name(name)} removed", flush=True)
             except Exception as e:  # the server gone: the next serve replaces it  # noqa: BLE001
-                print(f"notifications: automation {notifications.automation_name(name)} not removed ({e!r})",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"notifications: automation {notifications.automation_name(name)} not removed ({e!r})",
+                    file=sys.stderr,
+                    flush=True,
+                )
     return 0
 
 
@@ -178,8 +204,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--name", default="weakspot-nightly", help="the deployment's name")
     ap.add_argument("--timezone", help="the cron's IANA time zone (default: this machine's)")
     ap.add_argument("--no-push", dest="push", action="store_false", help="audit without pushing to the DVC remote")
-    ap.add_argument("--notify", action="append", default=[], metavar="URL",
-                    help="with --serve: post a failed run to this URL (repeatable; see ops/notify.py)")
+    ap.add_argument(
+        "--notify",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="with --serve: post a failed run to this URL (repeatable; see ops/notify.py)",
+    )
     args = ap.parse_args(argv)
     if args.serve:
         return serve(args.serve, args.name, args.push, args.timezone, args.notify)

@@ -35,13 +35,29 @@ def examine_study_flow(top: Dict[str, Any], p: Any, full_target: Any) -> dict:
         full = (clf, [(full_target.class_map or {}).get(c, c) for c in spec["classes"]], name)
         inputs.append(paths.model_dir(name))
     with renderer_for(sp, device=top["device"]) as renderer:
-        found = run_study(renderer, sp.space(), images, table, p, device=top["device"],
-                          progress=printer("examine_study"), full_model=full)
+        found = run_study(
+            renderer,
+            sp.space(),
+            images,
+            table,
+            p,
+            device=top["device"],
+            progress=printer("examine_study"),
+            full_model=full,
+        )
     result = study_report(found, p)
     result.figures.update(study_figures(found, p))
-    write_stage_result("examine_study", result, lineage("examine_study", top, p, inputs, section="examine"),
-                       headline=("strength.*", "artificial_weakness.chance", "artificial_weakness.regions.*",
-                                 "order_check.max_abs_diff"))
+    write_stage_result(
+        "examine_study",
+        result,
+        lineage("examine_study", top, p, inputs, section="examine"),
+        headline=(
+            "strength.*",
+            "artificial_weakness.chance",
+            "artificial_weakness.regions.*",
+            "order_check.max_abs_diff",
+        ),
+    )
     print(f"examine_study: done -> {paths.metrics('examine_study')}")
     return result.metrics
 

@@ -17,8 +17,7 @@ from prefect import flow
 
 from tasks import paths
 from tasks.common import lineage, stage_main
-from tasks.method import (MethodParams, PipelineRuntime, inputs_of, load_audit_target, method_params,
-                          write_method_report)
+from tasks.method import MethodParams, PipelineRuntime, inputs_of, load_audit_target, method_params, write_method_report
 from weakspot import methods
 from weakspot.progress import printer
 

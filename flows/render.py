@@ -30,8 +30,15 @@ def render_views(scene: Dict[str, Any], code_digest: str, device: str) -> Tuple[
 
     p = SceneParams.model_validate(scene)
     with renderer_for(p, device=device) as renderer:
-        return render_dataset(renderer, p.classes, p.train_instances, p.views_per_instance, p.space(), p.seed,
-                              val_instances_per_class=p.val_instances)
+        return render_dataset(
+            renderer,
+            p.classes,
+            p.train_instances,
+            p.views_per_instance,
+            p.space(),
+            p.seed,
+            val_instances_per_class=p.val_instances,
+        )
 
 
 @flow(name="render", validate_parameters=False)
@@ -48,5 +55,10 @@ def render_flow(top: dict, p) -> dict:
 
 
 if __name__ == "__main__":
-    stage_main(render_flow, lambda raw, argv: (validate_top_level(raw, PARAMS_FILE, every_key=False),
-                                               validate_section("scene", raw, PARAMS_FILE)))
+    stage_main(
+        render_flow,
+        lambda raw, argv: (
+            validate_top_level(raw, PARAMS_FILE, every_key=False),
+            validate_section("scene", raw, PARAMS_FILE),
+        ),
+    )

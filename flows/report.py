@@ -48,8 +48,10 @@ def collect():
                 if csv.is_file():
                     tables[f"{key}/{item['table']}"] = pd.read_csv(csv)
         # every metric (results.json); the metrics file holds the headline only
-        for mfile in (paths.results(section["stage"], section.get("target")),
-                      paths.metrics(section["stage"], section.get("target"))):
+        for mfile in (
+            paths.results(section["stage"], section.get("target")),
+            paths.metrics(section["stage"], section.get("target")),
+        ):
             if mfile.is_file():
                 metrics[key] = json.loads(mfile.read_text())
                 break
@@ -75,15 +77,17 @@ def weak_spots(targets: dict, metrics: dict, sections: list = (), failures: list
             if reason:
                 entry["reason"] = reason
             elif stage is not None:
-                entry["reason"] = ("its stage failed: " if stage["failed"] else "") + stage.get("message",
-                                                                                            stage["error"])
+                entry["reason"] = ("its stage failed: " if stage["failed"] else "") + stage.get(
+                    "message", stage["error"]
+                )
             elif paths.findings(name, method).is_file():
                 entry["findings"] = pd.read_parquet(paths.findings(name, method))
                 entry["sample"] = samples.get((method, name), "")
             cards.append(entry)
         model = f"{t.model.kind} {t.model.arch or Path(str(t.model.weights or t.model.factory)).name}"
-        out.append({"name": name, "intro": intro + ".", "methods": cards, "model": model,
-                    "accuracy": m.get("test_accuracy")})
+        out.append(
+            {"name": name, "intro": intro + ".", "methods": cards, "model": model, "accuracy": m.get("test_accuracy")}
+        )
     return correct_targets(out)
 
 
@@ -107,9 +111,15 @@ def since_last_audit(hp):
     from ops.verdict import publish_verdict
 
     recorded = Path(hp.dir) / f"{since['current']}.comparison.json"
-    comparison = (json.loads(recorded.read_text()) if since["current"] and recorded.is_file() else
-                  {"audit": {"audit_id": since["current"] or "this run (not recorded in the history)"},
-                   "previous": since["previous"], "rows": since["rows"]})
+    comparison = (
+        json.loads(recorded.read_text())
+        if since["current"] and recorded.is_file()
+        else {
+            "audit": {"audit_id": since["current"] or "this run (not recorded in the history)"},
+            "previous": since["previous"],
+            "rows": since["rows"],
+        }
+    )
     publish_verdict(comparison, report_path=str(Path(paths.REPORT).resolve()))
     since["gates"] = comparison.get("gates", [])  # the conditions summary at the top of the report
     since["failures"] = comparison.get("failures", [])  # an incomplete audit: the report opens with it
@@ -122,22 +132,37 @@ def report_flow(top: dict, p, targets, hp) -> str:
     code = code_version()
     run_info = {
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "code": (code.get("git_commit") or "unknown")[:12] + (" (uncommitted changes)" if code.get("git_dirty") else ""),
+        "code": (code.get("git_commit") or "unknown")[:12]
+        + (" (uncommitted changes)" if code.get("git_dirty") else ""),
         "weakspot": code["weakspot"],
         "device": top["device"],
         "CPU threads": top["threads"],
         "targets": len(targets.root),
     }
     since, trend_png = since_last_audit(hp)
-    page = render_report(sections, figures=figures, tables=tables, metrics=metrics, title=p.title,
-                         run_info=run_info, max_table_rows=p.max_table_rows,
-                         targets=weak_spots(targets.root, metrics, sections, since.get("failures", [])), groups=groups(), since=since, trend_png=trend_png)
+    page = render_report(
+        sections,
+        figures=figures,
+        tables=tables,
+        metrics=metrics,
+        title=p.title,
+        run_info=run_info,
+        max_table_rows=p.max_table_rows,
+        targets=weak_spots(targets.root, metrics, sections, since.get("failures", [])),
+        groups=groups(),
+        since=since,
+        trend_png=trend_png,
+    )
     write_text(paths.REPORT, page)
     print(f"report: {len(targets.root)} targets, {len(sections)} sections -> {Path(paths.REPORT).resolve()}")
     return str(paths.REPORT)
 
 
 if __name__ == "__main__":
-    stage_main(report_flow, lambda raw, argv: (validate_top_level(raw, PARAMS_FILE, every_key=False),
-                                               *(validate_section(s, raw, PARAMS_FILE)
-                                                 for s in ("report", "targets", "history"))))
+    stage_main(
+        report_flow,
+        lambda raw, argv: (
+            validate_top_level(raw, PARAMS_FILE, every_key=False),
+            *(validate_section(s, raw, PARAMS_FILE) for s in ("report", "targets", "history")),
+        ),
+    )

@@ -21,16 +21,31 @@ from weakspot.evaluate import target_section
 @flow(name="train", flow_run_name="train-{target}", validate_parameters=False)
 def train_flow(top: dict, target: str, t) -> dict:
     train, val, test = (read_prepared(target, s) for s in ("train", "val", "test"))
-    spec = {**t.model.model_dump(mode="json"), "n_classes": train.n_classes, "input_shape": list(train.input_shape),
-            "classes": train.classes, "feature_names": train.feature_names}
+    spec = {
+        **t.model.model_dump(mode="json"),
+        "n_classes": train.n_classes,
+        "input_shape": list(train.input_shape),
+        "classes": train.classes,
+        "feature_names": train.feature_names,
+    }
     user_files = [f for f in (t.model.weights,) if f]
-    lin = lineage("train", top, {"model": t.model.model_dump(mode="json"), "train": t.train.model_dump(mode="json")},
-                  [paths.prepared(target), *user_files], section=f"targets.{target}")
+    lin = lineage(
+        "train",
+        top,
+        {"model": t.model.model_dump(mode="json"), "train": t.train.model_dump(mode="json")},
+        [paths.prepared(target), *user_files],
+        section=f"targets.{target}",
+    )
     history, out = None, None
     if t.trains:
-        out = train_cached(target, t.model.arch, t.train.model_dump(mode="json"),
-                           combined_digest(digest([paths.prepared(target)])),
-                           closure_digest("flows.train"), top["device"])
+        out = train_cached(
+            target,
+            t.model.arch,
+            t.train.model_dump(mode="json"),
+            combined_digest(digest([paths.prepared(target)])),
+            closure_digest("flows.train"),
+            top["device"],
+        )
         history = out.get("history")
         spec.update(weights=out["blob"], trained_arch=t.model.arch)
         if out["file"].endswith(".joblib"):
@@ -41,8 +56,13 @@ def train_flow(top: dict, target: str, t) -> dict:
     if out is not None:
         spec["weights"] = str(save_model(target, out["blob"], out["file"]))
     write_spec(target, spec, lin)
-    write_stage_result("train", result, lin, target=target,
-                       headline=("test_accuracy", "val_accuracy", "train_accuracy", "ece", "n_test"))
+    write_stage_result(
+        "train",
+        result,
+        lin,
+        target=target,
+        headline=("test_accuracy", "val_accuracy", "train_accuracy", "ece", "n_test"),
+    )
     m = result.metrics
     print(f"train-{target}: test accuracy {m['test_accuracy']:.4f}, ECE {m['ece']:.4f} -> {paths.model_dir(target)}/")
     return m

@@ -68,8 +68,14 @@ def record_and_compare(failures: Sequence[Dict[str, Any]] = ()) -> int:
     now = load(Path(rec["file"]))
     rows = compare(load(prev[-1]), now, hp.rules) if prev else []
     gates = check_gates(gp, now, "findings")
-    comparison = {"audit": rec, "previous": prev_id, "rows": rows, "gates": gates, "failures": list(failures),
-                  "complete": not failures}
+    comparison = {
+        "audit": rec,
+        "previous": prev_id,
+        "rows": rows,
+        "gates": gates,
+        "failures": list(failures),
+        "complete": not failures,
+    }
     write_json(Path(hp.dir) / f"{rec['audit_id']}.comparison.json", comparison)
     print(format_comparison(rows, prev_id, rec["audit_id"]), flush=True)
     for g in gates:
@@ -78,28 +84,42 @@ def record_and_compare(failures: Sequence[Dict[str, Any]] = ()) -> int:
     regressed = any(r["regression"] for r in rows) and hp.fail_on_regression
     failed = [g for g in gates if not g["passed"]] if gp.fail else []
     if regressed:
-        print("weakspot: regressions since the last audit (exit 3); history.rules in params.yaml set what counts",
-              file=sys.stderr)
+        print(
+            "weakspot: regressions since the last audit (exit 3); history.rules in params.yaml set what counts",
+            file=sys.stderr,
+        )
     if failed:
-        print(f"weakspot: {len(failed)} gate(s) failed (exit 3): " + "; ".join(g["condition"] for g in failed)
-              + " (gates in params.yaml)", file=sys.stderr)
+        print(
+            f"weakspot: {len(failed)} gate(s) failed (exit 3): "
+            + "; ".join(g["condition"] for g in failed)
+            + " (gates in params.yaml)",
+            file=sys.stderr,
+        )
     return 3 if regressed or failed else 0
 
 
-def audit(stages: Optional[Sequence[str]] = None, *, force: bool = False, pull: bool = False, push: bool = False,
-          workers: Optional[int] = None, gpu_workers: Optional[int] = None, command: str = "weakspot audit") -> int:
+def audit(
+    stages: Optional[Sequence[str]] = None,
+    *,
+    force: bool = False,
+    pull: bool = False,
+    push: bool = False,
+    workers: Optional[int] = None,
+    gpu_workers: Optional[int] = None,
+    command: str = "weakspot audit",
+) -> int:
     """Audit the checkout in the current folder under its lock (``command``: how the lock names this audit to a
     second one); ``workers``/``gpu_workers``: local process workers on the cpu/gpu pool (default: params.yaml's
     ``execution``); the exit code (see the module's doc)."""
     check_params(PARAMS)
     if not Path("flows").is_dir() or not Path(".dvc").is_dir():
-        raise ConfigError(f"no weakspot pipeline in {Path.cwd()}: run `weakspot audit` from the weakspot repository "
-                          "root")
+        raise ConfigError(
+            f"no weakspot pipeline in {Path.cwd()}: run `weakspot audit` from the weakspot repository root"
+        )
     from ops.lock import audit_lock
 
     with audit_lock(".", command):
-        return _audit(list(stages or []), force=force, pull=pull, push=push, workers=workers,
-                      gpu_workers=gpu_workers)
+        return _audit(list(stages or []), force=force, pull=pull, push=push, workers=workers, gpu_workers=gpu_workers)
 
 
 def changed_stages(stages: List[str]) -> List[str]:
@@ -134,8 +154,9 @@ def _gpu_workers(ex: Any, given: Optional[int]) -> int:
     return 1 if torch.cuda.is_available() else 0
 
 
-def _audit(stages: List[str], *, force: bool, pull: bool, push: bool, workers: Optional[int],
-           gpu_workers: Optional[int]) -> int:
+def _audit(
+    stages: List[str], *, force: bool, pull: bool, push: bool, workers: Optional[int], gpu_workers: Optional[int]
+) -> int:
     if regenerate_pipeline():
         print("weakspot: dvc.yaml regenerated from params.yaml (targets or methods changed)", flush=True)
     _, hp = load_section("history", PARAMS)
@@ -143,8 +164,12 @@ def _audit(stages: List[str], *, force: bool, pull: bool, push: bool, workers: O
     Path(hp.dir).mkdir(parents=True, exist_ok=True)  # the report stage depends on it
     swept = sweep_partials(".")
     if swept:
-        print(f"weakspot: removed {len(swept)} partly written file(s) left by an interrupted run: "
-              + ", ".join(swept[:5]) + (" ..." if len(swept) > 5 else ""), flush=True)
+        print(
+            f"weakspot: removed {len(swept)} partly written file(s) left by an interrupted run: "
+            + ", ".join(swept[:5])
+            + (" ..." if len(swept) > 5 else ""),
+            flush=True,
+        )
     from ops.graph import stage_graph, upstream
 
     graph = stage_graph()
@@ -184,9 +209,12 @@ def _audit(stages: List[str], *, force: bool, pull: bool, push: bool, workers: O
 
     print(f"weakspot: audit finished in {time.time() - t0:.0f} s. Report: {REPORT.resolve()}")
     if failures:
-        print(f"weakspot: the audit is INCOMPLETE (exit {INCOMPLETE}): "
-              + "; ".join(f"{f['stage']} failed" for f in failures if f["failed"])
-              + ". The report and reports/summary.md open with the failure.", file=sys.stderr)
+        print(
+            f"weakspot: the audit is INCOMPLETE (exit {INCOMPLETE}): "
+            + "; ".join(f"{f['stage']} failed" for f in failures if f["failed"])
+            + ". The report and reports/summary.md open with the failure.",
+            file=sys.stderr,
+        )
         return INCOMPLETE
     if push:
         rc = dvc.push(hp)
@@ -204,11 +232,19 @@ def failure_rows(outcome: Any, graph: Dict[str, List[str]]) -> List[Dict[str, An
     own for the stages it stopped)."""
     rows = []
     for s, err in outcome.failed.items():
-        rows.append({"stage": s, "target": _target_of(s), "failed": True, "error": _short(err),
-                     "message": headline(err)})
+        rows.append(
+            {"stage": s, "target": _target_of(s), "failed": True, "error": _short(err), "message": headline(err)}
+        )
     for s, cause in outcome.not_run.items():
-        rows.append({"stage": s, "target": _target_of(s), "failed": False,
-                     "error": f"not run: it needs {cause}, which failed", "message": f"not run: {cause} failed"})
+        rows.append(
+            {
+                "stage": s,
+                "target": _target_of(s),
+                "failed": False,
+                "error": f"not run: it needs {cause}, which failed",
+                "message": f"not run: {cause} failed",
+            }
+        )
     return rows
 
 
@@ -243,14 +279,22 @@ def git_source(ref: str, sha: str) -> str:
         return str(Path.cwd().resolve())
     proc = subprocess.run(["git", "push", "-q", remote, f"{sha}:{ref}"], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise ConfigError(f"WEAKSPOT_GIT_REMOTE={remote}: git push of the audit's commit failed: "
-                          f"{proc.stderr.strip()}")
+        raise ConfigError(f"WEAKSPOT_GIT_REMOTE={remote}: git push of the audit's commit failed: {proc.stderr.strip()}")
     named = subprocess.run(["git", "remote", "get-url", remote], capture_output=True, text=True)
     return named.stdout.strip() if named.returncode == 0 else remote
 
 
-def run_on_workers(wanted: List[str], graph: Dict[str, List[str]], env: Dict[str, str], hp: Any, ex: Any, *,
-                   force: bool, n_cpu: int, n_gpu: int) -> Any:
+def run_on_workers(
+    wanted: List[str],
+    graph: Dict[str, List[str]],
+    env: Dict[str, str],
+    hp: Any,
+    ex: Any,
+    *,
+    force: bool,
+    n_cpu: int,
+    n_gpu: int,
+) -> Any:
     """The stages that changed (and those after them) as flow runs on the work pools, local workers started for the
     while; the stages already up to date pushed to the DVC remote first, so that the workers restore them."""
     from ops.graph import downstream
@@ -270,32 +314,52 @@ def run_on_workers(wanted: List[str], graph: Dict[str, List[str]], env: Dict[str
     if ready:
         rc = subprocess.call(dvc.dvc() + ["push", "--run-cache", "-q", "-r", "weakspot", *ready], env=dvc.env())
         if rc != 0:
-            print("weakspot: could not push the up-to-date stages to the DVC remote; the workers recompute what they "
-                  "need", file=sys.stderr)
+            print(
+                "weakspot: could not push the up-to-date stages to the DVC remote; the workers recompute what they "
+                "need",
+                file=sys.stderr,
+            )
     ref, sha = snapshot(".")
     gpu = gpu_steps(ex)
-    env = {**env, "PREFECT_LOCAL_STORAGE_PATH": env.get("PREFECT_LOCAL_STORAGE_PATH")
-           or str(Path(".prefect/results").resolve())}
+    env = {
+        **env,
+        "PREFECT_LOCAL_STORAGE_PATH": env.get("PREFECT_LOCAL_STORAGE_PATH") or str(Path(".prefect/results").resolve()),
+    }
     os.environ.update({k: env[k] for k in ("PREFECT_API_URL", "PREFECT_HOME") if k in env})
     ensure_pools()
-    print(f"weakspot: {len(to_run)} stage(s) to run on {n_cpu} local cpu worker(s)"
-          + (f" and {n_gpu} gpu worker(s)" if n_gpu else "") + f"; the audit's commit {sha[:12]} ({ref}); "
-          f"DVC remote {url}", flush=True)
+    print(
+        f"weakspot: {len(to_run)} stage(s) to run on {n_cpu} local cpu worker(s)"
+        + (f" and {n_gpu} gpu worker(s)" if n_gpu else "")
+        + f"; the audit's commit {sha[:12]} ({ref}); "
+        f"DVC remote {url}",
+        flush=True,
+    )
     with local_workers({"cpu": n_cpu, "gpu": n_gpu}, env):
         has_gpu = bool(n_gpu) or bool(online_workers("gpu"))
         if not n_cpu and not online_workers("cpu"):
-            raise ConfigError("no worker on the cpu pool: set execution.workers (or --workers) above 0, or start "
-                              "`weakspot worker --pool cpu` on a machine that sees this Prefect server")
+            raise ConfigError(
+                "no worker on the cpu pool: set execution.workers (or --workers) above 0, or start "
+                "`weakspot worker --pool cpu` on a machine that sees this Prefect server"
+            )
 
         def pool_of(stage: str) -> str:
             step = stage.split("-", 1)[0]
             return "gpu" if has_gpu and step in gpu else "cpu"
 
-        runs = PrefectRuns({"repo": git_source(ref, sha), "ref": ref, "commit": sha, "remote": url,
-                            "force": force}, audit=sha[:12], needs=graph)
+        runs = PrefectRuns(
+            {"repo": git_source(ref, sha), "ref": ref, "commit": sha, "remote": url, "force": force},
+            audit=sha[:12],
+            needs=graph,
+        )
         try:
-            outcome = schedule(to_run, {s: graph[s] for s in to_run}, runs, pool_of, retries=ex.retries,
-                               say=lambda m: print(m, flush=True))
+            outcome = schedule(
+                to_run,
+                {s: graph[s] for s in to_run},
+                runs,
+                pool_of,
+                retries=ex.retries,
+                say=lambda m: print(m, flush=True),
+            )
         finally:
             runs.close()
     return outcome

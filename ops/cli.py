@@ -26,8 +26,10 @@ from ops.dvc import PARAMS
 def cmd_check(args: argparse.Namespace) -> int:
     checked = check_params(args.file)
     sections = [k for k in checked if isinstance(checked[k], dict)]
-    print(f"{args.file}: valid ({len(sections)} sections: {', '.join(sections)}; targets: "
-          f"{', '.join(checked['targets'])}; device={checked['device']})")
+    print(
+        f"{args.file}: valid ({len(sections)} sections: {', '.join(sections)}; targets: "
+        f"{', '.join(checked['targets'])}; device={checked['device']})"
+    )
     return 0
 
 
@@ -44,8 +46,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     if args.profile:
         cmd_profile(argparse.Namespace(name=args.profile))
-    return audit(args.stages, force=args.force, pull=args.pull, push=args.push, workers=args.workers,
-                 gpu_workers=args.gpu_workers, command="weakspot audit " + " ".join(sys.argv[2:]))
+    return audit(
+        args.stages,
+        force=args.force,
+        pull=args.pull,
+        push=args.push,
+        workers=args.workers,
+        gpu_workers=args.gpu_workers,
+        command="weakspot audit " + " ".join(sys.argv[2:]),
+    )
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -54,12 +63,17 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from ops.workers import ensure_pools, worker_command, worker_env
 
     if not os.environ.get("PREFECT_API_URL"):
-        raise WeakspotError("weakspot worker: set PREFECT_API_URL to the Prefect server the audits use (e.g. "
-                            "http://audit-host:4200/api, the server of `weakspot serve`)")
+        raise WeakspotError(
+            "weakspot worker: set PREFECT_API_URL to the Prefect server the audits use (e.g. "
+            "http://audit-host:4200/api, the server of `weakspot serve`)"
+        )
     ensure_pools()
     name = args.name or f"{args.pool}-{__import__('socket').gethostname()}-{os.getpid()}"
-    print(f"weakspot worker: {name} on the {args.pool} pool of {os.environ['PREFECT_API_URL']}; stages run in clones "
-          f"under {os.environ.get('WEAKSPOT_WORKDIR') or 'the temporary folder'}", flush=True)
+    print(
+        f"weakspot worker: {name} on the {args.pool} pool of {os.environ['PREFECT_API_URL']}; stages run in clones "
+        f"under {os.environ.get('WEAKSPOT_WORKDIR') or 'the temporary folder'}",
+        flush=True,
+    )
     return subprocess.call(worker_command(args.pool, name), env=worker_env(dict(os.environ)))
 
 
@@ -82,8 +96,10 @@ def cmd_plots_diff(args: argparse.Namespace) -> int:
     from ops.plots_diff import plots_diff
 
     res = plots_diff(args.a, args.b, out=args.out)
-    print(f"weakspot: dvc plots diff {args.a} {args.b}: {len(res['plots'])} plots -> {res['html']}"
-          + (f"; not in the cache: {', '.join(res['missing'])}" if res["missing"] else ""))
+    print(
+        f"weakspot: dvc plots diff {args.a} {args.b}: {len(res['plots'])} plots -> {res['html']}"
+        + (f"; not in the cache: {', '.join(res['missing'])}" if res["missing"] else "")
+    )
     return 0
 
 
@@ -110,8 +126,15 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     from ops.rerun import format_rerun, rerun
 
     _, hp = load_section("history", PARAMS)
-    res = rerun(args.audit_id, ".", store=hp.dir, workdir=args.workdir, pull=args.pull, keep=args.keep,
-                remote=dvc.remote_url(hp) if args.pull else None)
+    res = rerun(
+        args.audit_id,
+        ".",
+        store=hp.dir,
+        workdir=args.workdir,
+        pull=args.pull,
+        keep=args.keep,
+        remote=dvc.remote_url(hp) if args.pull else None,
+    )
     print(json.dumps(res, indent=1, default=str) if args.json else format_rerun(res))
     return 0 if res["reproduced"] else 1
 
@@ -127,34 +150,57 @@ def _audit_parser(sub) -> None:
     a.add_argument("stages", nargs="*", help="only these stages (and what they need)")
     a.add_argument("--force", action="store_true", help="rerun every stage even if nothing changed")
     a.add_argument("--profile", help="merge profiles/NAME.yaml into params.yaml first (e.g. paper)")
-    a.add_argument("--push", action="store_true", help="after a successful audit, push every output and the "
-                   "run-cache to the DVC remote (history.remote or WEAKSPOT_DVC_REMOTE); the nightly flow does")
-    a.add_argument("--pull", action="store_true", help="restore stages from the DVC remote's run-cache where it "
-                   "has them instead of recomputing (dvc repro --pull)")
+    a.add_argument(
+        "--push",
+        action="store_true",
+        help="after a successful audit, push every output and the "
+        "run-cache to the DVC remote (history.remote or WEAKSPOT_DVC_REMOTE); the nightly flow does",
+    )
+    a.add_argument(
+        "--pull",
+        action="store_true",
+        help="restore stages from the DVC remote's run-cache where it "
+        "has them instead of recomputing (dvc repro --pull)",
+    )
     a.add_argument("--workers", type=int, help="local process workers on the cpu pool (default: execution.workers)")
-    a.add_argument("--gpu-workers", type=int, help="local process workers on the gpu pool (default: "
-                   "execution.gpu_workers; 1 when this machine has CUDA)")
+    a.add_argument(
+        "--gpu-workers",
+        type=int,
+        help="local process workers on the gpu pool (default: execution.gpu_workers; 1 when this machine has CUDA)",
+    )
     a.set_defaults(fn=cmd_audit)
-    w = sub.add_parser("worker", help="join the audits of a Prefect server as a worker of a pool (a GPU machine: "
-                       "--pool gpu); PREFECT_API_URL names the server, the DVC remote comes with each stage")
+    w = sub.add_parser(
+        "worker",
+        help="join the audits of a Prefect server as a worker of a pool (a GPU machine: "
+        "--pool gpu); PREFECT_API_URL names the server, the DVC remote comes with each stage",
+    )
     w.add_argument("--pool", choices=["cpu", "gpu"], default="cpu")
     w.add_argument("--name", help="the worker's name (default: pool, host and process id)")
     w.set_defaults(fn=cmd_worker)
 
 
 def _trace_parsers(sub) -> None:
-    ln = sub.add_parser("lineage", help="the chain that produced an artifact or a number: stages, the params they "
-                        "read, their inputs' hashes, the code version, when they ran and their Prefect runs")
+    ln = sub.add_parser(
+        "lineage",
+        help="the chain that produced an artifact or a number: stages, the params they "
+        "read, their inputs' hashes, the code version, when they ran and their Prefect runs",
+    )
     ln.add_argument("path", help="an artifact, e.g. metrics/hda/digits.json (or PATH:KEY)")
     ln.add_argument("key", nargs="?", help="a number in a JSON artifact, dotted: hda.ae_prop")
     ln.add_argument("--json", action="store_true", help="machine-readable")
     ln.add_argument("--all", action="store_true", help="list every code file the stages depend on")
     ln.set_defaults(fn=cmd_lineage)
-    rr = sub.add_parser("rerun", help="reproduce a past audit exactly: its code and params in a scratch git "
-                        "worktree, every stage rerun, its metrics compared byte for byte with the recorded ones")
+    rr = sub.add_parser(
+        "rerun",
+        help="reproduce a past audit exactly: its code and params in a scratch git "
+        "worktree, every stage rerun, its metrics compared byte for byte with the recorded ones",
+    )
     rr.add_argument("audit_id", help="an id from history/ (or a unique prefix, or 'last')")
-    rr.add_argument("--pull", action="store_true", help="restore stages from the DVC remote (what `weakspot audit "
-                    "--push` sent) instead of recomputing them")
+    rr.add_argument(
+        "--pull",
+        action="store_true",
+        help="restore stages from the DVC remote (what `weakspot audit --push` sent) instead of recomputing them",
+    )
     rr.add_argument("--workdir", help="where to put the worktree (default: a new temporary folder)")
     rr.add_argument("--keep", action="store_true", help="keep the worktree afterwards")
     rr.add_argument("--json", action="store_true", help="machine-readable")
@@ -163,18 +209,35 @@ def _trace_parsers(sub) -> None:
 
 def _serve_parsers(sub) -> None:
     for name in ("serve", "schedule"):
-        c = sub.add_parser(name, help="serve the nightly audit (weakspot audit --push, verdict as Prefect artifacts) "
-                           "on a cron schedule" + (" (alias of serve)" if name == "schedule" else ""))
-        c.add_argument("--cron", default="0 2 * * *", help="cron schedule (default: \"0 2 * * *\", 02:00 every night)")
+        c = sub.add_parser(
+            name,
+            help="serve the nightly audit (weakspot audit --push, verdict as Prefect artifacts) "
+            "on a cron schedule" + (" (alias of serve)" if name == "schedule" else ""),
+        )
+        c.add_argument("--cron", default="0 2 * * *", help='cron schedule (default: "0 2 * * *", 02:00 every night)')
         c.add_argument("--name", default="weakspot-nightly", help="the deployment's name (default: weakspot-nightly)")
-        c.add_argument("--port", type=int, default=4200, help="the local Prefect server's port, when PREFECT_API_URL "
-                       "is not set (default: 4200)")
+        c.add_argument(
+            "--port",
+            type=int,
+            default=4200,
+            help="the local Prefect server's port, when PREFECT_API_URL is not set (default: 4200)",
+        )
         c.add_argument("--timezone", help="the cron's IANA time zone, e.g. Europe/Paris (default: this machine's)")
-        c.add_argument("--no-push", dest="push", action="store_false", help="audit without pushing the outputs to the "
-                       "DVC remote (history.remote)")
-        c.add_argument("--notify", action="append", default=[], metavar="URL", help="post a failed or regressed "
-                       "nightly run to URL (repeatable): an http(s) webhook gets a JSON object, a Slack incoming "
-                       "webhook or a Teams workflow URL a message (a Prefect automation, weakspot-notify-NAME)")
+        c.add_argument(
+            "--no-push",
+            dest="push",
+            action="store_false",
+            help="audit without pushing the outputs to the DVC remote (history.remote)",
+        )
+        c.add_argument(
+            "--notify",
+            action="append",
+            default=[],
+            metavar="URL",
+            help="post a failed or regressed "
+            "nightly run to URL (repeatable): an http(s) webhook gets a JSON object, a Slack incoming "
+            "webhook or a Teams workflow URL a message (a Prefect automation, weakspot-notify-NAME)",
+        )
         c.set_defaults(fn=cmd_serve)
 
 
@@ -184,20 +247,27 @@ def build_parser() -> argparse.ArgumentParser:
     ch = sub.add_parser("check", help="validate params.yaml (or another params file) against the schema")
     ch.add_argument("file", nargs="?", default=PARAMS)
     ch.set_defaults(fn=cmd_check)
-    sub.add_parser("pipeline", help="regenerate dvc.yaml from params.yaml (weakspot audit does it too)"
-                   ).set_defaults(fn=cmd_pipeline)
+    sub.add_parser("pipeline", help="regenerate dvc.yaml from params.yaml (weakspot audit does it too)").set_defaults(
+        fn=cmd_pipeline
+    )
     _audit_parser(sub)
     s = sub.add_parser("stage", help="run one stage's flow directly (python -m flows.NAME)")
     s.add_argument("name", help="the stage: prepare, train, gad, examine (these take a target), render, report...")
     s.add_argument("target", nargs="?", help="the target, for a per-target stage")
     s.set_defaults(fn=cmd_stage)
-    cp = sub.add_parser("compare", help="two audited targets on the same data side by side (a model and its "
-                                        "repaired copy, a candidate and production): reports/compare-A-B.html")
+    cp = sub.add_parser(
+        "compare",
+        help="two audited targets on the same data side by side (a model and its "
+        "repaired copy, a candidate and production): reports/compare-A-B.html",
+    )
     cp.add_argument("a", help="a target of params.yaml (e.g. digits)")
     cp.add_argument("b", help="another target on the same data (e.g. digits_repaired)")
     cp.set_defaults(fn=cmd_compare)
-    pd_ = sub.add_parser("plots-diff", help="dvc plots diff between two recorded audits (ids, prefixes or last): "
-                                            "every curve dvc.yaml declares, both audits drawn")
+    pd_ = sub.add_parser(
+        "plots-diff",
+        help="dvc plots diff between two recorded audits (ids, prefixes or last): "
+        "every curve dvc.yaml declares, both audits drawn",
+    )
     pd_.add_argument("a")
     pd_.add_argument("b")
     pd_.add_argument("--out", default="reports/plots-diff", help="where the HTML goes (default: reports/plots-diff)")

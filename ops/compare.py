@@ -38,8 +38,9 @@ def _spots(spots: List[Dict[str, Any]], t: str) -> Dict[Key, Dict[str, Any]]:
     for r in spots:
         if r["target"] == t:
             what = f"{r['label']}->{r['prediction']}" if r["kind"] in ("class", "class_pair") else r["weak_spot"]
-            out[(r["method"], r["kind"], what)] = {k: r[k] for k in ("method", "weak_spot", "lift", "lift_lo",
-                                                                    "lift_hi")}
+            out[(r["method"], r["kind"], what)] = {
+                k: r[k] for k in ("method", "weak_spot", "lift", "lift_lo", "lift_hi")
+            }
     return out
 
 
@@ -50,10 +51,16 @@ def _methods(root: Path, a: str, b: str) -> List[Dict[str, Any]]:
         if ma is None or mb is None:
             continue
         sec = _json(root / "plots" / d.name / a / "section.json") or {}
-        keys = [k for k in sec.get("key_metrics") or [] if k in ma or k in mb] or \
-            [k for k, v in ma.items() if isinstance(v, (int, float)) and not isinstance(v, bool)][:6]
-        rows.append({"method": d.name, "title": str(sec.get("title", d.name)).split(" (")[0],
-                     "figures": [{"metric": k, "a": ma.get(k), "b": mb.get(k)} for k in keys]})
+        keys = [k for k in sec.get("key_metrics") or [] if k in ma or k in mb] or [
+            k for k, v in ma.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+        ][:6]
+        rows.append(
+            {
+                "method": d.name,
+                "title": str(sec.get("title", d.name)).split(" (")[0],
+                "figures": [{"metric": k, "a": ma.get(k), "b": mb.get(k)} for k in keys],
+            }
+        )
     return rows
 
 
@@ -64,8 +71,11 @@ def _curve(root: Path, t: str) -> Optional[Dict[str, List[float]]]:
     if not f.is_file():
         return None
     df = pd.read_csv(f)
-    return {c: [float(v) for v in df[c]] for c in df.columns if c in ("eps", "eps (data units)", "clean", "pgd",
-                                                                      "pgd lo", "pgd hi", "autoattack")}
+    return {
+        c: [float(v) for v in df[c]]
+        for c in df.columns
+        if c in ("eps", "eps (data units)", "clean", "pgd", "pgd lo", "pgd hi", "autoattack")
+    }
 
 
 def _check_same_rows(root: Path, a: str, b: str, targets: Dict[str, Any]) -> Optional[int]:
@@ -77,19 +87,24 @@ def _check_same_rows(root: Path, a: str, b: str, targets: Dict[str, Any]) -> Opt
     files = [root / "data" / "targets" / t / "prepared" / "test.parquet" for t in (a, b)]
     if not all(f.is_file() for f in files):
         if targets[a].get("data") != targets[b].get("data"):
-            raise ConfigError(f"{a} and {b} are not on the same data ({targets[a].get('data')} vs "
-                              f"{targets[b].get('data')}): their numbers are not comparable")
+            raise ConfigError(
+                f"{a} and {b} are not on the same data ({targets[a].get('data')} vs "
+                f"{targets[b].get('data')}): their numbers are not comparable"
+            )
         return None
     ta, tb = (pd.read_parquet(f) for f in files)
     if ta.shape != tb.shape or not ta.reset_index(drop=True).equals(tb.reset_index(drop=True)):
-        raise ConfigError(f"{a} and {b} are not judged on the same held-out rows ({len(ta)} and {len(tb)} test rows "
-                          "that differ): their numbers are not comparable. A model you bring is judged on every row "
-                          "of a data source; give it the other target's split as named parts (train/val/test)")
+        raise ConfigError(
+            f"{a} and {b} are not judged on the same held-out rows ({len(ta)} and {len(tb)} test rows "
+            "that differ): their numbers are not comparable. A model you bring is judged on every row "
+            "of a data source; give it the other target's split as named parts (train/val/test)"
+        )
     return int(len(ta))
 
 
-def compare_targets(a: str, b: str, root: "str | Path" = ".", params: Optional[Dict[str, Any]] = None
-                    ) -> Dict[str, Any]:
+def compare_targets(
+    a: str, b: str, root: "str | Path" = ".", params: Optional[Dict[str, Any]] = None
+) -> Dict[str, Any]:
     """Everything the side-by-side report shows, as plain data (JSON-ready)."""
     from weakspot.config import read_yaml
 
@@ -108,15 +123,23 @@ def compare_targets(a: str, b: str, root: "str | Path" = ".", params: Optional[D
 
     spots = confirmed_weak_spots(root / "findings")
     sa, sb = _spots(spots, a), _spots(spots, b)
-    both = {f.stem for f in (root / "findings" / a).glob("*.parquet")} & \
-        {f.stem for f in (root / "findings" / b).glob("*.parquet")}
+    both = {f.stem for f in (root / "findings" / a).glob("*.parquet")} & {
+        f.stem for f in (root / "findings" / b).glob("*.parquet")
+    }
     sa, sb = ({k: v for k, v in s_.items() if k[0] in both} for s_ in (sa, sb))  # a method that ran on both only
     n = (_json(root / "metrics" / "train" / f"{a}.json") or {}).get("n_test")
-    return {"a": a, "b": b, "data": targets[a].get("data"), "n_test": n_test or n, "accuracy": acc,
-            "methods": _methods(root, a, b),
-            "shared": [{"a": sa[k], "b": sb[k]} for k in sa if k in sb],
-            "fixed": [sa[k] for k in sa if k not in sb], "new": [sb[k] for k in sb if k not in sa],
-            "curves": {t: _curve(root, t) for t in (a, b)}}
+    return {
+        "a": a,
+        "b": b,
+        "data": targets[a].get("data"),
+        "n_test": n_test or n,
+        "accuracy": acc,
+        "methods": _methods(root, a, b),
+        "shared": [{"a": sa[k], "b": sb[k]} for k in sa if k in sb],
+        "fixed": [sa[k] for k in sa if k not in sb],
+        "new": [sb[k] for k in sb if k not in sa],
+        "curves": {t: _curve(root, t) for t in (a, b)},
+    }
 
 
 def curve_png(cmp: Dict[str, Any]) -> Optional[bytes]:
@@ -131,7 +154,7 @@ def curve_png(cmp: Dict[str, Any]) -> Optional[bytes]:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     for t, c in curves.items():
-        line, = ax.plot(c["eps (data units)"], c["pgd"], marker="o", label=f"{t}: PGD")
+        (line,) = ax.plot(c["eps (data units)"], c["pgd"], marker="o", label=f"{t}: PGD")
         ax.fill_between(c["eps (data units)"], c["pgd lo"], c["pgd hi"], alpha=0.2, color=line.get_color())
     ax.set(xlabel="L-inf eps (data units)", ylabel="accuracy", ylim=(0, 1.02), title="Robustness curves")
     ax.legend()

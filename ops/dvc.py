@@ -58,8 +58,11 @@ def repro(argv: List[str], environ: Dict[str, str]) -> int:
     print("weakspot: dvc repro " + " ".join(argv), flush=True)
     rc = subprocess.call(dvc() + ["repro"] + argv, env=environ)
     if rc != 0:
-        print(f"weakspot: the pipeline failed (exit {rc}); the message above names the stage and the problem. "
-              "Artifacts of earlier successful stages are intact.", file=sys.stderr)
+        print(
+            f"weakspot: the pipeline failed (exit {rc}); the message above names the stage and the problem. "
+            "Artifacts of earlier successful stages are intact.",
+            file=sys.stderr,
+        )
     return rc
 
 
@@ -77,8 +80,13 @@ def configure_remote(url: str, root: "str | Path" = ".") -> str:
     .dvc/config.local: not committed)."""
     if "://" not in url:
         Path(url).mkdir(parents=True, exist_ok=True)
-    subprocess.run(dvc() + ["remote", "add", "--local", "--force", "-d", "weakspot", url], cwd=root, check=True,
-                   capture_output=True, text=True)
+    subprocess.run(
+        dvc() + ["remote", "add", "--local", "--force", "-d", "weakspot", url],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return url
 
 

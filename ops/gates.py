@@ -29,8 +29,7 @@ from typing import Any, Dict, List
 
 from ops.params import GateParams, GatesParams
 
-OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq,
-       "!=": operator.ne}
+OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq, "!=": operator.ne}
 
 
 def _number(v: Any) -> bool:
@@ -45,8 +44,9 @@ def _metric_gate(g: GateParams, metrics: Dict[str, Any]) -> Dict[str, Any]:
         return {**row, "passed": False, "numbers": f"no metric matches {g.metric!r}"}
     bad = [m for m in names if not _number(metrics[m]) or not OPS[g.op](float(metrics[m]), float(g.value))]
     shown = bad or names
-    numbers = ", ".join(f"{m} = {metrics[m]:.6g}" if _number(metrics[m]) else f"{m} = {metrics[m]!r} (not a number)"
-                        for m in shown[:8]) + (f" and {len(shown) - 8} more" if len(shown) > 8 else "")
+    numbers = ", ".join(
+        f"{m} = {metrics[m]:.6g}" if _number(metrics[m]) else f"{m} = {metrics[m]!r} (not a number)" for m in shown[:8]
+    ) + (f" and {len(shown) - 8} more" if len(shown) > 8 else "")
     what = f"{len(bad)} of {len(names)} fail: " if bad else f"{len(names)} of {len(names)} hold: "
     return {**row, "passed": not bad, "numbers": what + numbers}
 
@@ -65,43 +65,74 @@ def confirmed_weak_spots(findings_root: "str | Path" = "findings") -> List[Dict[
     out = []
     for f, df in tables.items():
         for r in df[df["confirmed"].astype(bool)].to_dict("records"):
-            out.append({"target": f.parent.name, "method": f.stem, "weak_spot": str(r.get("weak_spot", "")),
-                        "kind": str(r.get("kind", "")), "label": str(r.get("label") or ""),
-                        "prediction": str(r.get("prediction") or ""), "lift": float(r["lift"]),
-                        "lift_lo": float(r.get("lift_lo", float("nan"))),
-                        "lift_hi": float(r.get("lift_hi", float("nan"))),
-                        "lift_lo_adjusted": float(r.get("lift_lo_adjusted", float("nan"))),
-                        "p_value": float(r.get("p_value", float("nan"))),
-                        "p_adjusted": float(r.get("p_adjusted", float("nan"))), "family": int(r.get("family", 0)),
-                        "finds": finds_of(f.stem)})
+            out.append(
+                {
+                    "target": f.parent.name,
+                    "method": f.stem,
+                    "weak_spot": str(r.get("weak_spot", "")),
+                    "kind": str(r.get("kind", "")),
+                    "label": str(r.get("label") or ""),
+                    "prediction": str(r.get("prediction") or ""),
+                    "lift": float(r["lift"]),
+                    "lift_lo": float(r.get("lift_lo", float("nan"))),
+                    "lift_hi": float(r.get("lift_hi", float("nan"))),
+                    "lift_lo_adjusted": float(r.get("lift_lo_adjusted", float("nan"))),
+                    "p_value": float(r.get("p_value", float("nan"))),
+                    "p_adjusted": float(r.get("p_adjusted", float("nan"))),
+                    "family": int(r.get("family", 0)),
+                    "finds": finds_of(f.stem),
+                }
+            )
     return sorted(out, key=lambda r: -r["lift_lo_adjusted"] if math.isfinite(r["lift_lo_adjusted"]) else math.inf)
 
 
 def _weak_spot_gate(g: GateParams, spots: List[Dict[str, Any]]) -> Dict[str, Any]:
     w = g.weak_spots
-    mine = [s for s in spots if fnmatch.fnmatchcase(s["method"], w.methods)
-            and fnmatch.fnmatchcase(s["target"], w.targets)]
+    mine = [
+        s for s in spots if fnmatch.fnmatchcase(s["method"], w.methods) and fnmatch.fnmatchcase(s["target"], w.targets)
+    ]
     where = "" if (w.methods, w.targets) == ("*", "*") else f" ({w.methods} on {w.targets})"
     parts, ok = [], True
     if w.max_lift is not None:
         over = [s for s in mine if math.isfinite(s["lift"]) and s["lift"] > w.max_lift]
         ok = ok and not over
         top = max(mine, key=lambda s: s["lift"] if math.isfinite(s["lift"]) else math.inf) if mine else None
-        parts.append(f"{len(over)} confirmed weak spot(s) with lift above {w.max_lift:g}" + (
-            f"; highest {top['lift']:.3g} ({top['method']} on {top['target']}: {top['weak_spot']})" if top else ""))
+        parts.append(
+            f"{len(over)} confirmed weak spot(s) with lift above {w.max_lift:g}"
+            + (f"; highest {top['lift']:.3g} ({top['method']} on {top['target']}: {top['weak_spot']})" if top else "")
+        )
     if w.max_count is not None:
         ok = ok and len(mine) <= w.max_count
         parts.append(f"{len(mine)} confirmed weak spot(s), at most {w.max_count} allowed")
-    cond = g.name or ("weak spots" + where + ": " + ", ".join(
-        x for x in (f"lift <= {w.max_lift:g}" if w.max_lift is not None else "",
-                    f"count <= {w.max_count}" if w.max_count is not None else "") if x))
-    return {"condition": cond, "kind": "gate", "metric": "weak_spots", "op": "", "threshold": w.max_lift,
-            "passed": bool(ok), "numbers": "; ".join(parts)}
+    cond = g.name or (
+        "weak spots"
+        + where
+        + ": "
+        + ", ".join(
+            x
+            for x in (
+                f"lift <= {w.max_lift:g}" if w.max_lift is not None else "",
+                f"count <= {w.max_count}" if w.max_count is not None else "",
+            )
+            if x
+        )
+    )
+    return {
+        "condition": cond,
+        "kind": "gate",
+        "metric": "weak_spots",
+        "op": "",
+        "threshold": w.max_lift,
+        "passed": bool(ok),
+        "numbers": "; ".join(parts),
+    }
 
 
-def check_gates(gates: GatesParams, metrics: Dict[str, Any],
-                findings_root: "str | Path" = "findings") -> List[Dict[str, Any]]:
+def check_gates(
+    gates: GatesParams, metrics: Dict[str, Any], findings_root: "str | Path" = "findings"
+) -> List[Dict[str, Any]]:
     """One row per gate: ``{condition, kind: "gate", metric, op, threshold, passed, numbers}``."""
     spots = confirmed_weak_spots(findings_root) if any(g.weak_spots for g in gates.conditions) else []
-    return [_weak_spot_gate(g, spots) if g.weak_spots is not None else _metric_gate(g, metrics)
-            for g in gates.conditions]
+    return [
+        _weak_spot_gate(g, spots) if g.weak_spots is not None else _metric_gate(g, metrics) for g in gates.conditions
+    ]

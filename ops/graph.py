@@ -29,13 +29,16 @@ def _inside(a: str, b: str) -> bool:
 def stage_graph(dvc_yaml: "str | Path" = "dvc.yaml") -> Dict[str, List[str]]:
     """Stage -> the stages it needs directly, in dvc.yaml's order."""
     stages = (yaml.safe_load(Path(dvc_yaml).read_text()) or {}).get("stages", {})
-    outs = {name: [o for key in ("outs", "metrics", "plots") for o in entry_paths(s.get(key, []))]
-            for name, s in stages.items()}
+    outs = {
+        name: [o for key in ("outs", "metrics", "plots") for o in entry_paths(s.get(key, []))]
+        for name, s in stages.items()
+    }
     graph: Dict[str, List[str]] = {}
     for name, s in stages.items():
         deps = entry_paths(s.get("deps", []))
-        graph[name] = [other for other in stages if other != name
-                       and any(_inside(d, o) for d in deps for o in outs[other])]
+        graph[name] = [
+            other for other in stages if other != name and any(_inside(d, o) for d in deps for o in outs[other])
+        ]
     return graph
 
 

@@ -34,9 +34,16 @@ from ops.lineage import flatten
 from ops.params import RuleParams  # and the history section, registered
 
 #: Columns of a history file, one row per metric value of one audit.
-SCHEMA = {"audit_id": "string", "time": "string (ISO 8601, UTC)", "git_rev": "string", "git_dirty": "bool",
-          "lock_sha256": "string", "metric": "string: <stage>/<target>:<dotted.key>", "value": "float64 or NaN",
-          "text": "string: JSON of a value that is not a number, else empty"}
+SCHEMA = {
+    "audit_id": "string",
+    "time": "string (ISO 8601, UTC)",
+    "git_rev": "string",
+    "git_dirty": "bool",
+    "lock_sha256": "string",
+    "metric": "string: <stage>/<target>:<dotted.key>",
+    "value": "float64 or NaN",
+    "text": "string: JSON of a value that is not a number, else empty",
+}
 
 
 def snapshot(root: "str | Path" = ".") -> Dict[str, Any]:
@@ -70,11 +77,17 @@ def audit_identity(root: "str | Path" = ".") -> Dict[str, Any]:
     rev = git("rev-parse", "HEAD")
     # params.yaml is kept with the audit and dvc.yaml is generated from it: only changes to other tracked files
     # (the code, shipped data) make an audit unreproducible from its revision
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!params.yaml", ":!dvc.yaml",
-                     ":!dvc.lock"))
+    dirty = bool(
+        git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!params.yaml", ":!dvc.yaml", ":!dvc.lock")
+    )
     now = datetime.datetime.now(datetime.timezone.utc)
-    return {"audit_id": f"{now:%Y%m%dT%H%M%SZ}-{(rev or 'nogit')[:8]}-{lock_sha[:8]}",
-            "time": now.isoformat(timespec="seconds"), "git_rev": rev, "git_dirty": dirty, "lock_sha256": lock_sha}
+    return {
+        "audit_id": f"{now:%Y%m%dT%H%M%SZ}-{(rev or 'nogit')[:8]}-{lock_sha[:8]}",
+        "time": now.isoformat(timespec="seconds"),
+        "git_rev": rev,
+        "git_dirty": dirty,
+        "lock_sha256": lock_sha,
+    }
 
 
 def record(root: "str | Path" = ".", store: "str | Path" = "history") -> Dict[str, Any]:
@@ -88,8 +101,9 @@ def record(root: "str | Path" = ".", store: "str | Path" = "history") -> Dict[st
     rows = []
     for k, v in snapshot(root).items():
         num = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
-        rows.append({**ident, "metric": k, "value": float(v) if num else float("nan"),
-                     "text": "" if num else json.dumps(v)})
+        rows.append(
+            {**ident, "metric": k, "value": float(v) if num else float("nan"), "text": "" if num else json.dumps(v)}
+        )
     f = Path(root) / store / f"{ident['audit_id']}.parquet"
     n = 1
     while f.exists():  # two audits within one second: keep both
@@ -118,16 +132,22 @@ def find_audit(root: "str | Path", store: "str | Path", audit_id: str) -> Dict[s
         hits = [f for f in files if f.stem == audit_id] or [f for f in files if f.stem.startswith(audit_id)]
     if len(hits) != 1:
         near = ", ".join(f.stem for f in files[-5:])
-        raise DataError(f"audit {audit_id!r} {'is ambiguous' if hits else 'not found'} in {Path(root) / store}; "
-                        f"recent audits: {near}")
+        raise DataError(
+            f"audit {audit_id!r} {'is ambiguous' if hits else 'not found'} in {Path(root) / store}; "
+            f"recent audits: {near}"
+        )
     f = hits[0]
     import pandas as pd
 
     head = pd.read_parquet(f, columns=["audit_id", "time", "git_rev", "git_dirty", "lock_sha256"]).head(1)
     ident = head.iloc[0].to_dict() if len(head) else {"audit_id": f.stem}
     ident["git_dirty"] = bool(ident.get("git_dirty", False))
-    return {**ident, "file": str(f), "params": str(f.with_suffix(".params.yaml")),
-            "lock": str(f.with_suffix(".dvc.lock"))}
+    return {
+        **ident,
+        "file": str(f),
+        "params": str(f.with_suffix(".params.yaml")),
+        "lock": str(f.with_suffix(".dvc.lock")),
+    }
 
 
 def audits(root: "str | Path" = ".", store: "str | Path" = "history") -> List[Path]:
@@ -163,9 +183,16 @@ def compare(before: Dict[str, Any], after: Dict[str, Any], rules: List[RuleParam
         names = sorted({m for m in (*before, *after) if _watched(m, r)})
         for m in names:
             b, a = before.get(m), after.get(m)
-            row = {"metric": m, "rule": f"{r.worse}" + (f" > {r.tolerance:g}" + (" (relative)" if r.relative else "")
-                                                       if r.worse != "new" else ""),
-                   "before": b, "after": a, "change": None, "regression": False, "note": ""}
+            row = {
+                "metric": m,
+                "rule": f"{r.worse}"
+                + (f" > {r.tolerance:g}" + (" (relative)" if r.relative else "") if r.worse != "new" else ""),
+                "before": b,
+                "after": a,
+                "change": None,
+                "regression": False,
+                "note": "",
+            }
             if b is None or a is None:
                 row["note"] = "new metric" if b is None else "missing in the new audit"
             elif r.worse == "new":
@@ -186,8 +213,11 @@ def compare(before: Dict[str, Any], after: Dict[str, Any], rules: List[RuleParam
 
 def format_comparison(rows: List[Dict[str, Any]], prev_id: Optional[str], new_id: str) -> str:
     bad = [r for r in rows if r["regression"]]
-    head = (f"Since the last audit ({prev_id}): {len(bad)} regression(s) among {len(rows)} watched metric(s)"
-            if prev_id else f"First audit in the history ({new_id}): nothing to compare with yet")
+    head = (
+        f"Since the last audit ({prev_id}): {len(bad)} regression(s) among {len(rows)} watched metric(s)"
+        if prev_id
+        else f"First audit in the history ({new_id}): nothing to compare with yet"
+    )
     lines = [head]
     for r in bad + [r for r in rows if not r["regression"] and r["note"]]:
         mark = "REGRESSION" if r["regression"] else r["note"]
@@ -201,8 +231,9 @@ def _same(a: Any, b: Any) -> bool:
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
-def since_last(root: "str | Path", store: "str | Path", rules: List[RuleParams],
-               max_audits: int = 30) -> Dict[str, Any]:
+def since_last(
+    root: "str | Path", store: "str | Path", rules: List[RuleParams], max_audits: int = 30
+) -> Dict[str, Any]:
     """What the report's "Since the last audit" section shows, from the store and the metrics now in ``root``.
 
     When the latest recorded audit holds exactly the metrics now in ``metrics/`` (``weakspot audit`` records before
@@ -212,8 +243,15 @@ def since_last(root: "str | Path", store: "str | Path", rules: List[RuleParams],
     """
     files = audits(root, store)
     now = snapshot(root)
-    out: Dict[str, Any] = {"current": None, "previous": None, "rows": [], "trend": {}, "times": [],
-                           "n_audits": len(files), "recorded": False}
+    out: Dict[str, Any] = {
+        "current": None,
+        "previous": None,
+        "rows": [],
+        "trend": {},
+        "times": [],
+        "n_audits": len(files),
+        "recorded": False,
+    }
     if not files:
         return out
     last = load(files[-1])
@@ -227,7 +265,7 @@ def since_last(root: "str | Path", store: "str | Path", rules: List[RuleParams],
         ids = [f.stem for f in series_files]
     else:
         out.update(previous=files[-1].stem, rows=compare(last, now, rules))
-        series_files = files[-(max_audits - 1):]
+        series_files = files[-(max_audits - 1) :]
         loaded = [load(f) for f in series_files] + [now]
         ids = [f.stem for f in series_files] + ["this run (not recorded)"]
     out["times"] = ids
@@ -235,8 +273,9 @@ def since_last(root: "str | Path", store: "str | Path", rules: List[RuleParams],
     for m in watched:
         vals = [d.get(m) for d in loaded]
         if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
-            out["trend"][m] = [float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-                               for v in vals]
+            out["trend"][m] = [
+                float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None for v in vals
+            ]
     return out
 
 
@@ -276,8 +315,8 @@ def trend_figure(since: Dict[str, Any], max_panels: int = 12):
         ax.tick_params(labelsize=7)
         ticks = x if len(x) <= 6 else x[:: max(1, -(-len(x) // 6))]
         ax.set_xticks(ticks, [_short(since["times"][i]) for i in ticks], fontsize=6, rotation=30)
-        ax.grid(alpha=.3)
-    for ax in list(axes.flat)[len(names):]:
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     fig.supxlabel("audit (UTC time it ran)", fontsize=8)
     fig.tight_layout()

@@ -123,12 +123,16 @@ def trace(path: str, key: Optional[str] = None, root: "str | Path" = ".") -> Dic
     lock = (yaml.safe_load(lock_file.read_text()) or {}).get("stages", {}) if lock_file.is_file() else {}
     p = _norm(path)
     if not (root / p).exists():
-        raise DataError(f"{p}: not found; run the audit first (weakspot audit), or name a file under metrics/, "
-                        "plots/, findings/ or data/")
+        raise DataError(
+            f"{p}: not found; run the audit first (weakspot audit), or name a file under metrics/, "
+            "plots/, findings/ or data/"
+        )
     first = _producer(p, dvc_yaml)
     if first is None:
-        raise DataError(f"{p}: no stage of dvc.yaml produces it (outputs are under metrics/, plots/, findings/, "
-                        "data/targets/, data/render/ and reports/)")
+        raise DataError(
+            f"{p}: no stage of dvc.yaml produces it (outputs are under metrics/, plots/, findings/, "
+            "data/targets/, data/render/ and reports/)"
+        )
     value = _value(root, p, key) if key else None
     chain, seen, todo = [], set(), [first[0]]
     while todo:
@@ -147,12 +151,20 @@ def trace(path: str, key: Optional[str] = None, root: "str | Path" = ".") -> Dic
             if by:
                 todo.append(by)
         outs = [{"path": _norm(o["path"]), "md5": o.get("md5")} for o in (lk or {}).get("outs", [])]
-        entry = {"stage": name, "cmd": st.get("cmd"), "recorded": lk is not None,
-                 "params": flatten((lk or {}).get("params", {}).get("params.yaml", {})),
-                 "deps": deps, "outs": outs, "code": meta.get("code"), "ran_at": meta.get("ran_at"),
-                 "prefect_flow_run": meta.get("prefect_flow_run"), "worker": meta.get("worker"),
-                 "metadata_file": meta.get("_file"),
-                 "input_sha256": meta.get("inputs", {})}
+        entry = {
+            "stage": name,
+            "cmd": st.get("cmd"),
+            "recorded": lk is not None,
+            "params": flatten((lk or {}).get("params", {}).get("params.yaml", {})),
+            "deps": deps,
+            "outs": outs,
+            "code": meta.get("code"),
+            "ran_at": meta.get("ran_at"),
+            "prefect_flow_run": meta.get("prefect_flow_run"),
+            "worker": meta.get("worker"),
+            "metadata_file": meta.get("_file"),
+            "input_sha256": meta.get("inputs", {}),
+        }
         if name == first[0] and lk:  # has the artifact changed since the run that dvc.lock recorded?
             for o in lk.get("outs", []):
                 op = _norm(o["path"])
@@ -176,15 +188,19 @@ def format_trace(t: Dict[str, Any], *, all_deps: bool = False) -> str:
             lines.append("    WARNING: the file changed since the run dvc.lock recorded (dvc status shows it)")
         when = e.get("ran_at") or "unknown (made before lineage recorded the time)"
         run = e.get("prefect_flow_run") or {}
-        lines.append(f"    ran at {when}" + (f"; Prefect flow run {run.get('name')!r} (id {run.get('id')})"
-                                             if run.get("id") else ""))
+        lines.append(
+            f"    ran at {when}"
+            + (f"; Prefect flow run {run.get('name')!r} (id {run.get('id')})" if run.get("id") else "")
+        )
         w = e.get("worker") or {}
         if w:
             lines.append(f"    on the {w.get('pool')} pool, host {w.get('host')} (stage flow run {w.get('flow_run')})")
         c = e.get("code") or {}
         if c:
-            lines.append(f"    code: git {str(c.get('git_commit'))[:12]}{' (uncommitted changes)' if c.get('git_dirty') else ''}"
-                         f", weakspot {c.get('weakspot')}, torch {c.get('torch', '-')}, python {c.get('python')}")
+            lines.append(
+                f"    code: git {str(c.get('git_commit'))[:12]}{' (uncommitted changes)' if c.get('git_dirty') else ''}"
+                f", weakspot {c.get('weakspot')}, torch {c.get('torch', '-')}, python {c.get('python')}"
+            )
         if e["params"]:
             lines.append("    params read: " + "; ".join(f"{k} = {json.dumps(v)}" for k, v in e["params"].items()))
         data = [d for d in e["deps"] if d["made_by"] or d["path"].startswith("data/")]

@@ -74,19 +74,23 @@ def _holder(info: Path, wait: float = 2.0) -> dict:
 
 def _refusal(other: dict, path: Path) -> AuditRunning:
     if not other:
-        return AuditRunning(f"another audit is running in this repository (it has not written which one yet to "
-                            f"{path.with_suffix('.json')}). Two audits at once would write the same artifacts; wait "
-                            f"for it to end. Lock file: {path}")
+        return AuditRunning(
+            f"another audit is running in this repository (it has not written which one yet to "
+            f"{path.with_suffix('.json')}). Two audits at once would write the same artifacts; wait "
+            f"for it to end. Lock file: {path}"
+        )
     pid = other.get("pid")
     return AuditRunning(
         f"another audit is running in this repository: process {pid} on {other.get('host')}, started "
         f"{other.get('started')} ({other.get('command')}). Two audits at once would write the same artifacts; wait "
-        f"for it to end, or stop it (kill {pid}) and rerun. Lock file: {path}")
+        f"for it to end, or stop it (kill {pid}) and rerun. Lock file: {path}"
+    )
 
 
 @contextlib.contextmanager
-def audit_lock(root: "str | Path" = ".", command: str = "weakspot audit",
-               say: Optional[Callable[[str], object]] = print) -> Iterator[Path]:
+def audit_lock(
+    root: "str | Path" = ".", command: str = "weakspot audit", say: Optional[Callable[[str], object]] = print
+) -> Iterator[Path]:
     """Hold the checkout's audit lock for the ``with`` block (yields the lock file's path); raise
     :class:`AuditRunning`, naming the holder, when another audit has it. ``say``: where the line about a previous
     audit that ended without releasing the lock goes (None: nowhere)."""
@@ -100,10 +104,16 @@ def audit_lock(root: "str | Path" = ".", command: str = "weakspot audit",
     try:
         left = _read(info)
         if left and say:
-            say(f"weakspot: the audit of process {left.get('pid')} on {left.get('host')} (started "
-                f"{left.get('started')}) ended without releasing its lock (killed?); going on")
-        me = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
-              "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+            say(
+                f"weakspot: the audit of process {left.get('pid')} on {left.get('host')} (started "
+                f"{left.get('started')}) ended without releasing its lock (killed?); going on"
+            )
+        me = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": command,
+            "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        }
         write_json(info, me)
         yield path
     finally:

@@ -46,21 +46,25 @@ FAILED = "weakspot.audit.failed"
 EVENTS = (FAILED, "prefect.flow-run.Crashed", "prefect.flow-run.TimedOut")
 SLACK_HOSTS = ("hooks.slack.com", "hooks.slack-gov.com")
 
-_LINE = ("weakspot nightly audit {{ flow_run.name }} (deployment {{ deployment.name }}) {{ flow_run.state.name }}: "
-         "{{ flow_run.state.message }}")
+_LINE = (
+    "weakspot nightly audit {{ flow_run.name }} (deployment {{ deployment.name }}) {{ flow_run.state.name }}: "
+    "{{ flow_run.state.message }}"
+)
 SUBJECT = "weakspot nightly audit {{ flow_run.name }}: {{ flow_run.state.name }}"
 BODY = _LINE + "\n{{ flow_run|ui_url }}"
 #: The JSON the Webhook block posts; every value through tojson (a state message may hold quotes and newlines).
-PAYLOAD = ('{"text": {{ ("weakspot nightly audit " ~ flow_run.name ~ " (deployment " ~ deployment.name ~ ") "'
-           ' ~ flow_run.state.name ~ ": " ~ flow_run.state.message) | tojson }}, '
-           '"state": {{ flow_run.state.name | string | tojson }}, '
-           '"message": {{ flow_run.state.message | string | tojson }}, '
-           '"flow_run": {{ flow_run.name | string | tojson }}, '
-           '"flow_run_id": {{ flow_run.id | string | tojson }}, '
-           '"deployment": {{ deployment.name | string | tojson }}, '
-           '"flow": {{ flow.name | string | tojson }}, '
-           '"event": {{ event.event | string | tojson }}, '
-           '"ui_url": {{ flow_run | ui_url | tojson }}}')
+PAYLOAD = (
+    '{"text": {{ ("weakspot nightly audit " ~ flow_run.name ~ " (deployment " ~ deployment.name ~ ") "'
+    ' ~ flow_run.state.name ~ ": " ~ flow_run.state.message) | tojson }}, '
+    '"state": {{ flow_run.state.name | string | tojson }}, '
+    '"message": {{ flow_run.state.message | string | tojson }}, '
+    '"flow_run": {{ flow_run.name | string | tojson }}, '
+    '"flow_run_id": {{ flow_run.id | string | tojson }}, '
+    '"deployment": {{ deployment.name | string | tojson }}, '
+    '"flow": {{ flow.name | string | tojson }}, '
+    '"event": {{ event.event | string | tojson }}, '
+    '"ui_url": {{ flow_run | ui_url | tojson }}}'
+)
 
 
 def announce_failure(message: str) -> bool:
@@ -77,13 +81,26 @@ def announce_failure(message: str) -> bool:
     run = ctx.flow_run if ctx else None
     if run is None or run.deployment_id is None:
         return False
-    resource = {"prefect.resource.id": f"prefect.flow-run.{run.id}", "prefect.resource.name": run.name,
-                "prefect.state-message": message, "prefect.state-name": "Failed", "prefect.state-type": "FAILED",
-                "prefect.state-timestamp": datetime.now(timezone.utc).isoformat()}
-    related = [{"prefect.resource.id": f"prefect.flow.{run.flow_id}", "prefect.resource.role": "flow",
-                "prefect.resource.name": FLOW},
-               {"prefect.resource.id": f"prefect.deployment.{run.deployment_id}",
-                "prefect.resource.role": "deployment", "prefect.resource.name": deployment.name or ""}]
+    resource = {
+        "prefect.resource.id": f"prefect.flow-run.{run.id}",
+        "prefect.resource.name": run.name,
+        "prefect.state-message": message,
+        "prefect.state-name": "Failed",
+        "prefect.state-type": "FAILED",
+        "prefect.state-timestamp": datetime.now(timezone.utc).isoformat(),
+    }
+    related = [
+        {
+            "prefect.resource.id": f"prefect.flow.{run.flow_id}",
+            "prefect.resource.role": "flow",
+            "prefect.resource.name": FLOW,
+        },
+        {
+            "prefect.resource.id": f"prefect.deployment.{run.deployment_id}",
+            "prefect.resource.role": "deployment",
+            "prefect.resource.name": deployment.name or "",
+        },
+    ]
     return emit_event(FAILED, resource=resource, related=related) is not None
 
 
@@ -109,10 +126,12 @@ def check_url(url: str) -> str:
         if host.endswith(".logic.azure.com") or "/powerautomate/" in parts.path:
             return "teams"
         return "webhook"
-    raise ConfigError(f"--notify {url!r}: not a URL to post to; give an http(s) webhook (e.g. "
-                      "http://ci.example.org/hook, posted a JSON object), a Slack incoming webhook "
-                      "(https://hooks.slack.com/services/...) or a Teams workflow URL "
-                      "(https://....logic.azure.com/workflows/...)")
+    raise ConfigError(
+        f"--notify {url!r}: not a URL to post to; give an http(s) webhook (e.g. "
+        "http://ci.example.org/hook, posted a JSON object), a Slack incoming webhook "
+        "(https://hooks.slack.com/services/...) or a Teams workflow URL "
+        "(https://....logic.azure.com/workflows/...)"
+    )
 
 
 def describe(url: str) -> str:
@@ -145,16 +164,30 @@ def build_automation(deployment: str, blocks: Sequence[Tuple[str, UUID]]) -> Any
     from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
 
     trigger = EventTrigger(
-        expect=set(EVENTS), match={"prefect.resource.id": "prefect.flow-run.*"},
-        match_related=[{"prefect.resource.role": "deployment", "prefect.resource.name": deployment},
-                       {"prefect.resource.role": "flow", "prefect.resource.name": FLOW}],
-        posture=Posture.Reactive, threshold=1, within=0)
-    actions: List[Any] = [CallWebhook(block_document_id=bid, payload=PAYLOAD) if kind == "webhook" else
-                          SendNotification(block_document_id=bid, subject=SUBJECT, body=BODY)
-                          for kind, bid in blocks]
-    return AutomationCore(name=automation_name(deployment), enabled=True, trigger=trigger, actions=actions,
-                          description=f"weakspot serve --notify: a failed or regressed run of {FLOW}/{deployment} "
-                          "posts its state and message (the verdict, the report's path)")
+        expect=set(EVENTS),
+        match={"prefect.resource.id": "prefect.flow-run.*"},
+        match_related=[
+            {"prefect.resource.role": "deployment", "prefect.resource.name": deployment},
+            {"prefect.resource.role": "flow", "prefect.resource.name": FLOW},
+        ],
+        posture=Posture.Reactive,
+        threshold=1,
+        within=0,
+    )
+    actions: List[Any] = [
+        CallWebhook(block_document_id=bid, payload=PAYLOAD)
+        if kind == "webhook"
+        else SendNotification(block_document_id=bid, subject=SUBJECT, body=BODY)
+        for kind, bid in blocks
+    ]
+    return AutomationCore(
+        name=automation_name(deployment),
+        enabled=True,
+        trigger=trigger,
+        actions=actions,
+        description=f"weakspot serve --notify: a failed or regressed run of {FLOW}/{deployment} "
+        "posts its state and message (the verdict, the report's path)",
+    )
 
 
 def remove(deployment: str) -> int:
@@ -168,8 +201,9 @@ def remove(deployment: str) -> int:
         for a in found:
             client.delete_automation(a.id)
         for kind in ("webhook", "slack-webhook", "ms-teams-webhook"):
-            for doc in client.read_block_documents_by_type(kind, include_secrets=False) \
-                    if _has_type(client, kind) else []:
+            for doc in (
+                client.read_block_documents_by_type(kind, include_secrets=False) if _has_type(client, kind) else []
+            ):
                 if doc.name and re.fullmatch(re.escape(_block_name(deployment, 0)[:-2]) + r"-\d+", doc.name):
                     try:
                         client.delete_block_document(doc.id)

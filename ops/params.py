@@ -77,8 +77,10 @@ class GateParams(BaseModel):
         if self.weak_spots is not None and any(v is not None for v in on_metric):
             raise ValueError("a gate is either {metric, op, value} or {weak_spots: ...}, not both")
         if self.weak_spots is None and any(v is None for v in on_metric):
-            raise ValueError("a metric gate needs metric, op and value (e.g. {metric: 'train/*:test_accuracy', "
-                             "op: '>=', value: 0.9}), or use {weak_spots: {max_lift: 3}}")
+            raise ValueError(
+                "a metric gate needs metric, op and value (e.g. {metric: 'train/*:test_accuracy', "
+                "op: '>=', value: 0.9}), or use {weak_spots: {max_lift: 3}}"
+            )
         return self
 
 
@@ -96,31 +98,55 @@ class ExecutionParams(_Section):
     way, so this section is no stage's DVC param: changing the runner or the cluster reruns nothing."""
 
     runner: Literal["sequential", "dask"] = Field(
-        "sequential", description="sequential: one task at a time in the stage's process; dask: Dask workers")
+        "sequential", description="sequential: one task at a time in the stage's process; dask: Dask workers"
+    )
     address: Optional[str] = Field(
-        None, description="an existing Dask scheduler (tcp://host:8786); null = a local cluster. The environment "
-                          "variable WEAKSPOT_DASK_ADDRESS overrides it and implies runner: dask")
+        None,
+        description="an existing Dask scheduler (tcp://host:8786); null = a local cluster. The environment "
+        "variable WEAKSPOT_DASK_ADDRESS overrides it and implies runner: dask",
+    )
     n_workers: int = Field(2, ge=1, le=1024, description="the local cluster's worker processes")
-    threads_per_worker: int = Field(1, ge=1, le=256, description="the local cluster's tasks at a time per worker: "
-                                                                  "keep 1 (tasks side by side share torch's global "
-                                                                  "random state)")
+    threads_per_worker: int = Field(
+        1,
+        ge=1,
+        le=256,
+        description="the local cluster's tasks at a time per worker: "
+        "keep 1 (tasks side by side share torch's global "
+        "random state)",
+    )
     workers: int = Field(
-        3, ge=0, le=64, description="local process workers `weakspot audit` starts on the cpu pool: stages that do not "
-                                    "need each other's outputs run side by side, one per worker (0: only workers "
-                                    "started elsewhere with `weakspot worker`)")
+        3,
+        ge=0,
+        le=64,
+        description="local process workers `weakspot audit` starts on the cpu pool: stages that do not "
+        "need each other's outputs run side by side, one per worker (0: only workers "
+        "started elsewhere with `weakspot worker`)",
+    )
     gpu_workers: Optional[int] = Field(
-        None, ge=0, le=64, description="local process workers on the gpu pool; null: 1 when this machine has CUDA, "
-                                       "else 0")
+        None,
+        ge=0,
+        le=64,
+        description="local process workers on the gpu pool; null: 1 when this machine has CUDA, else 0",
+    )
     pools: Dict[str, List[str]] = Field(
-        default_factory=dict, description="pool -> the steps (prepare, train, render, a method) whose stages run "
-                                          "there when the pool has a worker, e.g. {gpu: [intrinsic, corner]}; the gpu "
-                                          "pool's default: the methods that need gradients")
-    retries: int = Field(1, ge=0, le=10, description="times a task whose Dask worker died, or a stage whose worker "
-                                                     "died, is resubmitted before it fails naming it")
+        default_factory=dict,
+        description="pool -> the steps (prepare, train, render, a method) whose stages run "
+        "there when the pool has a worker, e.g. {gpu: [intrinsic, corner]}; the gpu "
+        "pool's default: the methods that need gradients",
+    )
+    retries: int = Field(
+        1,
+        ge=0,
+        le=10,
+        description="times a task whose Dask worker died, or a stage whose worker "
+        "died, is resubmitted before it fails naming it",
+    )
     resources: Dict[str, float] = Field(
-        default_factory=dict, description="Dask worker resources every fan-out task asks for, e.g. {GPU: 1}: only "
-                                          "workers started with `dask worker --resources GPU=1` run them, one task "
-                                          "per unit at a time (an existing cluster only)")
+        default_factory=dict,
+        description="Dask worker resources every fan-out task asks for, e.g. {GPU: 1}: only "
+        "workers started with `dask worker --resources GPU=1` run them, one task "
+        "per unit at a time (an existing cluster only)",
+    )
 
     @field_validator("resources")
     @classmethod
@@ -148,8 +174,9 @@ class ExecutionParams(_Section):
     @model_validator(mode="after")
     def _address_needs_dask(self) -> "ExecutionParams":
         if self.address is not None and self.runner != "dask":
-            raise ValueError(f"address {self.address!r} is set but runner is {self.runner!r}: set runner: dask (or "
-                             "address: null)")
+            raise ValueError(
+                f"address {self.address!r} is set but runner is {self.runner!r}: set runner: dask (or address: null)"
+            )
         return self
 
 

@@ -44,7 +44,7 @@ def plot_file(root: Path, lock: "str | Path", path: str) -> Optional[bytes]:
             listing = _cache_file(root, o["md5"])
             if not listing.is_file():
                 return None
-            rel = path[len(out.rstrip("/")) + 1:]
+            rel = path[len(out.rstrip("/")) + 1 :]
             for entry in json.loads(listing.read_text()):
                 if entry.get("relpath") == rel:
                     f = _cache_file(root, entry["md5"])
@@ -91,8 +91,9 @@ def offline_template(folder: Path) -> Path:
     return f
 
 
-def plots_diff(a: str, b: str, root: "str | Path" = ".", store: str = "history",
-               out: "str | Path" = "reports/plots-diff") -> Dict[str, object]:
+def plots_diff(
+    a: str, b: str, root: "str | Path" = ".", store: str = "history", out: "str | Path" = "reports/plots-diff"
+) -> Dict[str, object]:
     """Render ``dvc plots diff`` between audits ``a`` and ``b`` into ``out``; ``{"html", "plots", "missing"}``."""
     root = Path(root).resolve()
     audits = [find_audit(root, store, x) for x in (a, b)]
@@ -103,8 +104,7 @@ def plots_diff(a: str, b: str, root: "str | Path" = ".", store: str = "history",
     try:
         _run(["git", "init", "-q"], work)
         _run([dvc, "init", "-q"], work)
-        (work / "dvc.yaml").write_text(yaml.safe_dump({"plots": [{k: v} for k, v in plots.items()]},
-                                                      sort_keys=False))
+        (work / "dvc.yaml").write_text(yaml.safe_dump({"plots": [{k: v} for k, v in plots.items()]}, sort_keys=False))
         for au in audits:
             for path in plots:
                 data = plot_file(root, au["lock"], path)
@@ -114,14 +114,39 @@ def plots_diff(a: str, b: str, root: "str | Path" = ".", store: str = "history",
                 (work / path).parent.mkdir(parents=True, exist_ok=True)
                 (work / path).write_bytes(data)
             _run(["git", "add", "-A"], work)
-            _run(["git", "-c", "user.name=weakspot", "-c", "user.email=weakspot@localhost", "commit", "-q",
-                  "--allow-empty", "-m", f"audit {au['audit_id']}"], work)
+            _run(
+                [
+                    "git",
+                    "-c",
+                    "user.name=weakspot",
+                    "-c",
+                    "user.email=weakspot@localhost",
+                    "commit",
+                    "-q",
+                    "--allow-empty",
+                    "-m",
+                    f"audit {au['audit_id']}",
+                ],
+                work,
+            )
             _run(["git", "tag", str(au["audit_id"])], work)
         dest = Path(out).resolve()
         if dest.exists():
             shutil.rmtree(dest)
-        _run([dvc, "plots", "diff", str(audits[0]["audit_id"]), str(audits[1]["audit_id"]), "-o", str(dest),
-              "--html-template", str(offline_template(work))], work)
+        _run(
+            [
+                dvc,
+                "plots",
+                "diff",
+                str(audits[0]["audit_id"]),
+                str(audits[1]["audit_id"]),
+                "-o",
+                str(dest),
+                "--html-template",
+                str(offline_template(work)),
+            ],
+            work,
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {"html": str(dest / "index.html"), "plots": sorted(plots), "missing": missing}

@@ -48,8 +48,7 @@ def _round_trip():
     rt.width = 120
     rt.indent(mapping=2, sequence=4, offset=2)
     rt.preserve_quotes = True
-    rt.representer.add_representer(
-        type(None), lambda rep, _: rep.represent_scalar("tag:yaml.org,2002:null", "null"))
+    rt.representer.add_representer(type(None), lambda rep, _: rep.represent_scalar("tag:yaml.org,2002:null", "null"))
     return rt
 
 
@@ -118,12 +117,12 @@ def _detach_tail(slot: Optional[Tuple[Any, Any, int]]) -> Optional[str]:
     cut = text.find("\n\n") if isinstance(text, str) else -1
     if cut < 0:
         return None
-    keep = text[:cut + 1]
+    keep = text[: cut + 1]
     if keep.strip():
         token.value = keep
     else:
         entry[idx] = None
-    return "\n" + text[cut + 1:]
+    return "\n" + text[cut + 1 :]
 
 
 def _attach_tail(slot: Optional[Tuple[Any, Any, int]], text: Optional[str]) -> None:
@@ -179,8 +178,10 @@ def merged_text(params_text: str, profile_text: str, header: str = "") -> str:
     except yaml.YAMLError:
         back = None  # a collection the round trip cannot write in place (e.g. a block list emptied to [])
     if back != deep_merge(base, prof):
-        raise ConfigError("the profile merged into params.yaml does not read back as the merged values (a YAML value "
-                          "the round trip writes differently); params.yaml left as it was")
+        raise ConfigError(
+            "the profile merged into params.yaml does not read back as the merged values (a YAML value "
+            "the round trip writes differently); params.yaml left as it was"
+        )
     return text
 
 
@@ -198,8 +199,11 @@ def apply_profile(name: str, params_file: "str | Path" = PARAMS, profiles: "str 
     except ConfigError as err:  # the values still merge; only the comments cannot be kept this time
         if "a YAML mapping" in str(err):
             raise
-        print(f"weakspot profile: {err}; writing the merged values without params.yaml's comments (the backup "
-              f"{backup} keeps them)", file=sys.stderr)
+        print(
+            f"weakspot profile: {err}; writing the merged values without params.yaml's comments (the backup "
+            f"{backup} keeps them)",
+            file=sys.stderr,
+        )
         text = header + yaml.safe_dump(deep_merge(read_yaml(params_file), read_yaml(prof)), sort_keys=False)
     tmp = Path(params_file).with_suffix(".candidate.yaml")
     write_text(tmp, text)

@@ -43,8 +43,12 @@ def lock_outputs(lock_file: "str | Path") -> Dict[str, Dict[str, Any]]:
     for stage, body in (lock.get("stages") or {}).items():
         for o in body.get("outs") or []:
             md5 = str(o.get("md5", ""))
-            out[o["path"]] = {"stage": stage, "md5": md5, "dir": md5.endswith(".dir"),
-                              "metric": o["path"].startswith("metrics/")}
+            out[o["path"]] = {
+                "stage": stage,
+                "md5": md5,
+                "dir": md5.endswith(".dir"),
+                "metric": o["path"].startswith("metrics/"),
+            }
     return out
 
 
@@ -83,9 +87,17 @@ def cli_module(checkout: "str | Path") -> str:
     return "ops.cli" if (Path(checkout) / "ops" / "cli.py").is_file() else "weakspot.cli"
 
 
-def rerun(audit_id: str, root: "str | Path" = ".", *, store: str = "history", workdir: Optional[str] = None,
-          pull: bool = False, remote: Optional[str] = None, keep: bool = False,
-          say=print) -> Dict[str, Any]:
+def rerun(
+    audit_id: str,
+    root: "str | Path" = ".",
+    *,
+    store: str = "history",
+    workdir: Optional[str] = None,
+    pull: bool = False,
+    remote: Optional[str] = None,
+    keep: bool = False,
+    say=print,
+) -> Dict[str, Any]:
     """Reproduce the recorded audit ``audit_id`` (see the module's doc; ``remote``: the DVC remote for ``pull``,
     :func:`ops.dvc.remote_url`); returns ``{"audit", "worktree", "rows", "metrics_identical", "rc", "reproduced"}``.
     The worktree is removed afterwards unless ``keep`` or the metrics differ."""
@@ -95,14 +107,18 @@ def rerun(audit_id: str, root: "str | Path" = ".", *, store: str = "history", wo
     a = find_audit(root, store, audit_id)
     for key in ("params", "lock"):
         if not Path(a[key]).is_file():
-            raise DataError(f"audit {a['audit_id']}: {a[key]} not found; audits recorded before reruns were "
-                            "possible keep no params or lock, so they cannot be rerun")
+            raise DataError(
+                f"audit {a['audit_id']}: {a[key]} not found; audits recorded before reruns were "
+                "possible keep no params or lock, so they cannot be rerun"
+            )
     rev = a.get("git_rev") or ""
     if not rev:
         raise DataError(f"audit {a['audit_id']} ran outside git (no revision recorded): nothing to check out")
     if a["git_dirty"]:
-        say(f"weakspot rerun: WARNING: audit {a['audit_id']} ran with uncommitted code changes; the rerun uses "
-            f"commit {rev[:12]} as committed, so its results may differ")
+        say(
+            f"weakspot rerun: WARNING: audit {a['audit_id']} ran with uncommitted code changes; the rerun uses "
+            f"commit {rev[:12]} as committed, so its results may differ"
+        )
     _git("cat-file", "-e", f"{rev}^{{commit}}", cwd=root)
     wt = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"weakspot-rerun-{a['audit_id'][:24]}-"))
     if wt.exists() and any(wt.iterdir()):
@@ -130,15 +146,23 @@ def rerun(audit_id: str, root: "str | Path" = ".", *, store: str = "history", wo
         metrics = [r for r in rows if r["metric"]]
         identical = bool(metrics) and all(r["status"] == "identical" for r in metrics)
         ok = identical and rc in (0, 3)
-        return {"audit": a, "worktree": str(wt), "rows": rows, "metrics_identical": identical, "rc": rc,
-                "reproduced": ok}
+        return {
+            "audit": a,
+            "worktree": str(wt),
+            "rows": rows,
+            "metrics_identical": identical,
+            "rc": rc,
+            "reproduced": ok,
+        }
     finally:
         if ok and not keep:
             subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=root, capture_output=True)
             shutil.rmtree(wt, ignore_errors=True)
         else:
-            say(f"weakspot rerun: the worktree is kept for inspection: {wt} "
-                f"(remove it with `git worktree remove --force {wt}`)")
+            say(
+                f"weakspot rerun: the worktree is kept for inspection: {wt} "
+                f"(remove it with `git worktree remove --force {wt}`)"
+            )
 
 
 def format_rerun(res: Dict[str, Any]) -> str:
@@ -146,14 +170,18 @@ def format_rerun(res: Dict[str, Any]) -> str:
     metrics = [r for r in rows if r["metric"]]
     others = [r for r in rows if not r["metric"] and r["status"] != "folder (not compared)"]
     same = sum(r["status"] == "identical" for r in metrics)
-    lines = [f"Rerun of audit {res['audit']['audit_id']}: {same} of {len(metrics)} metrics files byte-identical"
-             + ("" if res["rc"] == 0 else f" (the rerun's audit exited {res['rc']})")]
+    lines = [
+        f"Rerun of audit {res['audit']['audit_id']}: {same} of {len(metrics)} metrics files byte-identical"
+        + ("" if res["rc"] == 0 else f" (the rerun's audit exited {res['rc']})")
+    ]
     for r in metrics:
         if r["status"] != "identical":
             lines.append(f"  {r['status'].upper()}: {r['path']} ({r['stage']})")
     if others:
-        lines.append(f"  other single-file outputs: {sum(r['status'] == 'identical' for r in others)} of "
-                     f"{len(others)} identical" + "".join(f"\n    {r['status']}: {r['path']}" for r in others
-                                                          if r["status"] != "identical"))
+        lines.append(
+            f"  other single-file outputs: {sum(r['status'] == 'identical' for r in others)} of "
+            f"{len(others)} identical"
+            + "".join(f"\n    {r['status']}: {r['path']}" for r in others if r["status"] != "identical")
+        )
     lines.append("  verdict: " + ("REPRODUCED" if res["reproduced"] else "NOT REPRODUCED"))
     return "\n".join(lines)

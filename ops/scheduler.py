@@ -65,9 +65,17 @@ def _alive(pid: Optional[int]) -> bool:
     return True
 
 
-def schedule(stages: Sequence[str], needs: Dict[str, List[str]], runs: Runs, pool_of: Callable[[str], str], *,
-             retries: int = 1, local_pids: bool = True, poll: float = 1.0,
-             say: Callable[[str], None] = print) -> Outcome:
+def schedule(
+    stages: Sequence[str],
+    needs: Dict[str, List[str]],
+    runs: Runs,
+    pool_of: Callable[[str], str],
+    *,
+    retries: int = 1,
+    local_pids: bool = True,
+    poll: float = 1.0,
+    say: Callable[[str], None] = print,
+) -> Outcome:
     """Run ``stages`` (in dvc.yaml's order) through ``runs``; ``needs[s]``: the stages ``s`` needs (only those among
     ``stages`` are waited for: the others are up to date). ``local_pids``: the workers run on this machine, so a
     running flow run whose process is gone has lost its worker."""
@@ -87,8 +95,10 @@ def schedule(stages: Sequence[str], needs: Dict[str, List[str]], runs: Runs, poo
             if bad:
                 todo.remove(s)
                 out.not_run[s] = bad[0] if bad[0] in out.failed else out.not_run[bad[0]]
-                say(f"weakspot: {s} not run: it needs {bad[0]}, which "
-                    + ("failed" if bad[0] in out.failed else "was not run"))
+                say(
+                    f"weakspot: {s} not run: it needs {bad[0]}, which "
+                    + ("failed" if bad[0] in out.failed else "was not run")
+                )
             elif all(n in out.done or n not in stages for n in needs.get(s, [])):
                 todo.remove(s)
                 pool = pool_of(s)
@@ -122,9 +132,17 @@ class PrefectRuns:
     """Stages as flow runs of the stage deployments (:func:`ops.workers.ensure_pools`), with the parameters every
     stage of one audit shares."""
 
-    STATES = {"SCHEDULED": "pending", "PENDING": "pending", "PAUSED": "pending", "RUNNING": "running",
-              "CANCELLING": "running", "COMPLETED": "completed", "FAILED": "failed", "CRASHED": "crashed",
-              "CANCELLED": "failed"}
+    STATES = {
+        "SCHEDULED": "pending",
+        "PENDING": "pending",
+        "PAUSED": "pending",
+        "RUNNING": "running",
+        "CANCELLING": "running",
+        "COMPLETED": "completed",
+        "FAILED": "failed",
+        "CRASHED": "crashed",
+        "CANCELLED": "failed",
+    }
 
     def __init__(self, parameters: Dict[str, object], audit: str, needs: Optional[Dict[str, List[str]]] = None):
         from prefect.client.orchestration import get_client
@@ -154,11 +172,20 @@ class PrefectRuns:
 
         self.submitted += 1
         when = self.began - datetime.timedelta(hours=priority) + datetime.timedelta(milliseconds=self.submitted)
-        fr = run_deployment(deployment_name(pool), parameters={**self.parameters, "stage": stage,
-                                                                        "needs": self.needs.get(stage, []),
-                                                                        "nice": niceness(priority)}, timeout=0,
-                            scheduled_time=when,
-                            flow_run_name=f"{stage}", tags=["weakspot", f"audit:{self.audit}"], as_subflow=False)
+        fr = run_deployment(
+            deployment_name(pool),
+            parameters={
+                **self.parameters,
+                "stage": stage,
+                "needs": self.needs.get(stage, []),
+                "nice": niceness(priority),
+            },
+            timeout=0,
+            scheduled_time=when,
+            flow_run_name=f"{stage}",
+            tags=["weakspot", f"audit:{self.audit}"],
+            as_subflow=False,
+        )
         return str(fr.id)
 
     def status(self, run_id: str) -> Tuple[str, str, Optional[int]]:

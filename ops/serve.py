@@ -26,8 +26,9 @@ from ops.notify import automation_name, check_url, describe
 from ops.server import prefect_server
 
 
-def _banner(env: Dict[str, str], cron: str, name: str, timezone: Optional[str], own: bool,
-            notify: Sequence[str] = ()) -> str:
+def _banner(
+    env: Dict[str, str], cron: str, name: str, timezone: Optional[str], own: bool, notify: Sequence[str] = ()
+) -> str:
     api = env["PREFECT_API_URL"].rstrip("/")
     ui = api[:-4] if api.endswith("/api") else api
     where = f"a local Prefect server ({Path('.prefect').resolve()}, log in server.log)" if own else api
@@ -35,15 +36,21 @@ def _banner(env: Dict[str, str], cron: str, name: str, timezone: Optional[str], 
     prefect = Path(sys.executable).parent / "prefect"
     with contextlib.suppress(ValueError):
         prefect = prefect.relative_to(Path.cwd())  # .venv/bin/prefect
-    return (f"weakspot: serving the nightly audit as deployment nightly-audit/{name}, cron \"{cron}\" "
-            f"({tz}), on {where}\n"
-            f"  Prefect UI: {ui}  (Runs: {ui}/runs ; each run's verdict: its Artifacts tab, "
-            "weakspot-verdict and weakspot-comparison)\n"
-            f"  run it now: PREFECT_API_URL={api} {prefect} deployment run nightly-audit/{name}\n"
-            + (f"  a failed or regressed run posts to {', '.join(describe(u) for u in notify)} (Prefect automation "
-               f"{automation_name(name)}, removed when serving stops)\n" if notify else "")
-            + "  Ctrl-C stops serving (the schedule is paused until the next `weakspot serve`)"
-            + (" and the server" if own else ""))
+    return (
+        f'weakspot: serving the nightly audit as deployment nightly-audit/{name}, cron "{cron}" '
+        f"({tz}), on {where}\n"
+        f"  Prefect UI: {ui}  (Runs: {ui}/runs ; each run's verdict: its Artifacts tab, "
+        "weakspot-verdict and weakspot-comparison)\n"
+        f"  run it now: PREFECT_API_URL={api} {prefect} deployment run nightly-audit/{name}\n"
+        + (
+            f"  a failed or regressed run posts to {', '.join(describe(u) for u in notify)} (Prefect automation "
+            f"{automation_name(name)}, removed when serving stops)\n"
+            if notify
+            else ""
+        )
+        + "  Ctrl-C stops serving (the schedule is paused until the next `weakspot serve`)"
+        + (" and the server" if own else "")
+    )
 
 
 def _stop_flow(proc: subprocess.Popen, own: bool) -> int:
@@ -54,8 +61,11 @@ def _stop_flow(proc: subprocess.Popen, own: bool) -> int:
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            print("weakspot: waiting for the audit in progress to finish (Ctrl-C again to stop it now)",
-                  file=sys.stderr, flush=True)
+            print(
+                "weakspot: waiting for the audit in progress to finish (Ctrl-C again to stop it now)",
+                file=sys.stderr,
+                flush=True,
+            )
             proc.wait()
     except KeyboardInterrupt:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -65,13 +75,23 @@ def _stop_flow(proc: subprocess.Popen, own: bool) -> int:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    print("weakspot: stopped serving" + (" and the Prefect server" if own else "")
-          + "; the runs stay in the UI's database (.prefect/prefect.db)" * own, file=sys.stderr)
+    print(
+        "weakspot: stopped serving"
+        + (" and the Prefect server" if own else "")
+        + "; the runs stay in the UI's database (.prefect/prefect.db)" * own,
+        file=sys.stderr,
+    )
     return 130
 
 
-def serve(cron: str = "0 2 * * *", name: str = "weakspot-nightly", port: int = 4200,
-          timezone: Optional[str] = None, push: bool = True, notify: Sequence[str] = ()) -> int:
+def serve(
+    cron: str = "0 2 * * *",
+    name: str = "weakspot-nightly",
+    port: int = 4200,
+    timezone: Optional[str] = None,
+    push: bool = True,
+    notify: Sequence[str] = (),
+) -> int:
     """Serve the nightly audit of the checkout in the current folder until interrupted; the exit code (130 after
     Ctrl-C or SIGTERM). ``notify``: URLs a failed or regressed run posts to (:mod:`ops.notify`)."""
     for url in notify:
@@ -80,8 +100,9 @@ def serve(cron: str = "0 2 * * *", name: str = "weakspot-nightly", port: int = 4
         raise ConfigError(f"no weakspot pipeline in {Path.cwd()}: run `weakspot serve` from the repository root")
     check_params(dvc.PARAMS)
     if len(cron.split()) != 5 and not cron.startswith("@"):  # Prefect checks the fields themselves
-        raise ConfigError(f"--cron {cron!r}: a cron has 5 fields, minute hour day month weekday: "
-                          "\"0 2 * * *\" is 02:00 every night")
+        raise ConfigError(
+            f'--cron {cron!r}: a cron has 5 fields, minute hour day month weekday: "0 2 * * *" is 02:00 every night'
+        )
     own = not os.environ.get("PREFECT_API_URL")
     cmd: List[str] = [sys.executable, "-m", "flows.audit", "--serve", cron, "--name", name]
     cmd += (["--timezone", timezone] if timezone else []) + ([] if push else ["--no-push"])
@@ -97,8 +118,9 @@ def serve(cron: str = "0 2 * * *", name: str = "weakspot-nightly", port: int = 4
             print(_banner(env, cron, name, timezone, own, notify), flush=True)
             # its own process group: a Ctrl-C reaches this process only, which passes exactly one SIGINT on (Prefect's
             # runner pauses the schedule on it; a second one would cut that short)
-            proc = subprocess.Popen(cmd, env=env, process_group=0,
-                                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            proc = subprocess.Popen(
+                cmd, env=env, process_group=0, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+            )
             try:
                 return proc.wait()
             except KeyboardInterrupt:

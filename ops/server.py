@@ -41,9 +41,11 @@ def _free_port(port: Optional[int]) -> int:
             sock.bind(("127.0.0.1", port or 0))
         except OSError:
             other = " by a Prefect server" if _healthy(f"http://127.0.0.1:{port}/api") else ""
-            use = (f"; to use that server instead: PREFECT_API_URL=http://127.0.0.1:{port}/api" if other else "")
-            raise ConfigError(f"port {port} is taken{other} (another `weakspot serve` or `prefect server start`?); "
-                              f"pick another with --port{use}") from None
+            use = f"; to use that server instead: PREFECT_API_URL=http://127.0.0.1:{port}/api" if other else ""
+            raise ConfigError(
+                f"port {port} is taken{other} (another `weakspot serve` or `prefect server start`?); "
+                f"pick another with --port{use}"
+            ) from None
         return sock.getsockname()[1]
 
 
@@ -51,8 +53,10 @@ def _wait_until_up(proc: subprocess.Popen, url: str, home: Path, timeout: float 
     deadline = time.time() + timeout
     while not _healthy(url):
         if proc.poll() is not None or time.time() > deadline:
-            raise ConfigError(f"the Prefect server did not start (see {home / 'server.log'}); "
-                              "set PREFECT_API_URL to a running server, or WEAKSPOT_NO_SHARED_SERVER=1")
+            raise ConfigError(
+                f"the Prefect server did not start (see {home / 'server.log'}); "
+                "set PREFECT_API_URL to a running server, or WEAKSPOT_NO_SHARED_SERVER=1"
+            )
         time.sleep(0.5)
 
 
@@ -93,11 +97,20 @@ def prefect_server(env: Dict[str, str], port: Optional[int] = None) -> Iterator[
         # the UI's pages call the API at PREFECT_UI_API_URL, which otherwise says port 4200 whatever --port is;
         # PREFECT_UI_URL: the run links in notifications. The triggers service (which also runs the actions) and
         # the event persister are on by default: on here whatever the environment says, `--notify` needs them.
-        server_env = {**env, "PREFECT_UI_API_URL": url, "PREFECT_UI_URL": url[:-4],
-                      "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "true",
-                      "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED": "true"}
-        proc = subprocess.Popen([str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                                env=server_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        server_env = {
+            **env,
+            "PREFECT_UI_API_URL": url,
+            "PREFECT_UI_URL": url[:-4],
+            "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "true",
+            "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED": "true",
+        }
+        proc = subprocess.Popen(
+            [str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+            env=server_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             _wait_until_up(proc, url, home)
             if port_given:

@@ -33,12 +33,18 @@ def snapshot(root: "str | Path" = ".") -> Tuple[str, str]:
     root = Path(root).resolve()
     if not (root / ".git").exists():
         raise ConfigError(f"{root} is not a git repository: workers check out the audit from git (git init, commit)")
-    head = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root, capture_output=True,
-                          text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root, capture_output=True, text=True
+    ).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="weakspot-index-") as tmp:
-        env: Dict[str, str] = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index"),
-                               "GIT_AUTHOR_NAME": "weakspot", "GIT_AUTHOR_EMAIL": "weakspot@localhost",
-                               "GIT_COMMITTER_NAME": "weakspot", "GIT_COMMITTER_EMAIL": "weakspot@localhost"}
+        env: Dict[str, str] = {
+            **os.environ,
+            "GIT_INDEX_FILE": str(Path(tmp) / "index"),
+            "GIT_AUTHOR_NAME": "weakspot",
+            "GIT_AUTHOR_EMAIL": "weakspot@localhost",
+            "GIT_COMMITTER_NAME": "weakspot",
+            "GIT_COMMITTER_EMAIL": "weakspot@localhost",
+        }
         if head:
             _git(["read-tree", head], root, env)
         _git(["add", "-A", "."], root, env)
@@ -46,8 +52,17 @@ def snapshot(root: "str | Path" = ".") -> Tuple[str, str]:
         if head and tree == _git(["rev-parse", f"{head}^{{tree}}"], root):
             sha = head  # nothing uncommitted: the audit's commit is HEAD itself
         else:
-            sha = _git(["commit-tree", tree, *(["-p", head] if head else []), "-m",
-                        "weakspot audit: the workspace as audited"], root, env)
+            sha = _git(
+                [
+                    "commit-tree",
+                    tree,
+                    *(["-p", head] if head else []),
+                    "-m",
+                    "weakspot audit: the workspace as audited",
+                ],
+                root,
+                env,
+            )
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     ref = PREFIX + stamp
     _git(["update-ref", ref, sha], root)

@@ -37,8 +37,16 @@ def _run(cmd: List[str], cwd: Path, env: Dict[str, str], log: Path, what: str) -
     with open(log, "a") as out:
         out.write(f"$ {' '.join(cmd)}\n")
         out.flush()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", bufsize=1)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            bufsize=1,
+        )
         assert proc.stdout is not None
         for line in proc.stdout:
             out.write(line)
@@ -55,8 +63,11 @@ def where() -> Dict[str, Any]:
     from prefect.runtime import deployment, flow_run
 
     name = str(deployment.name or "")
-    return {"pool": name.split("-", 1)[1] if name.startswith("stage-") else None, "host": socket.gethostname(),
-            "flow_run": str(flow_run.id) if flow_run.id else None}
+    return {
+        "pool": name.split("-", 1)[1] if name.startswith("stage-") else None,
+        "host": socket.gethostname(),
+        "flow_run": str(flow_run.id) if flow_run.id else None,
+    }
 
 
 def copy_ignored_inputs(repo: Path, work: Path) -> List[str]:
@@ -80,8 +91,16 @@ def copy_ignored_inputs(repo: Path, work: Path) -> List[str]:
 
 
 @flow(name="weakspot-stage", flow_run_name="{stage}", validate_parameters=False)
-def run_stage(stage: str, repo: str, ref: str, commit: str, remote: str, force: bool = False,
-              needs: Optional[List[str]] = None, nice: int = 0) -> Dict[str, Any]:
+def run_stage(
+    stage: str,
+    repo: str,
+    ref: str,
+    commit: str,
+    remote: str,
+    force: bool = False,
+    needs: Optional[List[str]] = None,
+    nice: int = 0,
+) -> Dict[str, Any]:
     """Run ``stage`` of the audit at ``commit`` (reachable in ``repo`` by ``ref``) and push its outputs and run-cache
     to ``remote``; where it ran and how long it took. ``force``: run its command even when the run-cache has its
     result (the stages it needs, ``needs``, are restored first). ``nice``: the CPU priority of its command (0 normal,
@@ -91,23 +110,37 @@ def run_stage(stage: str, repo: str, ref: str, commit: str, remote: str, force: 
     base.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"weakspot-{stage}-", dir=base))
     log = work.with_name(work.name + ".log")
-    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
-           "PYTHONPATH": str(work), "WEAKSPOT_ROOT": str(work)}
+    env = {
+        **os.environ,
+        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+        "PYTHONPATH": str(work),
+        "WEAKSPOT_ROOT": str(work),
+    }
     env.pop("WEAKSPOT_PARAMS", None)
     env["WEAKSPOT_WORKER"] = json.dumps(where())  # the stage's lineage records where it ran
     local = "://" not in repo
-    _run(["git", "clone", "-q", "--no-checkout", *(["--shared"] if local else []), repo, str(work)], base, env, log,
-         f"{stage}: git clone {repo}")
+    _run(
+        ["git", "clone", "-q", "--no-checkout", *(["--shared"] if local else []), repo, str(work)],
+        base,
+        env,
+        log,
+        f"{stage}: git clone {repo}",
+    )
     _run(["git", "fetch", "-q", repo, ref], work, env, log, f"{stage}: git fetch {ref}")
     _run(["git", "checkout", "-q", "--detach", commit], work, env, log, f"{stage}: git checkout {commit[:12]}")
     if local:
         copied = copy_ignored_inputs(Path(repo), work)
         if copied:
-            print(f"{stage}: copied {len(copied)} input(s) git ignores from {repo}: {', '.join(copied[:5])}", flush=True)
+            print(
+                f"{stage}: copied {len(copied)} input(s) git ignores from {repo}: {', '.join(copied[:5])}", flush=True
+            )
     configure_remote(remote, work)
     lower = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
-    print(f"{stage}: dvc repro --pull {stage} at {commit[:12]} on {socket.gethostname()}"
-          + (f" (nice {nice})" if lower else ""), flush=True)
+    print(
+        f"{stage}: dvc repro --pull {stage} at {commit[:12]} on {socket.gethostname()}"
+        + (f" (nice {nice})" if lower else ""),
+        flush=True,
+    )
     if force:
         if needs:
             _run(dvc() + ["repro", "--pull", *needs], work, env, log, f"{stage}: restoring {', '.join(needs)}")

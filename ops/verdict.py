@@ -49,8 +49,10 @@ def failure_message(comparison: Optional[Dict[str, Any]], report_path: str, summ
         return f"weakspot audit FAILED (exit 3): see the audit output. Report: {report_path}"
     bad = [f"{r['metric']} {_show(r['before'])} -> {_show(r['after'])} ({r['rule']})" for r in regressed(comparison)]
     bad += [f"gate {g['condition']}: {g['numbers']}" for g in failed_gates(comparison)]
-    return (f"weakspot audit FAILED: {verdict_line(comparison)}: {'; '.join(bad) or 'see the audit output'}. "
-            f"Report: {report_path} ; summary: {summary_path}")
+    return (
+        f"weakspot audit FAILED: {verdict_line(comparison)}: {'; '.join(bad) or 'see the audit output'}. "
+        f"Report: {report_path} ; summary: {summary_path}"
+    )
 
 
 def regressed(comparison: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -77,8 +79,10 @@ def verdict_markdown(comparison: Dict[str, Any], report_path: "str | None" = Non
     lines = [f"# weakspot audit: {verdict_line(comparison)}", ""]
     if bad:
         lines += ["| regressed metric | before | after | change | rule |", "|---|---|---|---|---|"]
-        lines += [f"| `{r['metric']}` | {_show(r['before'])} | {_show(r['after'])} | {_change(r['change'])} | "
-                  f"{r['rule']} |" for r in bad]
+        lines += [
+            f"| `{r['metric']}` | {_show(r['before'])} | {_show(r['after'])} | {_change(r['change'])} | {r['rule']} |"
+            for r in bad
+        ]
         lines.append("")
     notes = [r for r in comparison.get("rows", []) if not r.get("regression") and r.get("note")]
     if notes:
@@ -91,9 +95,11 @@ def verdict_markdown(comparison: Dict[str, Any], report_path: "str | None" = Non
         p = Path(report_path).resolve()
         lines.append(f"Report: [{p}]({p.as_uri()}) (on the machine that ran the audit)")
     rev = audit.get("git_rev") or "unknown"
-    lines.append(f"Audit: `{audit.get('audit_id', '?')}`, git revision `{rev[:12]}`"
-                 + (" (with uncommitted changes)" if audit.get("git_dirty") else "")
-                 + (f", previous audit `{comparison['previous']}`" if comparison.get("previous") else ""))
+    lines.append(
+        f"Audit: `{audit.get('audit_id', '?')}`, git revision `{rev[:12]}`"
+        + (" (with uncommitted changes)" if audit.get("git_dirty") else "")
+        + (f", previous audit `{comparison['previous']}`" if comparison.get("previous") else "")
+    )
     if audit.get("file"):
         lines.append(f"History: `{audit['file']}`")
     return "\n".join(lines) + "\n"
@@ -102,9 +108,18 @@ def verdict_markdown(comparison: Dict[str, Any], report_path: "str | None" = Non
 def comparison_table(comparison: Dict[str, Any]) -> List[Dict[str, Any]]:
     """One row per watched metric, regressions first; lists (new class pairs) shown as JSON text."""
     rows = sorted(comparison.get("rows", []), key=lambda r: not r.get("regression"))
-    return [{"metric": r["metric"], "regression": bool(r.get("regression")), "before": _cell(r.get("before")),
-             "after": _cell(r.get("after")), "change": _cell(r.get("change")), "rule": r.get("rule", ""),
-             "note": r.get("note", "")} for r in rows]
+    return [
+        {
+            "metric": r["metric"],
+            "regression": bool(r.get("regression")),
+            "before": _cell(r.get("before")),
+            "after": _cell(r.get("after")),
+            "change": _cell(r.get("change")),
+            "rule": r.get("rule", ""),
+            "note": r.get("note", ""),
+        }
+        for r in rows
+    ]
 
 
 def _cell(v: Any) -> Any:
@@ -121,8 +136,7 @@ def _in_run() -> bool:
     return FlowRunContext.get() is not None or TaskRunContext.get() is not None
 
 
-def publish_verdict(comparison: Optional[Dict[str, Any]], report_path: "str | None" = None
-                    ) -> Optional[Dict[str, Any]]:
+def publish_verdict(comparison: Optional[Dict[str, Any]], report_path: "str | None" = None) -> Optional[Dict[str, Any]]:
     """Create the verdict's markdown and table artifacts on the current flow run; returns their ids
     (``{"markdown": id, "table": id}``), or None outside a flow run or without a comparison."""
     if comparison is None or not _in_run():
@@ -130,8 +144,9 @@ def publish_verdict(comparison: Optional[Dict[str, Any]], report_path: "str | No
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     line = verdict_line(comparison)
-    md = create_markdown_artifact(verdict_markdown(comparison, report_path), key=VERDICT_KEY,
-                                  description=f"weakspot audit verdict: {line}")
+    md = create_markdown_artifact(
+        verdict_markdown(comparison, report_path), key=VERDICT_KEY, description=f"weakspot audit verdict: {line}"
+    )
     table = comparison_table(comparison)
     tid = None
     if table:  # the first audit compares nothing

@@ -32,11 +32,23 @@ def conditions(comparison: Dict[str, Any]) -> List[Dict[str, Any]]:
     rows = [dict(g) for g in comparison.get("gates", [])]
     for r in comparison.get("rows", []):
         change = r.get("change")
-        nums = f"before {r.get('before')!r}, after {r.get('after')!r}" + (
-            f", change {change:+.4g}" if isinstance(change, (int, float)) and not isinstance(change, bool) else
-            (f", new {change}" if change else "")) + (f" ({r['note']})" if r.get("note") else "")
-        rows.append({"condition": f"{r['metric']} ({r['rule']})", "kind": "rule", "passed": not r.get("regression"),
-                     "numbers": nums})
+        nums = (
+            f"before {r.get('before')!r}, after {r.get('after')!r}"
+            + (
+                f", change {change:+.4g}"
+                if isinstance(change, (int, float)) and not isinstance(change, bool)
+                else (f", new {change}" if change else "")
+            )
+            + (f" ({r['note']})" if r.get("note") else "")
+        )
+        rows.append(
+            {
+                "condition": f"{r['metric']} ({r['rule']})",
+                "kind": "rule",
+                "passed": not r.get("regression"),
+                "numbers": nums,
+            }
+        )
     return sorted(rows, key=lambda r: bool(r["passed"]))
 
 
@@ -49,8 +61,14 @@ def method_cases(findings_root: "str | Path" = "findings") -> List[Dict[str, Any
     out = []
     for f in sorted(Path(findings_root).glob("*/*.parquet")):
         v = control_verdict(pd.read_parquet(f))
-        out.append({"method": f.stem, "target": f.parent.name, "passed": v["kind"] != "lost",
-                    "text": v["text"] or "no findings"})
+        out.append(
+            {
+                "method": f.stem,
+                "target": f.parent.name,
+                "passed": v["kind"] != "lost",
+                "text": v["text"] or "no findings",
+            }
+        )
     return out
 
 
@@ -58,12 +76,15 @@ def junit_xml(comparison: Dict[str, Any], methods: List[Dict[str, Any]]) -> str:
     """The JUnit XML of the audit: suites ``gates``, ``regression rules`` and ``methods``."""
     root = ET.Element("testsuites", name="weakspot audit")
     conds = conditions(comparison)
-    suites = [("gates", [c for c in conds if c["kind"] == "gate"]), ("regression rules",
-                                                                      [c for c in conds if c["kind"] == "rule"])]
+    suites = [
+        ("gates", [c for c in conds if c["kind"] == "gate"]),
+        ("regression rules", [c for c in conds if c["kind"] == "rule"]),
+    ]
     total = fails = 0
     for name, rows in suites:
-        s = ET.SubElement(root, "testsuite", name=name, tests=str(len(rows)),
-                          failures=str(sum(not r["passed"] for r in rows)))
+        s = ET.SubElement(
+            root, "testsuite", name=name, tests=str(len(rows)), failures=str(sum(not r["passed"] for r in rows))
+        )
         for r in rows:
             case = ET.SubElement(s, "testcase", classname=f"weakspot.{name.replace(' ', '_')}", name=r["condition"])
             if not r["passed"]:
@@ -76,12 +97,19 @@ def junit_xml(comparison: Dict[str, Any], methods: List[Dict[str, Any]]) -> str:
         s = ET.SubElement(root, "testsuite", name="stages", tests=str(len(stages)), errors=str(len(stages)))
         for f in stages:
             case = ET.SubElement(s, "testcase", classname="weakspot.stages", name=f["stage"])
-            ET.SubElement(case, "error", message=f["error"].splitlines()[-1] if f["error"] else "failed").text = \
-                f["error"]
+            ET.SubElement(case, "error", message=f["error"].splitlines()[-1] if f["error"] else "failed").text = f[
+                "error"
+            ]
         root.set("errors", str(len(stages)))
         total += len(stages)
-    s = ET.SubElement(root, "testsuite", name="methods", tests=str(len(methods)), failures="0",
-                      skipped=str(sum(not m["passed"] for m in methods)))
+    s = ET.SubElement(
+        root,
+        "testsuite",
+        name="methods",
+        tests=str(len(methods)),
+        failures="0",
+        skipped=str(sum(not m["passed"] for m in methods)),
+    )
     for m in methods:
         case = ET.SubElement(s, "testcase", classname=f"weakspot.methods.{m['method']}", name=m["target"])
         if not m["passed"]:
@@ -104,8 +132,13 @@ def _n(conds: List[Dict[str, Any]], kind: str, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def summary_markdown(comparison: Dict[str, Any], spots: List[Dict[str, Any]], methods: List[Dict[str, Any]],
-                     report_path: Optional[str] = None, top: int = 5) -> str:
+def summary_markdown(
+    comparison: Dict[str, Any],
+    spots: List[Dict[str, Any]],
+    methods: List[Dict[str, Any]],
+    report_path: Optional[str] = None,
+    top: int = 5,
+) -> str:
     """The PR comment: the verdict, the failed conditions with their numbers, methods that lost to their control and
     the top confirmed weak spots."""
     conds = conditions(comparison)
@@ -117,40 +150,64 @@ def summary_markdown(comparison: Dict[str, Any], spots: List[Dict[str, Any]], me
     if failed:
         verdict = "INCOMPLETE" + (", FAIL" if bad else "")
         stopped = [f for f in failed if f["failed"]]
-        lines += [f"## weakspot audit: {verdict}", "",
-                  f"{len(stopped)} stage(s) failed; {len(failed) - len(stopped)} stage(s) after them were not run. "
-                  "Every other target was audited.", "", "| stage | target | error |", "|---|---|---|"]
-        lines += [f"| `{f['stage']}` | {f['target'] or ''} | "
-                  + f.get("message", f["error"]).replace("|", "\\|").replace("\n", " ") + " |" for f in failed]
+        lines += [
+            f"## weakspot audit: {verdict}",
+            "",
+            f"{len(stopped)} stage(s) failed; {len(failed) - len(stopped)} stage(s) after them were not run. "
+            "Every other target was audited.",
+            "",
+            "| stage | target | error |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| `{f['stage']}` | {f['target'] or ''} | "
+            + f.get("message", f["error"]).replace("|", "\\|").replace("\n", " ")
+            + " |"
+            for f in failed
+        ]
         lines.append("")
-    lines += [f"## weakspot audit: {verdict}" if not failed else "### Conditions", "",
-             f"{len(conds) - len(bad)} of {len(conds)} conditions hold ({_n(conds, 'gate', 'gate')}, "
-             f"{_n(conds, 'rule', 'regression check')}"
-             + (f" against audit `{comparison['previous']}`" if comparison.get("previous") else ", first audit")
-             + ").", ""]
+    lines += [
+        f"## weakspot audit: {verdict}" if not failed else "### Conditions",
+        "",
+        f"{len(conds) - len(bad)} of {len(conds)} conditions hold ({_n(conds, 'gate', 'gate')}, "
+        f"{_n(conds, 'rule', 'regression check')}"
+        + (f" against audit `{comparison['previous']}`" if comparison.get("previous") else ", first audit")
+        + ").",
+        "",
+    ]
     if bad:
         lines += ["| failed condition | kind | numbers |", "|---|---|---|"]
         lines += [f"| `{c['condition']}` | {c['kind']} | {c['numbers']} |" for c in bad]
         lines.append("")
     if lost:
-        lines.append("Methods that did not beat their control (their weak spots there are not trusted): "
-                     + ", ".join(f"{m['method']} on {m['target']}" for m in lost) + ".")
+        lines.append(
+            "Methods that did not beat their control (their weak spots there are not trusted): "
+            + ", ".join(f"{m['method']} on {m['target']}" for m in lost)
+            + "."
+        )
         lines.append("")
     if spots:
         family = max(s.get("family", 0) for s in spots)
-        lines += [f"Top confirmed weak spots of each kind ({len(spots)} in all, confirmed at "
-                  f"{FDR:.0%} false discovery rate over the audit's {family} candidates; ranked by the adjusted lower "
-                  "bound of the lift over the control):", "", "| target | method | weak spot | lift |",
-                  "|---|---|---|---|"]
+        lines += [
+            f"Top confirmed weak spots of each kind ({len(spots)} in all, confirmed at "
+            f"{FDR:.0%} false discovery rate over the audit's {family} candidates; ranked by the adjusted lower "
+            "bound of the lift over the control):",
+            "",
+            "| target | method | weak spot | lift |",
+            "|---|---|---|---|",
+        ]
         from weakspot.methods import FINDS
 
         for kind, title in FINDS.items():
             mine = [s for s in spots if s.get("finds", "natural") == kind]
-            lines += [f"| {s['target']} | {s['method']} | {s['weak_spot']} ({title}) | {_lift(s)} |"
-                      for s in mine[:top]]
+            lines += [
+                f"| {s['target']} | {s['method']} | {s['weak_spot']} ({title}) | {_lift(s)} |" for s in mine[:top]
+            ]
     else:
-        lines.append("No weak spot confirmed on held-out inputs against a control, after the correction for every "
-                     "candidate of the audit.")
+        lines.append(
+            "No weak spot confirmed on held-out inputs against a control, after the correction for every "
+            "candidate of the audit."
+        )
     lines.append("")
     if report_path:
         lines.append(f"Report: `{report_path}`")
@@ -158,8 +215,12 @@ def summary_markdown(comparison: Dict[str, Any], spots: List[Dict[str, Any]], me
     return "\n".join(lines) + "\n"
 
 
-def write_verdict_files(comparison: Dict[str, Any], out_dir: "str | Path" = "reports",
-                        findings_root: "str | Path" = "findings", report_path: Optional[str] = None) -> List[Path]:
+def write_verdict_files(
+    comparison: Dict[str, Any],
+    out_dir: "str | Path" = "reports",
+    findings_root: "str | Path" = "findings",
+    report_path: Optional[str] = None,
+) -> List[Path]:
     """Write ``junit.xml`` and ``summary.md`` into ``out_dir`` (atomically); their paths."""
     methods = method_cases(findings_root)
     spots = confirmed_weak_spots(findings_root)

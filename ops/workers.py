@@ -47,14 +47,25 @@ def ensure_pools(pools: Sequence[str] = POOLS) -> None:
             try:
                 client.read_work_pool(pool_name(pool))
             except ObjectNotFound:
-                client.create_work_pool(WorkPoolCreate(name=pool_name(pool), type="process",
-                                                       base_job_template=ProcessWorker.get_default_base_job_template()))
+                client.create_work_pool(
+                    WorkPoolCreate(
+                        name=pool_name(pool),
+                        type="process",
+                        base_job_template=ProcessWorker.get_default_base_job_template(),
+                    )
+                )
         flow_id = client.create_flow_from_name(FLOW)
         for pool in pools:
-            client.create_deployment(flow_id=flow_id, name=f"stage-{pool}", work_pool_name=pool_name(pool),
-                                     entrypoint=ENTRYPOINT, pull_steps=[], enforce_parameter_schema=False,
-                                     description=f"one stage of a weakspot audit on the {pool} pool "
-                                                 "(dvc repro --pull STAGE in a clone at the audit's commit)")
+            client.create_deployment(
+                flow_id=flow_id,
+                name=f"stage-{pool}",
+                work_pool_name=pool_name(pool),
+                entrypoint=ENTRYPOINT,
+                pull_steps=[],
+                enforce_parameter_schema=False,
+                description=f"one stage of a weakspot audit on the {pool} pool "
+                "(dvc repro --pull STAGE in a clone at the audit's commit)",
+            )
 
 
 def online_workers(pool: str) -> List[str]:
@@ -79,9 +90,12 @@ def worker_command(pool: str, name: str) -> List[str]:
 
 def worker_env(env: Dict[str, str]) -> Dict[str, str]:
     """A worker's environment: ``env`` with this interpreter first on PATH and a short polling interval."""
-    return {**env, "PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", ""),
-            "PREFECT_WORKER_QUERY_SECONDS": env.get("PREFECT_WORKER_QUERY_SECONDS", POLL_SECONDS),
-            "PREFECT_LOGGING_LEVEL": env.get("PREFECT_LOGGING_LEVEL", "WARNING")}
+    return {
+        **env,
+        "PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", ""),
+        "PREFECT_WORKER_QUERY_SECONDS": env.get("PREFECT_WORKER_QUERY_SECONDS", POLL_SECONDS),
+        "PREFECT_LOGGING_LEVEL": env.get("PREFECT_LOGGING_LEVEL", "WARNING"),
+    }
 
 
 @contextlib.contextmanager
@@ -93,8 +107,7 @@ def local_workers(counts: Dict[str, int], env: Dict[str, str]) -> Iterator[List[
         for pool, n in counts.items():
             for i in range(n):
                 name = f"local-{pool}-{os.getpid()}-{i + 1}"
-                procs.append(subprocess.Popen(worker_command(pool, name), env=worker_env(env),
-                                              start_new_session=True))
+                procs.append(subprocess.Popen(worker_command(pool, name), env=worker_env(env), start_new_session=True))
         yield procs
     finally:
         from ops.server import stop_session

@@ -35,8 +35,12 @@ def pin_threads(threads: int) -> None:
     for var in THREAD_VARS:
         before = os.environ.get(var)
         if before not in (None, str(threads)):
-            print(f"weakspot: {var}={before} in the environment ignored: params.yaml's threads = {threads} decides "
-                  f"(results depend on it)", file=sys.stderr, flush=True)
+            print(
+                f"weakspot: {var}={before} in the environment ignored: params.yaml's threads = {threads} decides "
+                f"(results depend on it)",
+                file=sys.stderr,
+                flush=True,
+            )
         os.environ[var] = str(threads)
 
 

@@ -47,8 +47,9 @@ def run_blob_task(blob_task: Any, *args: Any) -> Dict[str, Any]:
     return out
 
 
-def fan_out(task_fn: Any, calls: "Iterable[Tuple[Iterable[Any], Dict[str, Any]]]",
-            labels: "Optional[Iterable[str]]" = None) -> list:
+def fan_out(
+    task_fn: Any, calls: "Iterable[Tuple[Iterable[Any], Dict[str, Any]]]", labels: "Optional[Iterable[str]]" = None
+) -> list:
     """Run the cached task ``task_fn`` once per ``(args, kwargs)`` on the flow's task runner (params.yaml
     ``execution``: one at a time, or on Dask workers), all submitted at once; the results in submission order. A call
     whose Dask worker died is resubmitted ``execution.retries`` times, then the stage fails naming it."""
@@ -86,8 +87,20 @@ def code_version() -> Dict[str, Any]:
         # params.yaml is in the lineage itself, dvc.yaml is generated from it and dvc.lock is DVC's record: only
         # changes to other tracked files (code, shipped data) make the commit not what ran
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!params.yaml", ":!dvc.yaml",
-             ":!dvc.lock"], capture_output=True, text=True, timeout=10
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":!params.yaml",
+                ":!dvc.yaml",
+                ":!dvc.lock",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=10,
         ).stdout.strip()
         info["git_dirty"] = bool(dirty)
     except (OSError, subprocess.SubprocessError):
@@ -101,8 +114,13 @@ def code_version() -> Dict[str, Any]:
     return info
 
 
-def lineage(stage: str, top: Dict[str, Any], params: Any, inputs: "Iterable[os.PathLike | str] | Dict[str, str]" = (),
-            section: Optional[str] = None) -> Dict[str, Any]:
+def lineage(
+    stage: str,
+    top: Dict[str, Any],
+    params: Any,
+    inputs: "Iterable[os.PathLike | str] | Dict[str, str]" = (),
+    section: Optional[str] = None,
+) -> Dict[str, Any]:
     """What made an artifact: the stage, its params (under their params.yaml section), the code version and the
     sha256 of its inputs (paths to hash, or a ready {name: sha256} mapping such as a data source's provenance)."""
     import datetime
@@ -129,9 +147,17 @@ def _flow_run() -> Optional[Dict[str, str]]:
         return None
 
 
-def write_stage_result(stage: str, result: StageResult, lin: Dict[str, Any], *, target: Optional[str] = None,
-                       findings: Any = None, dpi: int = 110, order: Optional[int] = None,
-                       headline: Iterable[str] = ()) -> None:
+def write_stage_result(
+    stage: str,
+    result: StageResult,
+    lin: Dict[str, Any],
+    *,
+    target: Optional[str] = None,
+    findings: Any = None,
+    dpi: int = 110,
+    order: Optional[int] = None,
+    headline: Iterable[str] = (),
+) -> None:
     """A stage's artifacts: ``metrics/<stage>[/<target>].json`` (its headline figures, :mod:`tasks.headline`:
     ``headline`` patterns and the section's key metrics), ``plots/<stage>[/<target>]/`` (every metric in
     ``results.json``, tables as CSV, figures as PNG, ``section.json`` for the report) and, for a method,

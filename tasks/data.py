@@ -17,8 +17,9 @@ UNLABELLED = "unlabelled"  # written only when the target's data name an unlabel
 
 
 @cached_task
-def load_and_split(data: Dict[str, Any], class_of_interest: Any, inputs_digest: str, code_digest: str,
-                   trains: bool = True) -> Tuple[Dataset, Dict[str, np.ndarray], Dict[str, Any]]:
+def load_and_split(
+    data: Dict[str, Any], class_of_interest: Any, inputs_digest: str, code_digest: str, trains: bool = True
+) -> Tuple[Dataset, Dict[str, np.ndarray], Dict[str, Any]]:
     """Load a target's data source and split it (stratified, or biased as the GAD paper does); cached on the data
     section, the input files' digest, the library code and whether weakspot trains the model (a model it did not
     train is never judged on its training rows)."""
@@ -32,8 +33,9 @@ def load_and_split(data: Dict[str, Any], class_of_interest: Any, inputs_digest: 
     return prepare_target_data(p, class_of_interest=class_of_interest, scene=scene, trains=trains)
 
 
-def write_prepared(target: str, ds: Dataset, splits: Dict[str, Any], lin: Dict[str, Any], info: Dict[str, Any]
-                   ) -> Dict[str, int]:
+def write_prepared(
+    target: str, ds: Dataset, splits: Dict[str, Any], lin: Dict[str, Any], info: Dict[str, Any]
+) -> Dict[str, int]:
     counts = {}
     for name in SPLITS + (UNLABELLED,):
         if name not in splits:  # no unlabelled part (any more): no stale file of it
@@ -42,8 +44,9 @@ def write_prepared(target: str, ds: Dataset, splits: Dict[str, Any], lin: Dict[s
         df = to_frame(ds, splits[name])
         write_split_parquet(paths.prepared(target) / f"{name}.parquet", df)
         counts[name] = int(len(df))
-    write_json(paths.prepared(target) / "lineage.json", {**lin, "counts": counts, "provenance": ds.provenance,
-                                                         "split": info})
+    write_json(
+        paths.prepared(target) / "lineage.json", {**lin, "counts": counts, "provenance": ds.provenance, "split": info}
+    )
     return counts
 
 

@@ -31,7 +31,7 @@ def _put(out: Dict[str, Any], d: Dict[str, Any], key: str) -> None:
         return
     for k, v in d.items():
         if isinstance(v, dict) and key.startswith(f"{k}."):
-            _put(out.setdefault(k, {}), v, key[len(k) + 1:])
+            _put(out.setdefault(k, {}), v, key[len(k) + 1 :])
             return
 
 
@@ -43,8 +43,13 @@ def select(metrics: Dict[str, Any], patterns: Sequence[str] = (), always: Iterab
     if not take:
         chosen = keys if len(keys) <= LIMIT else (always or keys[:LIMIT])
     else:
-        chosen = always + [k for k in keys if k not in always and any(fnmatch.fnmatchcase(k, p) for p in take)
-                           and not any(fnmatch.fnmatchcase(k, p) for p in drop)]
+        chosen = always + [
+            k
+            for k in keys
+            if k not in always
+            and any(fnmatch.fnmatchcase(k, p) for p in take)
+            and not any(fnmatch.fnmatchcase(k, p) for p in drop)
+        ]
     out: Dict[str, Any] = {}
     for k in keys:  # in the metrics' own order
         if k in chosen:

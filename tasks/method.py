@@ -35,7 +35,9 @@ class MethodParams:
     sections: Dict[str, Any] = field(default_factory=dict)
 
 
-def method_params(method: Method, target: str, data: Mapping[str, Any], source: str = str(paths.PARAMS)) -> MethodParams:
+def method_params(
+    method: Method, target: str, data: Mapping[str, Any], source: str = str(paths.PARAMS)
+) -> MethodParams:
     """Validate the method's part of params.yaml's content ``data`` (a ConfigError names any bad key)."""
     top = validate_top_level(dict(data), source, every_key=False)
     t = target_of(target, dict(data), source)
@@ -68,14 +70,23 @@ def load_audit_target(method: Method, name: str, t: Any, device: str) -> AuditTa
 
         images, table, settings = read_render()
         scene = SceneData(images=images, table=table, settings=settings)
-    return AuditTarget(name=name, model=clf, classes=[str(c) for c in spec["classes"]], test=splits["test"],
-                       val=splits["val"], train=splits["train"], unlabelled=read_unlabelled(name), params=t, spec=spec,
-                       info=read_prepared_info(name).get("split", {}),
-                       digest=combined_digest(digest([paths.prepared(name), paths.model_dir(name)])), scene=scene)
+    return AuditTarget(
+        name=name,
+        model=clf,
+        classes=[str(c) for c in spec["classes"]],
+        test=splits["test"],
+        val=splits["val"],
+        train=splits["train"],
+        unlabelled=read_unlabelled(name),
+        params=t,
+        spec=spec,
+        info=read_prepared_info(name).get("split", {}),
+        digest=combined_digest(digest([paths.prepared(name), paths.model_dir(name)])),
+        scene=scene,
+    )
 
 
 # ------------------------------------------------------------------------------------------ the runtime
-
 
 
 def code_digest(module: str) -> str:
@@ -118,29 +129,40 @@ class PipelineRuntime(Runtime):
     @staticmethod
     def key(ref: str, key: Mapping[str, Any]) -> str:
         """The cache key: the function, the digest of the code it loads and the method's key."""
-        blob = json.dumps({"fn": ref, "code": code_digest(ref.split(":")[0]), "key": key}, sort_keys=True,
-                          default=str)
+        blob = json.dumps({"fn": ref, "code": code_digest(ref.split(":")[0]), "key": key}, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def cached(self, fn: Callable[..., Any], *args: Any, key: Mapping[str, Any], label: str = "", **kwargs: Any) -> Any:
         return self.map(fn, [(args, kwargs)], keys=[key], labels=[label or fn.__name__])[0]
 
-    def map(self, fn: Callable[..., Any], calls: Sequence[Any], *, keys: Sequence[Mapping[str, Any]],
-            labels: Optional[Sequence[str]] = None) -> List[Any]:
+    def map(
+        self,
+        fn: Callable[..., Any],
+        calls: Sequence[Any],
+        *,
+        keys: Sequence[Mapping[str, Any]],
+        labels: Optional[Sequence[str]] = None,
+    ) -> List[Any]:
         if len(keys) != len(calls):
             raise ValueError(f"{len(calls)} calls but {len(keys)} keys")
         ref = self.ref(fn)
         labels = list(labels) if labels is not None else [f"{fn.__name__} #{i}" for i in range(len(calls))]
-        return fan_out(call.with_options(name=fn.__name__),
-                       [((ref, Arguments(a, kw), self.key(ref, k), f"{fn.__name__}: {lab}"), {})
-                              for (a, kw), k, lab in zip(calls, keys, labels)], labels=labels)
+        return fan_out(
+            call.with_options(name=fn.__name__),
+            [
+                ((ref, Arguments(a, kw), self.key(ref, k), f"{fn.__name__}: {lab}"), {})
+                for (a, kw), k, lab in zip(calls, keys, labels)
+            ],
+            labels=labels,
+        )
 
 
 # ------------------------------------------------------------------------------------------ writing
 
 
-def write_method_report(method: Method, target: str, out: MethodReport, lin: Dict[str, Any],
-                        spec: Dict[str, Any]) -> None:
+def write_method_report(
+    method: Method, target: str, out: MethodReport, lin: Dict[str, Any], spec: Dict[str, Any]
+) -> None:
     """A method's artifacts: its stage result and findings, its extra products and its repaired model."""
     from tasks.common import write_stage_result
     from weakspot.io import write_bytes, write_json
@@ -155,8 +177,15 @@ def write_method_report(method: Method, target: str, out: MethodReport, lin: Dic
             base = {k: v for k, v in spec.items() if k != "lineage"}
             extra = {**base, "weights": str(folder / "model.pt"), **extra}
         write_json(folder / "model.json", {**extra, "lineage": lin})
-    write_stage_result(method.name, out.section, lin, target=target, findings=out.findings, order=method.order,
-                       headline=method_headline(method.name))
+    write_stage_result(
+        method.name,
+        out.section,
+        lin,
+        target=target,
+        findings=out.findings,
+        order=method.order,
+        headline=method_headline(method.name),
+    )
 
 
 def method_headline(name: str) -> Tuple[str, ...]:

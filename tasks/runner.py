@@ -73,9 +73,11 @@ def execution(params: Any = None) -> Any:
     if address:
         params = params.model_copy(update={"runner": "dask", "address": address})
     if params.resources and not (params.runner == "dask" and params.address):
-        raise ConfigError(f"execution.resources {params.resources} needs an existing Dask cluster (execution.address "
-                          f"or {ENV_ADDRESS}) whose workers declare them (`dask worker --resources GPU=1`); a local "
-                          f"cluster's workers have none, so the tasks would wait forever")
+        raise ConfigError(
+            f"execution.resources {params.resources} needs an existing Dask cluster (execution.address "
+            f"or {ENV_ADDRESS}) whose workers declare them (`dask worker --resources GPU=1`); a local "
+            f"cluster's workers have none, so the tasks would wait forever"
+        )
     return params
 
 
@@ -113,19 +115,28 @@ def task_runner(params: Any = None) -> Any:
     _quiet_dask()
     _same_threads_as_this_process()
     if params.threads_per_worker > 1 and not params.address:
-        print(f"weakspot: warning: execution.threads_per_worker {params.threads_per_worker}: tasks then run side by "
-              f"side in one worker process and share torch's global random state and thread settings, so a result "
-              f"may differ from the sequential run's; 1 keeps them apart", file=sys.stderr, flush=True)
+        print(
+            f"weakspot: warning: execution.threads_per_worker {params.threads_per_worker}: tasks then run side by "
+            f"side in one worker process and share torch's global random state and thread settings, so a result "
+            f"may differ from the sequential run's; 1 keeps them apart",
+            file=sys.stderr,
+            flush=True,
+        )
     cls = _dask_class()
     if params.address:
         return cls(address=params.address, retries=params.retries, resources=params.resources)
-    return cls(cluster_class="distributed.LocalCluster",
-               cluster_kwargs={"n_workers": params.n_workers, "threads_per_worker": params.threads_per_worker,
-                               "processes": True,
-                               # a dead worker's task is resubmitted by fan_out (execution.retries), not silently
-                               # rescheduled by the scheduler: every attempt is seen and counted
-                               "scheduler_kwargs": {"allowed_failures": 0}},
-               retries=params.retries)
+    return cls(
+        cluster_class="distributed.LocalCluster",
+        cluster_kwargs={
+            "n_workers": params.n_workers,
+            "threads_per_worker": params.threads_per_worker,
+            "processes": True,
+            # a dead worker's task is resubmitted by fan_out (execution.retries), not silently
+            # rescheduled by the scheduler: every attempt is seen and counted
+            "scheduler_kwargs": {"allowed_failures": 0},
+        },
+        retries=params.retries,
+    )
 
 
 _CLASSES: Dict[str, type] = {}
@@ -157,18 +168,24 @@ def _dask_class() -> type:
             """prefect-dask's runner that says where it runs (one line, when the cluster is up), checks that the
             workers run in this checkout, and carries ``execution.retries`` for :func:`fan_out`."""
 
-            def __init__(self, *args: Any, retries: int = 1, resources: Optional[Mapping[str, float]] = None,
-                         **kwargs: Any):
+            def __init__(
+                self, *args: Any, retries: int = 1, resources: Optional[Mapping[str, float]] = None, **kwargs: Any
+            ):
                 super().__init__(*args, **kwargs)
                 self.retries = int(retries)
                 self.resources = dict(resources or {})
 
             def duplicate(self):
-                return type(self)(address=self.address, cluster_class=self.cluster_class,
-                                  cluster_kwargs=self.cluster_kwargs, adapt_kwargs=self.adapt_kwargs,
-                                  client_kwargs=self.client_kwargs,
-                                  performance_report_path=self.performance_report_path, retries=self.retries,
-                                  resources=self.resources)
+                return type(self)(
+                    address=self.address,
+                    cluster_class=self.cluster_class,
+                    cluster_kwargs=self.cluster_kwargs,
+                    adapt_kwargs=self.adapt_kwargs,
+                    client_kwargs=self.client_kwargs,
+                    performance_report_path=self.performance_report_path,
+                    retries=self.retries,
+                    resources=self.resources,
+                )
 
             @property
             def client(self):
@@ -193,10 +210,12 @@ def _announce(runner: Any, client: Any) -> None:
         elsewhere = {w: d for w, d in cwds.items() if os.path.realpath(d) != os.path.realpath(os.getcwd())}
         if elsewhere:
             w, d = next(iter(elsewhere.items()))
-            raise ConfigError(f"Dask worker {w} runs in {d}, this stage in {os.getcwd()}: the tasks read and write "
-                              f"paths relative to the repository, so start every `dask worker` in the repository "
-                              f"root at the same path (a shared filesystem); {len(elsewhere)} of {len(workers)} "
-                              f"workers are elsewhere")
+            raise ConfigError(
+                f"Dask worker {w} runs in {d}, this stage in {os.getcwd()}: the tasks read and write "
+                f"paths relative to the repository, so start every `dask worker` in the repository "
+                f"root at the same path (a shared filesystem); {len(elsewhere)} of {len(workers)} "
+                f"workers are elsewhere"
+            )
     else:
         where = "a LocalCluster"
     dashboard = ""
@@ -207,9 +226,12 @@ def _announce(runner: Any, client: Any) -> None:
 
             if importlib.util.find_spec("bokeh") is None:
                 dashboard += " (its pages need `pip install bokeh`)"
-    print(f"weakspot: task runner: Dask, {where}: {len(workers)} worker{'s' if len(workers) != 1 else ''} "
-          f"({threads} thread{'s' if threads != 1 else ''}), scheduler {client.scheduler.address}{dashboard}"
-          + ("" if workers else " (no worker yet: the tasks wait for one)"), flush=True)
+    print(
+        f"weakspot: task runner: Dask, {where}: {len(workers)} worker{'s' if len(workers) != 1 else ''} "
+        f"({threads} thread{'s' if threads != 1 else ''}), scheduler {client.scheduler.address}{dashboard}"
+        + ("" if workers else " (no worker yet: the tasks wait for one)"),
+        flush=True,
+    )
 
 
 # ------------------------------------------------------------------------------------------ running a flow
@@ -227,12 +249,17 @@ def prefect_api_for_workers(params: Any) -> Iterator[None]:
     if params.runner != "dask":
         yield
         return
-    remote = bool(params.address) and (urlparse(params.address if "://" in params.address
-                                                else f"tcp://{params.address}").hostname or "") not in _LOCAL_HOSTS
+    remote = (
+        bool(params.address)
+        and (urlparse(params.address if "://" in params.address else f"tcp://{params.address}").hostname or "")
+        not in _LOCAL_HOSTS
+    )
     if remote and (not api or (urlparse(api).hostname or "") in _LOCAL_HOSTS):
-        raise ConfigError(f"the Dask cluster at {params.address} cannot reach a Prefect API on this machine's "
-                          f"loopback ({api or 'the temporary server'}): set PREFECT_API_URL to a Prefect server "
-                          f"the workers reach (e.g. `prefect server start --host 0.0.0.0` on this machine)")
+        raise ConfigError(
+            f"the Dask cluster at {params.address} cannot reach a Prefect API on this machine's "
+            f"loopback ({api or 'the temporary server'}): set PREFECT_API_URL to a Prefect server "
+            f"the workers reach (e.g. `prefect server start --host 0.0.0.0` on this machine)"
+        )
     if api:
         yield
         return
@@ -349,7 +376,9 @@ def fan_out(task: Any, calls: Sequence[Call], labels: Optional[Sequence[str]] = 
                         f"{'s' if retries != 1 else ''}: execution.retries); a worker dies when it is killed, runs "
                         f"out of memory or crashes in native code: the Dask workers' log says which. Dask: {exc}"
                     ) from None
-                print(f"weakspot: {name}: its Dask worker process died; resubmitting it (retry {attempt} of "
-                      f"{retries})", flush=True)
+                print(
+                    f"weakspot: {name}: its Dask worker process died; resubmitting it (retry {attempt} of {retries})",
+                    flush=True,
+                )
                 future = submit(a, kw)
     return out

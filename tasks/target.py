@@ -28,8 +28,9 @@ def _blob(data: bytes, suffix: str) -> str:
 
 
 @cached_task
-def train_builtin(target: str, arch: str, train_params: Dict[str, Any], prepared_digest: str, code_digest: str,
-                  device: str) -> Dict[str, Any]:
+def train_builtin(
+    target: str, arch: str, train_params: Dict[str, Any], prepared_digest: str, code_digest: str, device: str
+) -> Dict[str, Any]:
     """Train a built-in architecture on the target's training split; cached on the prepared data's digest, the
     training params and the library code. Returns ``{"blob", "file", "history" | "info"}``."""
     import torch
@@ -41,8 +42,18 @@ def train_builtin(target: str, arch: str, train_params: Dict[str, Any], prepared
 
     p = TrainParams.model_validate(train_params)
     train, val = read_prepared(target, "train"), read_prepared(target, "val")
-    model, record = fit_builtin(arch, train.X, train.y, train.n_classes, p, seed=p.seed, X_val=val.X, y_val=val.y,
-                                device=device, progress=printer(f"train-{target}"))
+    model, record = fit_builtin(
+        arch,
+        train.X,
+        train.y,
+        train.n_classes,
+        p,
+        seed=p.seed,
+        X_val=val.X,
+        y_val=val.y,
+        device=device,
+        progress=printer(f"train-{target}"),
+    )
     buf = io.BytesIO()
     if isinstance(model, torch.nn.Module):
         torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, buf)
@@ -88,4 +99,3 @@ def load_target_model(target: str, device: str = "auto", data: Any = None) -> Tu
         raise DataError(f"{f} not found; run the 'train-{target}' stage first (weakspot audit)")
     spec = json.loads(f.read_text())
     return model_from_spec(spec, device, data), spec
-

@@ -24,7 +24,10 @@ def _one_torch_thread():
 def _copy_repo(dst: Path) -> Path:
     """A fresh git checkout-like copy of the working tree's tracked and new (non-ignored) files."""
     files = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True,
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
         check=True,
     ).stdout.split()
     for f in files:
@@ -36,8 +39,13 @@ def _copy_repo(dst: Path) -> Path:
         if (ROOT / extra).is_file() and not (dst / extra).exists():
             (dst / extra).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / extra, dst / extra)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     subprocess.run(["git", "init", "-q"], cwd=dst, check=True)
     subprocess.run(["git", "add", "-A"], cwd=dst, check=True)
     subprocess.run(["git", "commit", "-qm", "copy"], cwd=dst, check=True, env=env)
@@ -51,8 +59,12 @@ class Repo:
         self.path = path
         # PYTHONPATH: every process runs the copy's code (the venv's editable install points at the checkout), so a
         # test may change the copy's code (add a method, edit a module) and the CLI and stages see it
-        self.env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
-                    "WEAKSPOT_ROOT": str(path), "PYTHONPATH": str(path)}
+        self.env = {
+            **os.environ,
+            "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
+            "WEAKSPOT_ROOT": str(path),
+            "PYTHONPATH": str(path),
+        }
         self.env.pop("WEAKSPOT_PARAMS", None)
         self.env.pop("PREFECT_HOME", None)
         self.env.pop("PREFECT_LOCAL_STORAGE_PATH", None)
@@ -96,11 +108,20 @@ def repo_factory(tmp_path_factory):
 
 #: The operations tests' audit: one tabular target (Phoneme's SVM, one C) and GAD on tiny budgets, so that a whole
 #: `weakspot audit` (prepare, train, gad, report) takes well under a minute and can be run, killed, rerun, scheduled.
-TINY_TARGET = {"data": {"source": "keel:phoneme", "bias": {"preset": "phoneme", "seed": 0}},
-               "model": {"kind": "builtin", "arch": "svm_grid"},
-               "train": {"seed": 0, "options": {"kernels": ["rbf"], "C": [0.1], "gamma": ["scale"], "cv": 2}}}
-TINY_GAD = {"seeds": [0, 1], "design_points": 1000, "epochs": 3, "max_steps": 60, "replicates": 3, "pool_size": 100,
-            "budget": 10}
+TINY_TARGET = {
+    "data": {"source": "keel:phoneme", "bias": {"preset": "phoneme", "seed": 0}},
+    "model": {"kind": "builtin", "arch": "svm_grid"},
+    "train": {"seed": 0, "options": {"kernels": ["rbf"], "C": [0.1], "gamma": ["scale"], "cv": 2}},
+}
+TINY_GAD = {
+    "seeds": [0, 1],
+    "design_points": 1000,
+    "epochs": 3,
+    "max_steps": 60,
+    "replicates": 3,
+    "pool_size": 100,
+    "budget": 10,
+}
 
 
 def set_targets(raw: dict, targets: dict) -> dict:

@@ -29,7 +29,12 @@ def draw(seed: int, n: int) -> dict:
     # a long reduction: split over 1 thread or 2 it rounds differently, so this catches workers whose torch runs on
     # another thread count than the sequential run's
     checksum = (torch.randn(64, 20000) @ torch.randn(20000, 32)).sum().item()
-    return {"loss": loss.item(), "checksum": checksum, "weights": model[0].weight.detach().flatten()[:5].tolist(), "pid": os.getpid()}
+    return {
+        "loss": loss.item(),
+        "checksum": checksum,
+        "weights": model[0].weight.detach().flatten()[:5].tolist(),
+        "pid": os.getpid(),
+    }
 
 
 @flow(name="dask-test-draws")

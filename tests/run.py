@@ -25,16 +25,26 @@ def _counts(text: str) -> dict:
 def main(argv: list) -> int:
     base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *argv]
     tmp = Path(tempfile.mkdtemp(prefix="weakspot-tests-"))  # one temp root each: the runs never share a folder
-    groups = [("pipeline tests (-m 'slow and not ops')", "slow and not ops", "slow"),
-              ("operations tests (-m ops)", "ops", "ops")]
+    groups = [
+        ("pipeline tests (-m 'slow and not ops')", "slow and not ops", "slow"),
+        ("operations tests (-m ops)", "ops", "ops"),
+    ]
     outs, procs = [], []
     for _, marker, name in groups:
         out = tempfile.TemporaryFile("w+")
-        procs.append(subprocess.Popen(base + ["-m", marker, f"--basetemp={tmp / name}"], cwd=ROOT, stdout=out,
-                                      stderr=subprocess.STDOUT, text=True))
+        procs.append(
+            subprocess.Popen(
+                base + ["-m", marker, f"--basetemp={tmp / name}"],
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
         outs.append(out)
-    fast = subprocess.run(base + ["-m", "not slow and not ops", f"--basetemp={tmp / 'unit'}"], cwd=ROOT,
-                          capture_output=True, text=True)
+    fast = subprocess.run(
+        base + ["-m", "not slow and not ops", f"--basetemp={tmp / 'unit'}"], cwd=ROOT, capture_output=True, text=True
+    )
     texts = []
     for p, out in zip(procs, outs):
         p.wait()

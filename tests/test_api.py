@@ -45,8 +45,16 @@ def test_every_method_that_fits_runs_by_default_and_the_train_rows_are_not_judge
     from tests.gad.helpers import SMALL
 
     model, X_test, y_test, X_train, y_train = blind_model
-    res = weakspot.audit(model, X_test.iloc[:1500], y_test[:1500], X_train, y_train,
-                         params={"gad": {**SMALL, "seeds": [0]}}, class_of_interest="yes", name="forest")
+    res = weakspot.audit(
+        model,
+        X_test.iloc[:1500],
+        y_test[:1500],
+        X_train,
+        y_train,
+        params={"gad": {**SMALL, "seeds": [0]}},
+        class_of_interest="yes",
+        name="forest",
+    )
     assert sorted(set(res.findings["method"])) == ["gad", "segments"]
     gad = res.metrics["gad"]["forest"]
     assert gad["n_seeds"] == 1 and gad["train_accuracy"] > 0.9  # the model's own split only, its train rows given
@@ -81,14 +89,22 @@ def test_a_table_with_text_columns_reaches_the_users_pipeline_as_text_and_the_we
     rng = np.random.default_rng(1)
 
     def rows(n):
-        X = pd.DataFrame({"a": rng.uniform(-1, 1, n), "shop": rng.choice(["mall", "web", "kiosk"], n),
-                          "b": rng.uniform(-1, 1, n), "tier": rng.choice(["gold", "basic"], n)})
+        X = pd.DataFrame(
+            {
+                "a": rng.uniform(-1, 1, n),
+                "shop": rng.choice(["mall", "web", "kiosk"], n),
+                "b": rng.uniform(-1, 1, n),
+                "tier": rng.choice(["gold", "basic"], n),
+            }
+        )
         return X, np.where(X["a"] > 0, "yes", "no")
 
     X_train, y_train = rows(2000)
     fit_y = np.where(X_train["shop"] == "kiosk", "no", y_train)  # planted: its labels called every kiosk sale "no"
-    model = make_pipeline(ColumnTransformer([("cat", OneHotEncoder(), ["shop", "tier"])], remainder="passthrough"),
-                          RandomForestClassifier(n_estimators=30, max_depth=5, random_state=0)).fit(X_train, fit_y)
+    model = make_pipeline(
+        ColumnTransformer([("cat", OneHotEncoder(), ["shop", "tier"])], remainder="passthrough"),
+        RandomForestClassifier(n_estimators=30, max_depth=5, random_state=0),
+    ).fit(X_train, fit_y)
     X_test, y_test = rows(2000)
     res = weakspot.audit(model, X_test, y_test, methods=["segments"], name="shops")
     assert res.target.test.categories == {"shop": ["kiosk", "mall", "web"], "tier": ["basic", "gold"]}

@@ -24,8 +24,12 @@ def _bound(n: int) -> int:
 def _table(n, seed, d=4):
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, (n, d)).astype(np.float32)
-    return Dataset(X=X, y=(X[:, 0] + 0.5 * X[:, 1] > 0).astype(np.int64), classes=["neg", "pos"],
-                   feature_names=[f"f{i}" for i in range(d)]), rng
+    return Dataset(
+        X=X,
+        y=(X[:, 0] + 0.5 * X[:, 1] > 0).astype(np.int64),
+        classes=["neg", "pos"],
+        feature_names=[f"f{i}" for i in range(d)],
+    ), rng
 
 
 class Fixed:
@@ -50,11 +54,16 @@ def test_null_models_confirm_a_weak_spot_in_at_most_the_false_discovery_rate_of_
     for s in range(AUDITS):
         ds, rng = _table(1200, s)
         flip = rng.random(len(ds)) < 0.1
-        res = run(SimpleNamespace(test=ds, model=Fixed(ds.X, np.where(flip, 1 - ds.y, ds.y))), SegmentsParams(seed=s),
-                  None)
+        res = run(
+            SimpleNamespace(test=ds, model=Fixed(ds.X, np.where(flip, 1 - ds.y, ds.y))), SegmentsParams(seed=s), None
+        )
         hits["random flips"] += bool(res.confirmed)
-        noisy = Dataset(X=ds.X, y=np.where(rng.random(len(ds)) < 0.1, 1 - ds.y, ds.y), classes=ds.classes,
-                        feature_names=ds.feature_names)
+        noisy = Dataset(
+            X=ds.X,
+            y=np.where(rng.random(len(ds)) < 0.1, 1 - ds.y, ds.y),
+            classes=ds.classes,
+            feature_names=ds.feature_names,
+        )
         res = run(SimpleNamespace(test=noisy, model=Fixed(ds.X, ds.y)), SegmentsParams(seed=s), None)
         hits["label noise"] += bool(res.confirmed)
     assert all(h <= _bound(AUDITS) for h in hits.values()), (hits, _bound(AUDITS))
@@ -88,8 +97,13 @@ def test_a_planted_category_and_range_of_one_class_in_a_three_class_table_comes_
     z = rng.normal(0, 1, n)
     y = np.digitize(x, [-1 / 3, 1 / 3]).astype(np.int64)
     X = np.column_stack([x, city, z]).astype(np.float32)
-    ds = Dataset(X=X, y=y, classes=["low", "mid", "high"], feature_names=["x", "city", "z"],
-                 categories={"city": ["Paris", "Lyon", "Nice", "Lille"]})
+    ds = Dataset(
+        X=X,
+        y=y,
+        classes=["low", "mid", "high"],
+        feature_names=["x", "city", "z"],
+        categories={"city": ["Paris", "Lyon", "Nice", "Lille"]},
+    )
     planted = (city == 1) & (x > 0.4) & (x <= 0.9)
     pred = np.where(planted, 1, np.where(rng.random(n) < 0.05, (y + 1) % 3, y))
     res = run(SimpleNamespace(test=ds, model=Fixed(ds.X, pred, k=3)), SegmentsParams(), None)

@@ -9,15 +9,22 @@ MAX_LINES = 120
 
 
 def _functions(path: Path):
+    """(name, line, lines of its body): the code after its signature and docstring, which the formatter lays out one
+    parameter per line and which says what the function does rather than doing it."""
     tree = ast.parse(path.read_text(), filename=str(path))
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield node.name, node.lineno, node.end_lineno - node.lineno + 1
+            body = node.body[1:] if ast.get_docstring(node) and len(node.body) > 1 else node.body
+            yield node.name, node.lineno, node.end_lineno - body[0].lineno + 1
 
 
-def test_no_function_in_the_library_is_longer_than_120_lines():
-    long = [f"{p.relative_to(ROOT)}:{line} {name} ({n} lines)" for p in sorted((ROOT / "weakspot").rglob("*.py"))
-            for name, line, n in _functions(p) if n > MAX_LINES]
+def test_no_function_body_in_the_library_is_longer_than_120_lines():
+    long = [
+        f"{p.relative_to(ROOT)}:{line} {name} ({n} lines)"
+        for p in sorted((ROOT / "weakspot").rglob("*.py"))
+        for name, line, n in _functions(p)
+        if n > MAX_LINES
+    ]
     assert not long, "split these functions:\n" + "\n".join(long)
 
 

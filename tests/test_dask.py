@@ -21,14 +21,23 @@ DASK2 = {"runner": "dask", "n_workers": 2, "threads_per_worker": 1, "retries": 1
 def prefect_env(tmp_path_factory):
     """A temporary Prefect server and result store (the workers reach the server through the settings Prefect hands
     to every task it submits), the cache bypassed so every run computes."""
-    from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, PREFECT_LOGGING_LEVEL, PREFECT_TASKS_REFRESH_CACHE, \
-        temporary_settings
+    from prefect.settings import (
+        PREFECT_LOCAL_STORAGE_PATH,
+        PREFECT_LOGGING_LEVEL,
+        PREFECT_TASKS_REFRESH_CACHE,
+        temporary_settings,
+    )
     from prefect.testing.utilities import prefect_test_harness
 
     store = tmp_path_factory.mktemp("prefect-results")
     with prefect_test_harness(server_startup_timeout=180):
-        with temporary_settings(updates={PREFECT_LOCAL_STORAGE_PATH: str(store), PREFECT_TASKS_REFRESH_CACHE: True,
-                                         PREFECT_LOGGING_LEVEL: "WARNING"}):
+        with temporary_settings(
+            updates={
+                PREFECT_LOCAL_STORAGE_PATH: str(store),
+                PREFECT_TASKS_REFRESH_CACHE: True,
+                PREFECT_LOGGING_LEVEL: "WARNING",
+            }
+        ):
             yield
 
 
@@ -52,8 +61,14 @@ def _stage_threads():
     to 1 thread, and a sum split over 1 thread or 2 rounds differently."""
     import torch
 
-    default = int(subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
-                                 capture_output=True, text=True, check=True).stdout)
+    default = int(
+        subprocess.run(
+            [sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     n = torch.get_num_threads()
     torch.set_num_threads(default)
     try:
@@ -95,8 +110,9 @@ def test_an_existing_cluster_by_address_and_its_workers_checkout(prefect_env, tm
     from weakspot.errors import ConfigError
 
     _same_threads_as_this_process()
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      resources={"GPU": 1}) as cluster:  # as `dask worker --resources GPU=1` declares a GPU
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, resources={"GPU": 1}
+    ) as cluster:  # as `dask worker --resources GPU=1` declares a GPU
         seen = dask_tasks.Restrictions(cluster.scheduler)
         cluster.scheduler.add_plugin(seen)
         params = {"runner": "dask", "address": cluster.scheduler_address, "resources": {"GPU": 1}}
@@ -120,8 +136,10 @@ def test_a_dead_worker_is_retried_by_the_task(prefect_env, tmp_path):
     value, out = _printed(run_flow, dask_tasks.crash, str(marker), params=DASK2)
     assert value == [42]
     assert marker.is_file() and int(marker.read_text()) != os.getpid()  # the first attempt killed a worker
-    assert "weakspot: task dies_once (the crashing one): its Dask worker process died; resubmitting it (retry 1 of 1)" \
+    assert (
+        "weakspot: task dies_once (the crashing one): its Dask worker process died; resubmitting it (retry 1 of 1)"
         in out
+    )
 
 
 def test_a_task_that_always_kills_its_worker_is_reported_by_name(prefect_env, tmp_path):
@@ -135,8 +153,9 @@ def test_a_task_that_always_kills_its_worker_is_reported_by_name(prefect_env, tm
         run_flow(dask_tasks.crash, str(marker), True, params=DASK2)
     msg = str(err.value)
     assert isinstance(err.value, WeakspotError)  # a stage prints it as `weakspot: error: ...` and exits 2
-    assert msg.startswith("task always_dies (the crashing one): its Dask worker process died while running it, on "
-                          "2 attempts"), msg
+    assert msg.startswith(
+        "task always_dies (the crashing one): its Dask worker process died while running it, on 2 attempts"
+    ), msg
     assert "execution.retries" in msg and "workers died while running it" in msg
     assert marker.read_text() == "2"  # the first attempt and one resubmission, no more
     # both dead attempts are Crashed in Prefect (not left Running), and the flow run Failed with the message
@@ -195,18 +214,27 @@ def test_the_execution_section_is_validated(tmp_path):
     from weakspot.errors import ConfigError
 
     base = yaml.safe_load((ROOT / "params.yaml").read_text())
-    assert check_params(ROOT / "params.yaml")["execution"] == {"runner": "sequential", "address": None,
-                                                                 "n_workers": 2, "threads_per_worker": 1, "retries": 1,
-                                                                 "resources": {}, "workers": 2, "gpu_workers": None,
-                                                                 "pools": {}}
+    assert check_params(ROOT / "params.yaml")["execution"] == {
+        "runner": "sequential",
+        "address": None,
+        "n_workers": 2,
+        "threads_per_worker": 1,
+        "retries": 1,
+        "resources": {},
+        "workers": 3,
+        "gpu_workers": None,
+        "pools": {},
+    }
     p = tmp_path / "params.yaml"
-    for bad, words in [({"runner": "ray"}, "execution.runner = 'ray'"),
-                       ({"n_workers": 0}, "execution.n_workers = 0"),
-                       ({"workers": -1}, "execution.workers = -1"),
-                       ({"pools": {"tpu": ["intrinsic"]}}, "the pools are cpu and gpu"),
-                       ({"adress": "tcp://x:1"}, "unknown key 'execution.adress'"),
-                       ({"address": "tcp://x:1"}, "set runner: dask"),
-                       ({"runner": "dask", "address": "tcp://x:1", "resources": {"GPU": 0}}, "a positive amount")]:
+    for bad, words in [
+        ({"runner": "ray"}, "execution.runner = 'ray'"),
+        ({"n_workers": 0}, "execution.n_workers = 0"),
+        ({"workers": -1}, "execution.workers = -1"),
+        ({"pools": {"tpu": ["intrinsic"]}}, "the pools are cpu and gpu"),
+        ({"adress": "tcp://x:1"}, "unknown key 'execution.adress'"),
+        ({"address": "tcp://x:1"}, "set runner: dask"),
+        ({"runner": "dask", "address": "tcp://x:1", "resources": {"GPU": 0}}, "a positive amount"),
+    ]:
         p.write_text(yaml.safe_dump({**base, "execution": bad}))
         with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(".", r"\.")):
             load_section("execution", p)
@@ -240,8 +268,12 @@ def test_the_gad_stage_on_a_local_dask_cluster_writes_the_sequential_metrics(ops
     metrics = r.path / "metrics/gad/phoneme.json"
     outs = [metrics, r.path / "findings/phoneme/gad_to_label.csv"]
     before = {p: p.read_bytes() for p in outs}
-    keep = {p: p.read_bytes() for d in ("plots/gad/phoneme", "findings/phoneme") for p in (r.path / d).rglob("*")
-            if p.is_file()}
+    keep = {
+        p: p.read_bytes()
+        for d in ("plots/gad/phoneme", "findings/phoneme")
+        for p in (r.path / d).rglob("*")
+        if p.is_file()
+    }
     params_text = (r.path / "params.yaml").read_bytes()
     assert yaml.safe_load(params_text)["gad"]["seeds"] == [0, 1]
     try:
@@ -250,8 +282,13 @@ def test_the_gad_stage_on_a_local_dask_cluster_writes_the_sequential_metrics(ops
         (r.path / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
         env = {**r.env, "PREFECT_TASKS_REFRESH_CACHE": "true"}
         t0 = time.time()
-        proc = subprocess.run([sys.executable, "-m", "flows.method", "gad", "phoneme"], cwd=r.path, env=env,
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "flows.method", "gad", "phoneme"],
+            cwd=r.path,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         took = time.time() - t0
         log = proc.stdout + proc.stderr
         assert proc.returncode == 0, log[-3000:]

@@ -22,8 +22,13 @@ METHOD_PAGES = ("segments", "gad", "examine", "intrinsic", "corner", "robustness
 
 def test_the_site_builds_in_strict_mode_with_the_method_pages_and_the_api_reference(tmp_path):
     site = tmp_path / "site"
-    out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "-d", str(site)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "-d", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     params = (ROOT / "params.yaml").read_text()
     for m in METHOD_PAGES:  # use_directory_urls: false, so the pages open from disk too
@@ -54,7 +59,7 @@ def _examples_in_the_source() -> int:
         lines = f.read_text().splitlines()
         for i, line in enumerate(lines):
             if re.match(r"\s*>>> ", line):
-                example = [line] + list(takewhile(lambda s: re.match(r"\s*\.\.\. ", s), lines[i + 1:]))
+                example = [line] + list(takewhile(lambda s: re.match(r"\s*\.\.\. ", s), lines[i + 1 :]))
                 n += not any("doctest: +SKIP" in s for s in example)  # a directive on any of its lines skips it
     return n
 

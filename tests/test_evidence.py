@@ -10,8 +10,19 @@ from scipy.stats import binom
 from weakspot.evidence import ALPHA, FDR, MIN_CONFIRM, bound, compare, correct, on_masks, p_value
 
 
-@pytest.mark.parametrize("counts", [(26, 26, 26, 26), (5, 5, 3, 5), (40, 40, 39, 40), (24, 24, 23, 24),
-                                    (9, 9, 6, 9), (11, 11, 8, 11), (6, 6, 6, 6), (3, 5, 0, 5)])
+@pytest.mark.parametrize(
+    "counts",
+    [
+        (26, 26, 26, 26),
+        (5, 5, 3, 5),
+        (40, 40, 39, 40),
+        (24, 24, 23, 24),
+        (9, 9, 6, 9),
+        (11, 11, 8, 11),
+        (6, 6, 6, 6),
+        (3, 5, 0, 5),
+    ],
+)
 def test_the_cases_a_score_interval_confirmed_are_not_confirmed(counts):
     """Issue 34's regression cases: every input inside failing (or nearly all in the control too) made a score
     interval's lower end pass 1 whatever its own p-value said."""
@@ -50,15 +61,15 @@ def test_more_failures_inside_never_weaken_the_evidence_and_more_in_the_control_
             assert all(a <= b + 1e-12 for a, b in zip(ps, ps[1:]))
 
 
-@pytest.mark.parametrize("n,m,rate", [(5, 200, 0.05), (10, 200, 0.05), (20, 200, 0.2), (50, 500, 0.05),
-                                      (12, 12, 0.5)])
+@pytest.mark.parametrize("n,m,rate", [(5, 200, 0.05), (10, 200, 0.05), (20, 200, 0.2), (50, 500, 0.05), (12, 12, 0.5)])
 def test_a_null_region_is_confirmed_at_most_alpha_of_the_time(n, m, rate):
     """The test's size, exactly: every count inside and in the control weighted by its binomial probability when
     both fail at the same ``rate``. A score test reached 9% here at 5% (5 inputs, 5% errors)."""
-    size = sum(binom.pmf(f, n, rate) * binom.pmf(c, m, rate)
-               for f, c in itertools.product(range(n + 1), range(m + 1))
-               if binom.pmf(f, n, rate) * binom.pmf(c, m, rate) > 1e-12 and
-               p_value(f, n, c, m) < ALPHA)  # the bound agrees (the test above)
+    size = sum(
+        binom.pmf(f, n, rate) * binom.pmf(c, m, rate)
+        for f, c in itertools.product(range(n + 1), range(m + 1))
+        if binom.pmf(f, n, rate) * binom.pmf(c, m, rate) > 1e-12 and p_value(f, n, c, m) < ALPHA
+    )  # the bound agrees (the test above)
     assert size <= ALPHA
 
 

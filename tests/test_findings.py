@@ -7,8 +7,15 @@ from weakspot.errors import DataError
 from weakspot.evidence import COLUMNS, compare
 from weakspot.findings import UNCHECKED, normalise
 
-ROW = {"weak_spot": "a", "kind": "x", "severity": 1.0, "severity_meaning": "m", "label": "", "prediction": "",
-       "confidence": 0.5}
+ROW = {
+    "weak_spot": "a",
+    "kind": "x",
+    "severity": 1.0,
+    "severity_meaning": "m",
+    "label": "",
+    "prediction": "",
+    "confidence": 0.5,
+}
 
 
 def test_a_method_that_checks_some_rows_and_not_others_gets_the_evidence_columns_on_every_row():
@@ -16,7 +23,11 @@ def test_a_method_that_checks_some_rows_and_not_others_gets_the_evidence_columns
     out = normalise(pd.DataFrame([ROW, {**ROW, "weak_spot": "b", **ev.columns(), "confirmation": "held out"}]))
     assert set(COLUMNS) | {"confirmation"} <= set(out.columns)
     unchecked, checked = out.iloc[0], out.iloc[1]
-    assert unchecked["n_confirm"] == 0 and not unchecked["confirmed"] and unchecked["confirmation"] == UNCHECKED["confirmation"]
+    assert (
+        unchecked["n_confirm"] == 0
+        and not unchecked["confirmed"]
+        and unchecked["confirmation"] == UNCHECKED["confirmation"]
+    )
     assert checked["confirmed"] and checked["lift"] == pytest.approx(5.0) and checked["confirmation"] == "held out"
     assert out["n_confirm"].dtype == "int64" and out["confirmed"].dtype == bool
 
@@ -41,4 +52,6 @@ def test_the_evidence_sentence_says_when_too_few_inputs_fall_inside():
     ev = compare(1, 1, 0, 1)
     assert not ev.confirmed and "too few inside to confirm" in ev.sentence() and str(MIN_CONFIRM) in ev.sentence()
     ok = compare(38, 50, 6, 50)
-    assert ok.confirmed and ok.sentence().startswith("38 of 50 held-out inputs fail inside, 6 of 50 in the control: lift")
+    assert ok.confirmed and ok.sentence().startswith(
+        "38 of 50 held-out inputs fail inside, 6 of 50 in the control: lift"
+    )

@@ -2,8 +2,14 @@
 
 from tasks.headline import LIMIT, flat_keys, select
 
-GAD = {"phoneme": {"sdr": {"gad": 1.4, "random": 1.0}, "budget": 50, "per_seed": {"3": {"sdr": {"gad": 2.0}}},
-                   "a.b": {"c": 1}}}
+GAD = {
+    "phoneme": {
+        "sdr": {"gad": 1.4, "random": 1.0},
+        "budget": 50,
+        "per_seed": {"3": {"sdr": {"gad": 2.0}}},
+        "a.b": {"c": 1},
+    }
+}
 
 
 def test_patterns_keep_the_nesting_and_drop_what_a_bang_pattern_names():

@@ -33,8 +33,9 @@ def _modules() -> Dict[str, Path]:
 def _type_checking(node: ast.AST) -> bool:
     """``if TYPE_CHECKING:`` (or ``if typing.TYPE_CHECKING:``)."""
     test = node.test if isinstance(node, ast.If) else None
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _nodes(tree: ast.AST, type_checking: bool) -> Iterator[ast.AST]:
@@ -159,8 +160,10 @@ def test_the_project_import_graph_has_no_cycle():
 
 def test_the_cycle_finder_finds_a_planted_cycle_and_type_only_imports_are_no_edge(tmp_path):
     f = tmp_path / "m.py"
-    f.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a.t\nelse:\n    import a.e\n"
-                 "def f():\n    from . import lazy\n")
+    f.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a.t\nelse:\n    import a.e\n"
+        "def f():\n    from . import lazy\n"
+    )
     assert _imported("a.m", f) == {"typing.TYPE_CHECKING", "a.t", "a.e", "a.lazy"}
     assert _imported("a.m", f, type_checking=False) == {"typing.TYPE_CHECKING", "a.e", "a.lazy"}
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
@@ -179,6 +182,10 @@ def test_operations_import_no_flow_but_the_nightly_audit():
 def test_nothing_imports_dvc_its_cli_is_the_interface():
     """DVC is driven through its command line (ops/dvc.py, ops/stage_flow.py) and its files (dvc.yaml, dvc.lock), never
     through its Python modules, whose internals change from one minor version to the next."""
-    bad = [f"{f.relative_to(ROOT)} imports {imp}" for name, f in _modules().items()
-           for imp in sorted(_imported(name, f)) if imp.split(".")[0] == "dvc"]
+    bad = [
+        f"{f.relative_to(ROOT)} imports {imp}"
+        for name, f in _modules().items()
+        for imp in sorted(_imported(name, f))
+        if imp.split(".")[0] == "dvc"
+    ]
     assert not bad, "\n".join(bad)

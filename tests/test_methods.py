@@ -21,8 +21,10 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {
     "image_white": {"data": {"source": "digits"}, "model": {"kind": "builtin", "arch": "lenet"}},
     "image_black": {"data": {"source": "digits"}, "model": {"kind": "sklearn", "weights": "m.pkl"}},
-    "image_black_parts": {"data": {"train": "npz:a.npz", "test": "npz:b.npz"},
-                          "model": {"kind": "sklearn", "weights": "m.pkl"}},
+    "image_black_parts": {
+        "data": {"train": "npz:a.npz", "test": "npz:b.npz"},
+        "model": {"kind": "sklearn", "weights": "m.pkl"},
+    },
     "image_user_net": {"data": {"source": "imagefolder:imgs"}, "model": {"kind": "torch", "factory": "m:f"}},
     "table_black": {"data": {"source": "csv:x.csv", "label": "y"}, "model": {"kind": "sklearn", "weights": "m.pkl"}},
     "scene_white": {"data": {"source": "scenes"}, "model": {"kind": "builtin", "arch": "small_cnn"}},
@@ -31,9 +33,17 @@ TARGETS = {
 
 def _loaded_after(code: str) -> list:
     """The weakspot modules loaded by ``code`` in a fresh interpreter."""
-    out = subprocess.run([sys.executable, "-c", code + "\nimport sys, json; print(json.dumps(sorted(m for m in "
-                          "sys.modules if m.startswith('weakspot'))))"], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code + "\nimport sys, json; print(json.dumps(sorted(m for m in sys.modules if m.startswith('weakspot'))))",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return json.loads(out.splitlines()[-1])
 
 
@@ -67,8 +77,12 @@ def test_every_method_declares_a_complete_plug_in():
 def test_a_method_runs_exactly_where_its_declared_needs_are_met(name):
     t = TargetParams.model_validate(TARGETS[name])
     for m in methods.all_methods():
-        needs_met = (t.modality in m.modalities and (t.white_box or not m.white_box)
-                     and (t.renderable or not m.scene) and (t.has_train or not m.needs_train))
+        needs_met = (
+            t.modality in m.modalities
+            and (t.white_box or not m.white_box)
+            and (t.renderable or not m.scene)
+            and (t.has_train or not m.needs_train)
+        )
         assert (methods.fits(t)[m.name] is None) == needs_met, (m.name, name, methods.fits(t)[m.name])
 
 
@@ -79,7 +93,7 @@ def test_an_unknown_method_lists_the_methods():
 
 # ------------------------------------------------------------------------------------------ a toy plug-in
 
-TOY = '''
+TOY = """
 from pydantic import BaseModel, ConfigDict
 from weakspot.methods import Method, MethodReport, register_method
 from weakspot.result import StageResult
@@ -98,7 +112,7 @@ def run(target, params, runtime):
 
 
 register_method(Method("{name}", "Toy", "none", params=ToyParams, run="{name}:run", modalities=("tabular",)))
-'''
+"""
 
 
 class _Half:

@@ -19,8 +19,10 @@ def test_the_library_alone_does_not_know_the_operations_sections_and_ops_params_
     import subprocess
     import sys
 
-    code = ("from weakspot.config import section_names; a = set(section_names()); import ops.params; "
-            "b = set(section_names()); print(sorted(a & {'history', 'execution', 'gates'}), sorted(b - a))")
+    code = (
+        "from weakspot.config import section_names; a = set(section_names()); import ops.params; "
+        "b = set(section_names()); print(sorted(a & {'history', 'execution', 'gates'}), sorted(b - a))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.split("\n")[-2] == "[] ['execution', 'gates', 'history']"
 
@@ -116,14 +118,18 @@ def test_a_stage_runs_on_the_threads_params_yaml_pins(tmp_path):
         (tmp_path / "params.yaml").write_text("" if threads is None else f"threads: {threads}\n")
         env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": env_value, "MKL_NUM_THREADS": env_value}
         env.pop("WEAKSPOT_ROOT", None)
-        out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
-                             check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+        )
         want = threads or 1
         assert out.stdout.split() == [str(want), str(want)], out
         assert f"OMP_NUM_THREADS={env_value} in the environment ignored" in out.stderr
     dvc = stages(read_yaml(root / "params.yaml"))
-    computing = [s for s in dvc if s.split("-")[0] in ("train", "render", "examine_study") or "-" in s
-                 and not s.startswith("prepare-")]
+    computing = [
+        s
+        for s in dvc
+        if s.split("-")[0] in ("train", "render", "examine_study") or "-" in s and not s.startswith("prepare-")
+    ]
     assert len(computing) > 10
     for name in computing:
         assert "threads" in dvc[name]["params"], name

@@ -46,8 +46,11 @@ def _smoke(r):
 
 def _stages(status: str) -> set:
     """Stage names that `dvc status` reports as changed."""
-    return {line.strip().rstrip(":") for line in status.splitlines()
-            if line and not line.startswith(("\t", " ")) and line.rstrip().endswith(":")}
+    return {
+        line.strip().rstrip(":")
+        for line in status.splitlines()
+        if line and not line.startswith(("\t", " ")) and line.rstrip().endswith(":")
+    }
 
 
 #: A method as a user adds one: a package with its registration, its params model and its entry point, nothing else
@@ -147,8 +150,13 @@ def test_a_change_to_one_methods_code_reruns_only_that_methods_stages(repo):
         # its params model: the report also names every method and checks where each runs, so it reruns too; so do
         # the stages of a method that declares it reads this method's section (HDA builds intrinsic's min-max model;
         # the toy plug-in lives in the copy only and reads nothing)
-        readers = {name for r in methods if r in methods_registry.available() and m in methods_registry.get(r).reads
-                   for name, st in stages.items() if st["cmd"].startswith(f"python -m flows.method {r} ")}
+        readers = {
+            name
+            for r in methods
+            if r in methods_registry.available() and m in methods_registry.get(r).reads
+            for name, st in stages.items()
+            if st["cmd"].startswith(f"python -m flows.method {r} ")
+        }
         assert _touch_status(repo, f"weakspot/{m}/config.py") == own | readers | {"report"}, m
 
 
@@ -172,14 +180,23 @@ def test_full_run_audits_every_target_with_every_method_that_fits(repo):
 
     for t in ("digits", "scenes"):  # corner cases on both white-box image targets, none on the tabular one
         cm = _results(repo.path, f"corner/{t}")
-        assert {"n_seeds", "margin_before", "margin_after", "realistic_yield", "tv_corner", "tv_fgsm",
-                "top_class_pairs"} <= set(cm) and cm["n_seeds"] == 40
+        assert {
+            "n_seeds",
+            "margin_before",
+            "margin_after",
+            "realistic_yield",
+            "tv_corner",
+            "tv_fgsm",
+            "top_class_pairs",
+        } <= set(cm) and cm["n_seeds"] == 40
         assert f"id='corner-{t}'" in page
     assert not (repo.path / "metrics/corner/phoneme.json").exists()
     for t in ("digits", "scenes"):  # intrinsic robustness on both white-box image targets, with the smoke's defences
         im = _results(repo.path, f"intrinsic/{t}")
         for d in ("none", "minmax", "distillation"):
-            assert {"psi", "psi_softmax", "clean_acc", "fgsm_acc", "pgd30_acc", "cw30_acc", "autoattack_acc"} <= set(im[d])
+            assert {"psi", "psi_softmax", "clean_acc", "fgsm_acc", "pgd30_acc", "cw30_acc", "autoattack_acc"} <= set(
+                im[d]
+            )
         assert abs(im["reparam"]["none"]["x100"] / im["reparam"]["none"]["x1"] - 1) < 0.01
         assert f"id='intrinsic-{t}'" in page
         assert pd.read_parquet(repo.path / f"findings/{t}/intrinsic.parquet")["kind"].iloc[0] == "threat_model"
@@ -187,18 +204,26 @@ def test_full_run_audits_every_target_with_every_method_that_fits(repo):
     for t in ("digits", "scenes"):  # HDA on both image targets: the issue's metrics, findings and the repaired model
         hm = _results(repo.path, f"hda/{t}")
         assert {"ae_prop", "pred_loss", "fid", "queries_per_seed"} <= set(hm["hda"])
-        assert {"hda", "pgd", "coverage", "foda"} <= set(hm) and set(hm["indicator_pearson"]) == {"gradient", "separation"}
+        assert {"hda", "pgd", "coverage", "foda"} <= set(hm) and set(hm["indicator_pearson"]) == {
+            "gradient",
+            "separation",
+        }
         assert {"hda", "pgd", "coverage", "none"} <= set(hm["finetune"])
         assert f"id='hda-{t}'" in page
         spec = json.loads((repo.path / f"data/targets/{t}/repaired_hda/model.json").read_text())
         assert spec["repaired_by"].startswith("hda") and (repo.path / spec["weights"]).is_file()
     assert not (repo.path / "metrics/hda/phoneme.json").exists()
     # lineage on demand: one number back to its data, with params, hashes, code version, time and Prefect run
-    out = repo.run(sys.executable, "-m", "ops.cli", "lineage", "metrics/hda/digits.json",
-                   "hda.ae_prop").stdout
+    out = repo.run(sys.executable, "-m", "ops.cli", "lineage", "metrics/hda/digits.json", "hda.ae_prop").stdout
     assert out.startswith("metrics/hda/digits.json  hda.ae_prop = ")
-    for s in ("made by stage hda-digits", "hda.n_seeds = 6", "(made by train-digits)", "stage prepare-digits",
-              "Prefect flow run", "code: git "):
+    for s in (
+        "made by stage hda-digits",
+        "hda.n_seeds = 6",
+        "(made by train-digits)",
+        "stage prepare-digits",
+        "Prefect flow run",
+        "code: git ",
+    ):
         assert s in out, (s, out[:2000])
     ex = pd.read_parquet(repo.path / "findings/scenes/examine.parquet")
     reg = ex[ex["kind"] == "factor_region"]  # a region per examined class with failing and passing scenes
@@ -227,8 +252,10 @@ def test_dvc_metrics_show_fits_a_terminal_each_file_its_headline(repo):
         widths[f] = len(header.strip().strip("|").split("|")) - 1
     assert all(2 <= n <= 15 for n in widths.values()), widths
     # every detail is beside it, for the report, the history and the gates; the headline holds the same values
-    head, full = flatten(json.loads((repo.path / "metrics/hda/digits.json").read_text())), \
-        flatten(_results(repo.path, "hda/digits"))
+    head, full = (
+        flatten(json.loads((repo.path / "metrics/hda/digits.json").read_text())),
+        flatten(_results(repo.path, "hda/digits")),
+    )
     assert {"hda_ae_prop", "hda_fid"} <= set(head) and len(full) > 5 * len(head)
     assert all(full[k] == v for k, v in head.items())
 
@@ -290,9 +317,12 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
     production = df[~train].drop(columns="target").iloc[::2]  # rows no one has labelled (GAD ranks them to label)
     production.to_csv(r.path / "data/mine/production.csv", index=False)
     numeric = [c for c in df.columns if c not in ("clinic", "scanner", "target")]
-    model = make_pipeline(ColumnTransformer([("num", StandardScaler(), numeric),
-                                             ("cat", OneHotEncoder(handle_unknown="ignore"), ["clinic", "scanner"])]),
-                          RandomForestClassifier(n_estimators=20, max_depth=3, random_state=0))
+    model = make_pipeline(
+        ColumnTransformer(
+            [("num", StandardScaler(), numeric), ("cat", OneHotEncoder(handle_unknown="ignore"), ["clinic", "scanner"])]
+        ),
+        RandomForestClassifier(n_estimators=20, max_depth=3, random_state=0),
+    )
     fit_y = df["target"].where(df["clinic"] != "east", 0)  # planted: its labels said every east patient malignant
     model.fit(df.drop(columns="target")[train], fit_y[train])
     (r.path / "data/mine/model.pkl").write_bytes(pickle.dumps(model))
@@ -301,21 +331,40 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
 
     from conftest import set_targets
 
-    params = set_targets(yaml.safe_load((r.path / "params.yaml").read_text()),
-                         {"mine": {"data": {"train": "csv:data/mine/train.csv", "test": "csv:data/mine/test.csv",
-                                            "unlabelled": "csv:data/mine/production.csv", "label": "target"},
-                                   "model": {"kind": "sklearn", "weights": "data/mine/model.pkl"}}})
+    params = set_targets(
+        yaml.safe_load((r.path / "params.yaml").read_text()),
+        {
+            "mine": {
+                "data": {
+                    "train": "csv:data/mine/train.csv",
+                    "test": "csv:data/mine/test.csv",
+                    "unlabelled": "csv:data/mine/production.csv",
+                    "label": "target",
+                },
+                "model": {"kind": "sklearn", "weights": "data/mine/model.pkl"},
+            }
+        },
+    )
     params["gad"].update(design_points=2000, epochs=3, max_steps=300, replicates=5, budget=10, pool_size=40)
-    params["examine"]["study"] = {"m_study": {"enabled": False}, "artificial_weakness": {"enabled": False},
-                                  "order_check": False, "strength": False, "epochs": 1}
+    params["examine"]["study"] = {
+        "m_study": {"enabled": False},
+        "artificial_weakness": {"enabled": False},
+        "order_check": False,
+        "strength": False,
+        "epochs": 1,
+    }
     (r.path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     r.audit()
     dvc_yaml = (r.path / "dvc.yaml").read_text()
     assert "gad-mine" in dvc_yaml and "data/mine/model.pkl" in dvc_yaml and "examine-mine" not in dvc_yaml
     assert "data/mine/train.csv" in dvc_yaml and "data/mine/test.csv" in dvc_yaml  # both parts hashed as deps
     prepared = json.loads((r.path / "data/targets/mine/prepared/lineage.json").read_text())
-    assert prepared["counts"] == {"train": int(train.sum()), "val": 0, "test": int((~train).sum()),
-                                  "unlabelled": len(production)}
+    assert prepared["counts"] == {
+        "train": int(train.sum()),
+        "val": 0,
+        "test": int((~train).sum()),
+        "unlabelled": len(production),
+    }
     assert "data/mine/production.csv" in dvc_yaml
     found = pd.read_parquet(r.path / "findings/mine/gad.parquet")
     assert len(found) >= 1 and {"weak_spot", "severity", "prediction", "confidence"} <= set(found.columns)
@@ -336,14 +385,25 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
     from weakspot.io import write_parquet
 
     test = df[~train]
-    res = weakspot.audit(model, test.drop(columns="target"), test["target"], df[train].drop(columns="target"),
-                         df[train]["target"].to_numpy(), methods=["gad", "segments"], params=params, name="mine",
-                         device="cpu", X_unlabelled=production)
+    res = weakspot.audit(
+        model,
+        test.drop(columns="target"),
+        test["target"],
+        df[train].drop(columns="target"),
+        df[train]["target"].to_numpy(),
+        methods=["gad", "segments"],
+        params=params,
+        name="mine",
+        device="cpu",
+        X_unlabelled=production,
+    )
     for method in ("gad", "segments"):
         api = res.findings[res.findings["method"] == method].drop(columns="method").reset_index(drop=True)
         write_parquet(r.path / f"api_{method}.parquet", api)
-        pd.testing.assert_frame_equal(pd.read_parquet(r.path / f"api_{method}.parquet"),
-                                      pd.read_parquet(r.path / f"findings/mine/{method}.parquet"))
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(r.path / f"api_{method}.parquet"),
+            pd.read_parquet(r.path / f"findings/mine/{method}.parquet"),
+        )
 
 
 @pytest.mark.ops  # a repository of its own, beside the operations tests
@@ -368,11 +428,14 @@ def test_a_users_image_folder_and_npz_arrays_are_audited_end_to_end(repo_factory
         Image.fromarray(pixels[i]).save(folder / f"{i}.png")
     np.savez(r.path / "data/train.npz", x=pixels[900:1500], y=d.target[900:1500])
     np.savez(r.path / "data/test.npz", x=pixels[1500:], y=d.target[1500:])
-    small = {"model": {"kind": "builtin", "arch": "lenet"}, "train": {"epochs": 5, "seed": 0},
-             "methods": ["segments"]}
-    params = set_targets(yaml.safe_load((r.path / "params.yaml").read_text()),
-                         {"folder": {"data": {"source": "imagefolder:data/imgs"}, **small},
-                          "arrays": {"data": {"train": "npz:data/train.npz", "test": "npz:data/test.npz"}, **small}})
+    small = {"model": {"kind": "builtin", "arch": "lenet"}, "train": {"epochs": 5, "seed": 0}, "methods": ["segments"]}
+    params = set_targets(
+        yaml.safe_load((r.path / "params.yaml").read_text()),
+        {
+            "folder": {"data": {"source": "imagefolder:data/imgs"}, **small},
+            "arrays": {"data": {"train": "npz:data/train.npz", "test": "npz:data/test.npz"}, **small},
+        },
+    )
     params.pop("examine", None)
     (r.path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     r.audit()
@@ -407,15 +470,22 @@ def test_a_second_model_on_the_same_data_shares_the_corner_generator(repo):
     p = repo.path / "params.yaml"
     text = p.read_text()
     params = yaml.safe_load(text)
-    params["targets"]["digits_mlp"] = {**params["targets"]["digits"], "model": {"kind": "builtin", "arch": "mlp"},
-                                       "train": {"epochs": 3, "seed": 0}}
+    params["targets"]["digits_mlp"] = {
+        **params["targets"]["digits"],
+        "model": {"kind": "builtin", "arch": "mlp"},
+        "train": {"epochs": 3, "seed": 0},
+    }
     p.write_text(yaml.safe_dump(params, sort_keys=False))
     try:
         out = repo.audit("corner-digits_mlp").stdout  # that stage and what it needs (the new target's training)
-        gen = [json.loads((repo.path / f"plots/corner/{t}/section.json").read_text())["lineage"]["generator"]
-               for t in ("digits", "digits_mlp")]
+        gen = [
+            json.loads((repo.path / f"plots/corner/{t}/section.json").read_text())["lineage"]["generator"]
+            for t in ("digits", "digits_mlp")
+        ]
         assert gen[0] == gen[1]  # the same training images, the same generator (its training time included)
-        assert "corner-digits_mlp: corner: autoencoder" not in out and "Running stage 'corner-digits_mlp'" in out  # reused
+        assert (
+            "corner-digits_mlp: corner: autoencoder" not in out and "Running stage 'corner-digits_mlp'" in out
+        )  # reused
         m = _results(repo.path, "corner/digits_mlp")
         assert m["n_seeds"] == 40 and m != _results(repo.path, "corner/digits")
     finally:

@@ -22,8 +22,11 @@ def test_what_a_target_offers_a_method():
 
 
 def test_a_users_classifier_of_rendered_objects_is_examined_given_a_class_map():
-    t = _t(data={"source": "torchvision:CIFAR10", "root": "x"}, model={"kind": "torch", "factory": "m:f"},
-           class_map={"automobile": "can"})
+    t = _t(
+        data={"source": "torchvision:CIFAR10", "root": "x"},
+        model={"kind": "torch", "factory": "m:f"},
+        class_map={"automobile": "can"},
+    )
     assert fits(t)["examine"] is None
 
 

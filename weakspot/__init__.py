@@ -14,7 +14,6 @@ from weakspot.errors import (  # noqa: F401
 )
 
 
-
 def __getattr__(name):  # PEP 562: ``weakspot.audit`` imports the API on first use, so ``import weakspot`` stays light
     if name == "audit":
         import importlib

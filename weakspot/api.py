@@ -53,8 +53,9 @@ def text_columns(*tables: Any) -> Dict[str, List[str]]:
     return {c: sorted(v) for c, v in cats.items()}
 
 
-def as_dataset(X: Any, y: Any, classes: List[Any], *, what: str,
-               categories: Optional[Dict[str, List[str]]] = None) -> Dataset:
+def as_dataset(
+    X: Any, y: Any, classes: List[Any], *, what: str, categories: Optional[Dict[str, List[str]]] = None
+) -> Dataset:
     """An array or DataFrame and its labels -> :class:`Dataset` (images ``(n, H, W)``/``(n, C, H, W)``, or a table;
     a DataFrame's text columns as codes into ``categories``, by default their own sorted texts)."""
     from weakspot.data.categories import encode
@@ -85,11 +86,19 @@ def as_dataset(X: Any, y: Any, classes: List[Any], *, what: str,
         raise DataError(f"{what}: labels {unknown[:5]} are not among the model's classes {[str(c) for c in classes]}")
     codes = np.array([lookup.get(v, lookup.get(str(v))) for v in y.tolist()], dtype=np.int64)
     image = X.ndim == 4
-    return Dataset(X=X, y=codes, classes=[str(c) for c in classes], image_shape=X.shape[1:] if image else None,
-                   feature_names=None if image else (names or [f"x{i}" for i in range(X.shape[1])]),
-                   categories=cats if names else {},
-                   provenance={"spec": IN_MEMORY, "description": f"{what}: {len(X)} rows given to weakspot.audit",
-                               **({"label": label} if label else {})})
+    return Dataset(
+        X=X,
+        y=codes,
+        classes=[str(c) for c in classes],
+        image_shape=X.shape[1:] if image else None,
+        feature_names=None if image else (names or [f"x{i}" for i in range(X.shape[1])]),
+        categories=cats if names else {},
+        provenance={
+            "spec": IN_MEMORY,
+            "description": f"{what}: {len(X)} rows given to weakspot.audit",
+            **({"label": label} if label else {}),
+        },
+    )
 
 
 def as_classifier(model: Any, n_classes: int, device: str = "auto") -> Any:
@@ -110,8 +119,10 @@ def as_classifier(model: Any, n_classes: int, device: str = "auto") -> Any:
         return SklearnClassifier(model, n_classes=n_classes)
     if callable(model):
         return CallableClassifier(model, n_classes=n_classes)
-    raise ModelError(f"weakspot.audit: the model is a {type(model).__name__}; give a torch.nn.Module, a fitted "
-                     "estimator with predict_proba, or a function x -> class probabilities")
+    raise ModelError(
+        f"weakspot.audit: the model is a {type(model).__name__}; give a torch.nn.Module, a fitted "
+        "estimator with predict_proba, or a function x -> class probabilities"
+    )
 
 
 def _target_params(clf: Any, image: bool, has_train: bool, class_of_interest: Any) -> Any:
@@ -154,8 +165,11 @@ class Audit:
         df = df.assign(finds=[finds_of(m) for m in df["method"]])  # each kind ranked on its own, natural first
         order = {k: i for i, k in enumerate(FINDS)}
         df = df.assign(_kind=df["finds"].map(order))
-        return (df.sort_values(["_kind", "lift_lo_adjusted"], ascending=[True, False], kind="stable")
-                .drop(columns="_kind").reset_index(drop=True))
+        return (
+            df.sort_values(["_kind", "lift_lo_adjusted"], ascending=[True, False], kind="stable")
+            .drop(columns="_kind")
+            .reset_index(drop=True)
+        )
 
     def to_html(self, path: "str | Path", title: str = "weakspot audit") -> Path:
         """Write the report (the pipeline's page for this one target) to ``path``; returns the path."""
@@ -172,14 +186,29 @@ class Audit:
                 fig.savefig(buf, format="png", dpi=110)
                 figures[f"{key}/{name}"] = buf.getvalue()
             tables.update({f"{key}/{name}": t for name, t in result.tables.items()})
-            sections.append({"stage": stage, "target": self.name, "order": order, "title": result.title or stage,
-                             "summary": list(result.summary), "items": list(result.items),
-                             "headline": list(result.headline), "key_metrics": list(result.key_metrics),
-                             "lineage": {}})
-        page = render_report(sections, figures=figures, tables=tables,
-                             metrics={f"{s}/{self.name}": r.metrics for s, r in self.results.items()}, title=title,
-                             run_info={"run": "weakspot.audit (in this process)", "target": self.name},
-                             targets=[self._target_entry()], groups=_groups())
+            sections.append(
+                {
+                    "stage": stage,
+                    "target": self.name,
+                    "order": order,
+                    "title": result.title or stage,
+                    "summary": list(result.summary),
+                    "items": list(result.items),
+                    "headline": list(result.headline),
+                    "key_metrics": list(result.key_metrics),
+                    "lineage": {},
+                }
+            )
+        page = render_report(
+            sections,
+            figures=figures,
+            tables=tables,
+            metrics={f"{s}/{self.name}": r.metrics for s, r in self.results.items()},
+            title=title,
+            run_info={"run": "weakspot.audit (in this process)", "target": self.name},
+            targets=[self._target_entry()],
+            groups=_groups(),
+        )
         return write_text(Path(path), page)
 
     def _target_entry(self) -> Dict[str, Any]:
@@ -197,9 +226,17 @@ class Audit:
         from weakspot.findings import correct_targets
 
         acc = self.metrics.get("train", {}).get("test_accuracy")
-        return correct_targets([{"name": self.name, "intro": f"Model audited in process; test accuracy {acc:.1%}.",
-                                 "methods": cards, "model": _model_name(getattr(self.target, "model", None)),
-                                 "accuracy": acc}])[0]
+        return correct_targets(
+            [
+                {
+                    "name": self.name,
+                    "intro": f"Model audited in process; test accuracy {acc:.1%}.",
+                    "methods": cards,
+                    "model": _model_name(getattr(self.target, "model", None)),
+                    "accuracy": acc,
+                }
+            ]
+        )[0]
 
 
 def _model_name(model: Any) -> str:
@@ -217,10 +254,22 @@ def _groups() -> Dict[str, str]:
     return {"train": "Targets: data and models", **{m.name: f"{m.title} ({m.paper})" for m in methods.all_methods()}}
 
 
-def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: Any = None, *,
-          methods: Optional[Sequence[str]] = None, params: Optional[Dict[str, Any]] = None,
-          classes: Optional[Sequence[Any]] = None, name: str = "model", class_of_interest: Any = None,
-          device: str = "auto", progress: bool = False, X_unlabelled: Any = None) -> Audit:
+def audit(
+    model: Any,
+    X_test: Any,
+    y_test: Any,
+    X_train: Any = None,
+    y_train: Any = None,
+    *,
+    methods: Optional[Sequence[str]] = None,
+    params: Optional[Dict[str, Any]] = None,
+    classes: Optional[Sequence[Any]] = None,
+    name: str = "model",
+    class_of_interest: Any = None,
+    device: str = "auto",
+    progress: bool = False,
+    X_unlabelled: Any = None,
+) -> Audit:
     """Audit ``model`` on ``X_test``/``y_test`` (rows it never trained on) with every method that fits.
 
     Parameters
@@ -273,14 +322,22 @@ def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: An
     test = as_dataset(X_test, y_test, labels, what="X_test", categories=cats)
     if (X_train is None) != (y_train is None):
         raise ConfigError("weakspot.audit: give both X_train and y_train, or neither")
-    train = (as_dataset(X_train, y_train, labels, what="X_train", categories=cats) if X_train is not None
-             else test.subset(np.arange(0)))
+    train = (
+        as_dataset(X_train, y_train, labels, what="X_train", categories=cats)
+        if X_train is not None
+        else test.subset(np.arange(0))
+    )
     unlabelled = None
     if X_unlabelled is not None:
         if test.is_image:
             raise DataError("X_unlabelled: production rows are ranked by GAD, which audits tables; the data are images")
-        unlabelled = as_dataset(X_unlabelled, np.full(len(X_unlabelled), labels[0], dtype=object), labels,
-                                what="X_unlabelled", categories=cats)
+        unlabelled = as_dataset(
+            X_unlabelled,
+            np.full(len(X_unlabelled), labels[0], dtype=object),
+            labels,
+            what="X_unlabelled",
+            categories=cats,
+        )
     clf = for_data(as_classifier(model, len(labels), device), test, trained_here=False)
     t = _target_params(clf, test.is_image, X_train is not None, class_of_interest)
     coi = resolve_class(1 if class_of_interest is None else class_of_interest, test.classes)
@@ -290,25 +347,55 @@ def audit(model: Any, X_test: Any, y_test: Any, X_train: Any = None, y_train: An
     for m in chosen:
         if fits.get(m, "unknown method") is not None:
             raise ConfigError(f"method {m} does not run on this model: {fits.get(m, 'unknown method')}")
-    digest = hashlib.sha256(test.X.tobytes() + test.y.tobytes() + train.X.tobytes()
-                            + (b"" if unlabelled is None else b"unlabelled" + unlabelled.X.tobytes())).hexdigest()
-    target = AuditTarget(name=name, model=clf, classes=test.classes, test=test, val=test.subset(np.arange(0)),
-                         train=train, unlabelled=unlabelled, params=t, spec={"kind": t.model.kind, "classes": test.classes},
-                         info={"kind": "named", "log_mae": True, "class_of_interest": coi, "trains": False,
-                               "class_of_interest_name": test.classes[coi]}, digest=digest)
-    results = {"train": target_section(name, clf, train, target.val, test,
-                                       spec={"kind": t.model.kind, "weights": _model_name(model)})}
+    digest = hashlib.sha256(
+        test.X.tobytes()
+        + test.y.tobytes()
+        + train.X.tobytes()
+        + (b"" if unlabelled is None else b"unlabelled" + unlabelled.X.tobytes())
+    ).hexdigest()
+    target = AuditTarget(
+        name=name,
+        model=clf,
+        classes=test.classes,
+        test=test,
+        val=test.subset(np.arange(0)),
+        train=train,
+        unlabelled=unlabelled,
+        params=t,
+        spec={"kind": t.model.kind, "classes": test.classes},
+        info={
+            "kind": "named",
+            "log_mae": True,
+            "class_of_interest": coi,
+            "trains": False,
+            "class_of_interest_name": test.classes[coi],
+        },
+        digest=digest,
+    )
+    results = {
+        "train": target_section(
+            name, clf, train, target.val, test, spec={"kind": t.model.kind, "weights": _model_name(model)}
+        )
+    }
     frames, metrics = [], {"train": results["train"].metrics}
     for m in chosen:
         meta = registry.get(m)
         section = validate_section(m, raw, "weakspot.audit params", name)  # with per_target.<name> overrides
-        runtime = Runtime(device=device, progress=printer(f"{m}-{name}") if progress else None,
-                          sections={s: validate_section(s, raw, "weakspot.audit params") for s in meta.reads})
+        runtime = Runtime(
+            device=device,
+            progress=printer(f"{m}-{name}") if progress else None,
+            sections={s: validate_section(s, raw, "weakspot.audit params") for s in meta.reads},
+        )
         out = registry.run_method(meta, target, section, runtime)
         results[m], metrics[m] = out.section, out.section.metrics
         frames.append(normalise(out.findings, where=f"{m}-{name}").assign(method=m))
     findings = pd.concat(frames, ignore_index=True) if frames else normalise(None).assign(method=[])
     skipped = {m: why for m, why in fits.items() if why is not None}
-    skipped.update({m: f"not asked for (methods={list(methods)})" for m in fits
-                    if methods is not None and m not in chosen and m not in skipped})
+    skipped.update(
+        {
+            m: f"not asked for (methods={list(methods)})"
+            for m in fits
+            if methods is not None and m not in chosen and m not in skipped
+        }
+    )
     return Audit(name=name, findings=findings, metrics=metrics, skipped=skipped, results=results, target=target)

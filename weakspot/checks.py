@@ -26,8 +26,16 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
-def check_number(value: Any, name: str, who: str, *, low: Optional[float] = None, high: Optional[float] = None,
-                 low_open: bool = True, high_open: bool = False) -> float:
+def check_number(
+    value: Any,
+    name: str,
+    who: str,
+    *,
+    low: Optional[float] = None,
+    high: Optional[float] = None,
+    low_open: bool = True,
+    high_open: bool = False,
+) -> float:
     """``value`` as a finite float within (``low``, ``high``] (``low_open``/``high_open``: the ends excluded)."""
     ok = _is_number(value) and math.isfinite(float(value))
     if ok and low is not None:

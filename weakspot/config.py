@@ -56,7 +56,6 @@ class TargetsParams(RootModel[Dict[str, TargetParams]]):
         return v
 
 
-
 #: The library's own sections (a model, or ``"module:Class"`` imported when the section is validated); every method's
 #: section comes from :mod:`weakspot.methods`, and the operations package adds its own with :func:`register_section`.
 _SECTIONS: Dict[str, Any] = {
@@ -69,7 +68,6 @@ _SECTIONS: Dict[str, Any] = {
 PER_TARGET = "per_target"
 
 TOP_LEVEL: Dict[str, Any] = {"device": ("auto", "cpu", "cuda"), "threads": int}
-
 
 
 def register_section(name: str, model: Any) -> None:
@@ -118,7 +116,9 @@ def _format_validation_error(err: ValidationError, prefix: str, source: str) -> 
             allowed = ", ".join(model.model_fields) if model is not None else "see the schema"
             if prefix.split(".")[0] != "targets" and is_method(prefix.split(".")[0]) and len(e["loc"]) == 1:
                 allowed += f", {PER_TARGET}"
-            lines.append(f"{source}: unknown key {loc!r} (value {value!r}); allowed keys under {parent or 'the top'}: {allowed}")
+            lines.append(
+                f"{source}: unknown key {loc!r} (value {value!r}); allowed keys under {parent or 'the top'}: {allowed}"
+            )
         elif isinstance(value, dict):  # a rule across several keys of a section: the message names them
             lines.append(f"{source}: {loc}: {e['msg']}")
         else:
@@ -147,7 +147,9 @@ def read_yaml(path: os.PathLike | str) -> Dict[str, Any]:
     """Read a YAML mapping; a missing file or malformed YAML is a ConfigError naming the file (and line)."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"{path}: params file not found (expected a YAML file; start from the repository's params.yaml)")
+        raise ConfigError(
+            f"{path}: params file not found (expected a YAML file; start from the repository's params.yaml)"
+        )
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
@@ -193,8 +195,9 @@ def per_target(section: str, data: Dict[str, Any], source: str = "params.yaml") 
         return {}
     pt = _raw_section(section, data, source).get(PER_TARGET) or {}
     if not isinstance(pt, dict) or not all(isinstance(v, dict) for v in pt.values()):
-        raise ConfigError(f"{source}: {section}.{PER_TARGET} = {pt!r}: must map target names to keys of the "
-                          f"{section} section")
+        raise ConfigError(
+            f"{source}: {section}.{PER_TARGET} = {pt!r}: must map target names to keys of the {section} section"
+        )
     if any(PER_TARGET in v for v in pt.values()):
         raise ConfigError(f"{source}: {section}.{PER_TARGET}: a target's overrides cannot hold {PER_TARGET}")
     return pt
@@ -207,8 +210,9 @@ def _validate(section: str, raw: Dict[str, Any], prefix: str, source: str) -> Ba
         raise ConfigError(_format_validation_error(err, prefix, source)) from None
 
 
-def validate_section(section: str, data: Dict[str, Any], source: str = "params.yaml",
-                     target: Optional[str] = None) -> BaseModel:
+def validate_section(
+    section: str, data: Dict[str, Any], source: str = "params.yaml", target: Optional[str] = None
+) -> BaseModel:
     """Validate one section of params.yaml's content ``data`` (a missing section = all defaults); for a method's
     section and a ``target``, with that target's ``per_target`` overrides merged in."""
     section_model(section)  # an unknown section names the valid ones
@@ -221,8 +225,9 @@ def validate_section(section: str, data: Dict[str, Any], source: str = "params.y
     return _validate(section, deep_merge(base, overrides[target]), f"{section}.{PER_TARGET}.{target}", source)
 
 
-def load_section(section: str, path: os.PathLike | str = "params.yaml",
-                 target: Optional[str] = None) -> Tuple[Dict[str, Any], BaseModel]:
+def load_section(
+    section: str, path: os.PathLike | str = "params.yaml", target: Optional[str] = None
+) -> Tuple[Dict[str, Any], BaseModel]:
     """Read params.yaml and return (top-level settings, the validated section, for ``target`` when given)."""
     data = read_yaml(path)
     top = validate_top_level(data, str(path), every_key=False)
@@ -260,8 +265,10 @@ def check_params(path: os.PathLike | str = "params.yaml") -> Dict[str, Any]:
             overrides = per_target(section, data, str(path))
             unknown = [t for t in overrides if names and t not in names]
             if unknown:
-                raise ConfigError(f"{path}: {section}.{PER_TARGET}: no target {', '.join(map(repr, unknown))}; "
-                                  f"targets: {', '.join(names)}")
+                raise ConfigError(
+                    f"{path}: {section}.{PER_TARGET}: no target {', '.join(map(repr, unknown))}; "
+                    f"targets: {', '.join(names)}"
+                )
             for t in overrides:
                 validate_section(section, data, str(path), target=t)
             if overrides:

@@ -30,8 +30,17 @@ def _acc(value: Optional[float], pct: bool = False) -> str:
     return f"{value:.1%}" if pct else f"{value:.3f}"
 
 
-def target_section(target: str, clf: Any, train: Dataset, val: Dataset, test: Dataset, *, spec: Dict[str, Any],
-                   bins: int = 15, history: Optional[Dict[str, Any]] = None) -> StageResult:
+def target_section(
+    target: str,
+    clf: Any,
+    train: Dataset,
+    val: Dataset,
+    test: Dataset,
+    *,
+    spec: Dict[str, Any],
+    bins: int = 15,
+    history: Optional[Dict[str, Any]] = None,
+) -> StageResult:
     """Metrics, per-class table, reliability diagram and prose for the ``train-<target>`` report section."""
     import pandas as pd
 
@@ -45,22 +54,32 @@ def target_section(target: str, clf: Any, train: Dataset, val: Dataset, test: Da
         "n_test": int(len(test.y)),
     }
     pred = p["test"].argmax(axis=1)
-    per_class = pd.DataFrame({
-        "class": test.classes,
-        "n_test": np.bincount(test.y, minlength=test.n_classes),
-        "test_accuracy": [float((pred[test.y == k] == k).mean()) if (test.y == k).any() else float("nan")
-                          for k in range(test.n_classes)],
-        "mean_confidence": [float(p["test"][test.y == k].max(axis=1).mean()) if (test.y == k).any() else float("nan")
-                            for k in range(test.n_classes)],
-    })
-    metrics["per_class_test_accuracy"] = {c: round(float(a), 6) for c, a in zip(per_class["class"], per_class["test_accuracy"])}
+    per_class = pd.DataFrame(
+        {
+            "class": test.classes,
+            "n_test": np.bincount(test.y, minlength=test.n_classes),
+            "test_accuracy": [
+                float((pred[test.y == k] == k).mean()) if (test.y == k).any() else float("nan")
+                for k in range(test.n_classes)
+            ],
+            "mean_confidence": [
+                float(p["test"][test.y == k].max(axis=1).mean()) if (test.y == k).any() else float("nan")
+                for k in range(test.n_classes)
+            ],
+        }
+    )
+    metrics["per_class_test_accuracy"] = {
+        c: round(float(a), 6) for c, a in zip(per_class["class"], per_class["test_accuracy"])
+    }
     worst = per_class.sort_values("test_accuracy").iloc[0]
     model = describe_model(spec)
     rel = reliability_table(p["test"], test.y, n_bins=bins)
     result = StageResult(
         metrics=metrics,
         tables={"per_class": per_class, "reliability": rel[rel["count"] > 0]},
-        figures={"reliability": reliability_diagram(p["test"], test.y, n_bins=bins, title=f"{target} on its test split")},
+        figures={
+            "reliability": reliability_diagram(p["test"], test.y, n_bins=bins, title=f"{target} on its test split")
+        },
         title=f"Model under audit: {target}",
         summary=[
             f"{model}: train accuracy {_acc(metrics['train_accuracy'])}, validation {_acc(metrics['val_accuracy'])}, "
@@ -70,11 +89,15 @@ def target_section(target: str, clf: Any, train: Dataset, val: Dataset, test: Da
             "The reliability diagram compares confidence with accuracy per confidence bin; red gaps are overconfident "
             "bins, the first place to look for weak spots.",
         ],
-        headline=[f"{target}: {model} scores {metrics['test_accuracy']:.1%} on {metrics['n_test']} held-out samples "
-                  f"(train {_acc(metrics['train_accuracy'], pct=True)}, ECE {metrics['ece']:.3f}); weakest class "
-                  f"{worst['class']} at {worst['test_accuracy']:.1%}."],
-        items=[{"table": "per_class", "caption": f"Accuracy and mean confidence per class on the test split ({target})."},
-               {"figure": "reliability", "caption": f"Reliability diagram, test split ({target})."}],
+        headline=[
+            f"{target}: {model} scores {metrics['test_accuracy']:.1%} on {metrics['n_test']} held-out samples "
+            f"(train {_acc(metrics['train_accuracy'], pct=True)}, ECE {metrics['ece']:.3f}); weakest class "
+            f"{worst['class']} at {worst['test_accuracy']:.1%}."
+        ],
+        items=[
+            {"table": "per_class", "caption": f"Accuracy and mean confidence per class on the test split ({target})."},
+            {"figure": "reliability", "caption": f"Reliability diagram, test split ({target})."},
+        ],
     )
     if history:
         result.tables["history"] = pd.DataFrame(history).drop(columns=["seconds"], errors="ignore")

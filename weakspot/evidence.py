@@ -52,8 +52,20 @@ ALPHA = 0.05
 #: the false discovery rate at which a family's candidates are confirmed (Benjamini-Hochberg)
 FDR = 0.05
 #: the findings columns every method fills with :meth:`Evidence.columns`
-COLUMNS = ("n_confirm", "failures", "n_control", "control_failures", "lift", "lift_lo", "lift_hi", "p_value",
-           "p_adjusted", "lift_lo_adjusted", "family", "confirmed")
+COLUMNS = (
+    "n_confirm",
+    "failures",
+    "n_control",
+    "control_failures",
+    "lift",
+    "lift_lo",
+    "lift_hi",
+    "p_value",
+    "p_adjusted",
+    "lift_lo_adjusted",
+    "family",
+    "confirmed",
+)
 
 
 @dataclass(frozen=True)
@@ -99,16 +111,22 @@ class Evidence:
     def sentence(self, unit: str = "inputs", control: str = "in the control") -> str:
         """``"38 of 50 held-out inputs fail inside, 6 of 50 in the control: lift 6.33, at least 3.17 (95% one-sided,
         p 4.1e-11)"``: the raw evidence (the family's correction is stated where the family is known)."""
-        counts = (f"{self.failures} of {self.n_confirm} held-out {unit} fail inside, {self.control_failures} of "
-                  f"{self.n_control} {control}")
+        counts = (
+            f"{self.failures} of {self.n_confirm} held-out {unit} fail inside, {self.control_failures} of "
+            f"{self.n_control} {control}"
+        )
         if self.n_confirm < MIN_CONFIRM:
             return f"{counts}: too few inside to confirm (at least {MIN_CONFIRM})"
         if not (math.isfinite(self.lift_lo) and math.isfinite(self.lift)):
             return f"{counts}: too few to compare"
         from weakspot.fmt import bound as end
 
-        zero = " (no control failure: counted as half a failure)" if self.control_failures == 0 and self.failures else ""
-        return f"{counts}: lift {self.lift:.2f}{zero}, at least {end(self.lift_lo)} (95% one-sided, p {self.p_value:.2g})"
+        zero = (
+            " (no control failure: counted as half a failure)" if self.control_failures == 0 and self.failures else ""
+        )
+        return (
+            f"{counts}: lift {self.lift:.2f}{zero}, at least {end(self.lift_lo)} (95% one-sided, p {self.p_value:.2g})"
+        )
 
 
 def _count(value: Any, name: str) -> int:
@@ -140,7 +158,8 @@ def bound(f: int, n: int, c: int, m: int, alpha: float = ALPHA, upper: bool = Fa
     if not upper and f == 0:
         return 0.0
     ci = odds_ratio([[f, n - f], [c, m - c]], kind="conditional").confidence_interval(
-        confidence_level=1.0 - alpha, alternative="less" if upper else "greater")
+        confidence_level=1.0 - alpha, alternative="less" if upper else "greater"
+    )
     psi = float(ci.high if upper else ci.low)
     if upper:
         q = float(beta.ppf(alpha, c, m - c + 1)) if c > 0 else 0.0
@@ -214,8 +233,9 @@ def on_masks(fails: np.ndarray, inside: np.ndarray, control: Optional[np.ndarray
     fails = np.asarray(fails, bool)
     inside = np.asarray(inside, bool)
     if fails.shape != inside.shape or fails.ndim != 1:
-        raise DataError(f"evidence: failure flags {fails.shape} and region mask {inside.shape} must be one flag per "
-                        "held-out input")
+        raise DataError(
+            f"evidence: failure flags {fails.shape} and region mask {inside.shape} must be one flag per held-out input"
+        )
     pool = np.ones_like(fails) if control is None else np.asarray(control, bool)
     if pool.shape != fails.shape:
         raise DataError(f"evidence: control mask {pool.shape} must be one flag per held-out input ({fails.shape})")

@@ -49,11 +49,21 @@ from weakspot.errors import DataError
 
 REQUIRED = ("weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence")
 #: the evidence columns (:mod:`weakspot.evidence`) as a finding no one has checked on held-out inputs carries them
-UNCHECKED = {"n_confirm": 0, "failures": 0, "n_control": 0, "control_failures": 0, "lift": float("nan"),
-             "lift_lo": float("nan"), "lift_hi": float("nan"), "p_value": float("nan"), "p_adjusted": float("nan"),
-             "lift_lo_adjusted": float("nan"), "family": 0, "confirmed": False,
-             "confirmation": "not checked: the search's own output, never measured on held-out inputs against a "
-                             "random control"}
+UNCHECKED = {
+    "n_confirm": 0,
+    "failures": 0,
+    "n_control": 0,
+    "control_failures": 0,
+    "lift": float("nan"),
+    "lift_lo": float("nan"),
+    "lift_hi": float("nan"),
+    "p_value": float("nan"),
+    "p_adjusted": float("nan"),
+    "lift_lo_adjusted": float("nan"),
+    "family": 0,
+    "confirmed": False,
+    "confirmation": "not checked: the search's own output, never measured on held-out inputs against a random control",
+}
 OPTIONAL = {"example": "", "factors": "", "image": None, **UNCHECKED}
 COLUMNS = ("rank",) + REQUIRED + tuple(OPTIONAL)
 
@@ -112,19 +122,35 @@ def correct(tables: "Mapping[Any, Any]", fdr: Optional[float] = None) -> "Dict[A
                 t[col] = UNCHECKED[col]
         was = t["confirmed"].astype(bool) if "confirmed" in t.columns else False
         t["confirmed"] = was & t["p_value"].notna()  # unchecked rows stay unconfirmed
-        for i, r in enumerate(t[["n_confirm", "failures", "n_control", "control_failures", "lift", "lift_lo",
-                                 "lift_hi", "p_value"]].itertuples(index=False)):
+        for i, r in enumerate(
+            t[
+                ["n_confirm", "failures", "n_control", "control_failures", "lift", "lift_lo", "lift_hi", "p_value"]
+            ].itertuples(index=False)
+        ):
             if r.p_value == r.p_value:
                 rows.append((k, i))
-                items.append(ev.Evidence(int(r.n_confirm), int(r.failures), int(r.n_control),
-                                         int(r.control_failures), float(r.lift), float(r.lift_lo), float(r.lift_hi),
-                                         float(r.p_value)))
+                items.append(
+                    ev.Evidence(
+                        int(r.n_confirm),
+                        int(r.failures),
+                        int(r.n_control),
+                        int(r.control_failures),
+                        float(r.lift),
+                        float(r.lift_lo),
+                        float(r.lift_hi),
+                        float(r.p_value),
+                    )
+                )
     done = ev.correct(items, ev.FDR if fdr is None else fdr)
     for (k, i), e in zip(rows, done):
         t = out[k]
         assert t is not None  # rows holds rows of tables only
-        for col, v in (("p_adjusted", e.p_adjusted), ("lift_lo_adjusted", e.lift_lo_adjusted), ("family", e.family),
-                       ("confirmed", e.confirmed)):
+        for col, v in (
+            ("p_adjusted", e.p_adjusted),
+            ("lift_lo_adjusted", e.lift_lo_adjusted),
+            ("family", e.family),
+            ("confirmed", e.confirmed),
+        ):
             t.iloc[i, t.columns.get_loc(col)] = v
     return out
 
@@ -133,8 +159,12 @@ def correct_targets(targets: "list") -> "list":
     """The report's targets (``[{"methods": [{"findings": DataFrame or None, ...}]}]``) with every findings table
     corrected as one family (:func:`correct`: every candidate of every method on every target), so "confirmed" means
     the same on each card; the cards are changed in place and returned."""
-    keyed = {(i, j): c["findings"] for i, t in enumerate(targets) for j, c in enumerate(t.get("methods", []))
-             if c.get("findings") is not None}
+    keyed = {
+        (i, j): c["findings"]
+        for i, t in enumerate(targets)
+        for j, c in enumerate(t.get("methods", []))
+        if c.get("findings") is not None
+    }
     for (i, j), df in correct(keyed).items():
         targets[i]["methods"][j]["findings"] = df
     return targets
@@ -157,4 +187,3 @@ def to_png(image: Any, *, scale: int = 1) -> bytes:
     buf = io.BytesIO()
     img.save(buf, format="PNG", optimize=False)
     return buf.getvalue()
-

@@ -124,8 +124,10 @@ class Method:
         if self.white_box and not target.white_box:
             return f"needs gradients (a torch model); the target's model is a {target.model.kind} black box"
         if self.needs_train and not target.has_train:
-            return ("needs the rows the model was trained on (data.train) to model the data distribution; this "
-                    "target gives evaluation data only")
+            return (
+                "needs the rows the model was trained on (data.train) to model the data distribution; this "
+                "target gives evaluation data only"
+            )
         if self.scene and not target.renderable:
             return "needs a scene it can render (data source 'scenes', or a class_map onto the scene's classes)"
         return None
@@ -295,8 +297,10 @@ def run_method(method: "Method | str", target: AuditTarget, params: Any, runtime
     result = resolve(m.run)(target, params, runtime)
     if m.report is None:
         if not isinstance(result, MethodReport):
-            raise WeakspotError(f"method {m.name}: {m.run} returned {type(result).__name__}; without a report entry "
-                                "point it must return a MethodReport")
+            raise WeakspotError(
+                f"method {m.name}: {m.run} returned {type(result).__name__}; without a report entry "
+                "point it must return a MethodReport"
+            )
         out = result
     else:
         out = resolve(m.report)(result, params, target)
@@ -304,7 +308,8 @@ def run_method(method: "Method | str", target: AuditTarget, params: Any, runtime
         out.section.figures.update(resolve(m.figures)(result, params, target))
     unknown = sorted(set(out.extras) - set(m.outputs))
     if unknown:
-        raise WeakspotError(f"method {m.name}: extra products {unknown} are not declared in Method.outputs "
-                            f"{list(m.outputs)}")
+        raise WeakspotError(
+            f"method {m.name}: extra products {unknown} are not declared in Method.outputs {list(m.outputs)}"
+        )
     out.section.check()
     return out

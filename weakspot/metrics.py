@@ -132,8 +132,9 @@ def reliability_table(p: Any, y: Any, n_bins: int = DEFAULT_BINS) -> "Any":
     with np.errstate(invalid="ignore", divide="ignore"):
         conf = np.where(count > 0, conf_sum / np.maximum(count, 1), np.nan)
         acc = np.where(count > 0, corr_sum / np.maximum(count, 1), np.nan)
-    return pd.DataFrame({"bin_lo": edges[:-1], "bin_hi": edges[1:], "confidence": conf, "accuracy": acc,
-                         "count": count})
+    return pd.DataFrame(
+        {"bin_lo": edges[:-1], "bin_hi": edges[1:], "confidence": conf, "accuracy": acc, "count": count}
+    )
 
 
 def reliability_diagram(p: Any, y: Any, n_bins: int = DEFAULT_BINS, title: str = "Reliability diagram") -> "Any":
@@ -161,17 +162,55 @@ def reliability_diagram(p: Any, y: Any, n_bins: int = DEFAULT_BINS, title: str =
     acc = table["accuracy"].fillna(0.0).to_numpy()
     conf = table["confidence"].to_numpy()
     filled = table["count"].to_numpy() > 0
-    ax.bar(lo[filled], acc[filled], width=width, align="edge", color="#4c72b0", edgecolor="black", linewidth=0.5,
-           label="accuracy")
+    ax.bar(
+        lo[filled],
+        acc[filled],
+        width=width,
+        align="edge",
+        color="#4c72b0",
+        edgecolor="black",
+        linewidth=0.5,
+        label="accuracy",
+    )
     over = filled & (conf > acc)
     under = filled & (conf <= acc)
-    ax.bar(lo[over], (conf - acc)[over], bottom=acc[over], width=width, align="edge", color="#d62728", alpha=0.45,
-           hatch="//", edgecolor="#d62728", linewidth=0.5, label="overconfidence gap")
-    ax.bar(lo[under], (acc - conf)[under], bottom=conf[under], width=width, align="edge", color="#8fb3e0",
-           alpha=0.45, hatch="\\\\", edgecolor="#4c72b0", linewidth=0.5, label="underconfidence gap")
+    ax.bar(
+        lo[over],
+        (conf - acc)[over],
+        bottom=acc[over],
+        width=width,
+        align="edge",
+        color="#d62728",
+        alpha=0.45,
+        hatch="//",
+        edgecolor="#d62728",
+        linewidth=0.5,
+        label="overconfidence gap",
+    )
+    ax.bar(
+        lo[under],
+        (acc - conf)[under],
+        bottom=conf[under],
+        width=width,
+        align="edge",
+        color="#8fb3e0",
+        alpha=0.45,
+        hatch="\\\\",
+        edgecolor="#4c72b0",
+        linewidth=0.5,
+        label="underconfidence gap",
+    )
     for x0, c in zip(lo[filled], table["count"].to_numpy()[filled]):  # the count of each bin, at its foot
-        ax.text(x0 + width / 2, 0.01, str(int(c)), ha="center", va="bottom", fontsize=6, color="black",
-                rotation=90 if c >= 1000 else 0)
+        ax.text(
+            x0 + width / 2,
+            0.01,
+            str(int(c)),
+            ha="center",
+            va="bottom",
+            fontsize=6,
+            color="black",
+            rotation=90 if c >= 1000 else 0,
+        )
     ax.plot([0, 1], [0, 1], linestyle="--", color="gray", linewidth=1, label="perfect calibration")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)

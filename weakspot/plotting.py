@@ -49,8 +49,14 @@ Panel = Tuple[Any, str, bool]
 """One image of :func:`pairs_across`: ``(image, caption, flagged)``; a flagged caption is drawn in red."""
 
 
-def pairs_across(columns: Sequence[Tuple[Panel, Panel]], *, row_labels: Tuple[str, str] = ("input", "test case"),
-                 width: float = 1.25, fontsize: int = 8, empty: str = "nothing found") -> Any:
+def pairs_across(
+    columns: Sequence[Tuple[Panel, Panel]],
+    *,
+    row_labels: Tuple[str, str] = ("input", "test case"),
+    width: float = 1.25,
+    fontsize: int = 8,
+    empty: str = "nothing found",
+) -> Any:
     """Inputs (top row) over what a method made of them (bottom row), one pair per column, each image captioned:
     the worst neighbour of an input, the natural AE of a seed. ``empty``: the text of a figure with no pair."""
     plt = pyplot()
@@ -63,8 +69,9 @@ def pairs_across(columns: Sequence[Tuple[Panel, Panel]], *, row_labels: Tuple[st
         return fig
     for c, pair in enumerate(columns):
         for r, (image, caption, flagged) in enumerate(pair):
-            show_image(axes[r, c], image, caption, frame=True, fontsize=fontsize,
-                       color="crimson" if flagged else "black")
+            show_image(
+                axes[r, c], image, caption, frame=True, fontsize=fontsize, color="crimson" if flagged else "black"
+            )
     axes[0, 0].set_ylabel(row_labels[0], fontsize=8)
     axes[1, 0].set_ylabel(row_labels[1], fontsize=8)
     fig.tight_layout()

@@ -83,7 +83,7 @@ def tqdm_progress(desc: Optional[str] = None, **tqdm_kwargs) -> Progress:
             bar = state["bar"] = tqdm(total=int(total), desc=f"{desc}: {phase}" if desc else phase, **tqdm_kwargs)
             state["phase"] = phase
         if what != phase:
-            bar.set_postfix_str(what[len(phase) + 2:-1], refresh=False)
+            bar.set_postfix_str(what[len(phase) + 2 : -1], refresh=False)
         bar.update(int(done) - bar.n)
         if done >= total:
             bar.close()

@@ -95,7 +95,7 @@ class Rule:
     def narrowed(self, col: Column, threshold: float, right: bool) -> "Rule":
         """This rule and one split of the tree's input column ``col`` (an indicator's right side is "this one")."""
         if col.kind != "num":
-            now = (self.allowed if col.kind == "class" else self.cats.get(col.name))
+            now = self.allowed if col.kind == "class" else self.cats.get(col.name)
             allowed = set(range(col.n)) if now is None else set(now)
             kept = frozenset(allowed & {col.code} if right else allowed - {col.code})
             if col.kind == "class":

@@ -42,8 +42,9 @@ class Runtime:
         Other validated params sections a method reads (``Method.reads``), by name.
     """
 
-    def __init__(self, *, device: str = "auto", progress: Optional[Progress] = None,
-                 sections: Optional[Dict[str, Any]] = None):
+    def __init__(
+        self, *, device: str = "auto", progress: Optional[Progress] = None, sections: Optional[Dict[str, Any]] = None
+    ):
         self.device = device
         self.progress = progress or _silent
         self._sections = dict(sections or {})
@@ -51,16 +52,24 @@ class Runtime:
     def section(self, name: str) -> Any:
         """The validated params section ``name`` (one the method declares in ``Method.reads``)."""
         if name not in self._sections:
-            raise ConfigError(f"params section {name!r} was not given to this run (sections: "
-                              f"{', '.join(sorted(self._sections)) or 'none'}); declare it in Method.reads")
+            raise ConfigError(
+                f"params section {name!r} was not given to this run (sections: "
+                f"{', '.join(sorted(self._sections)) or 'none'}); declare it in Method.reads"
+            )
         return self._sections[name]
 
     def cached(self, fn: Callable[..., Any], *args: Any, key: Mapping[str, Any], label: str = "", **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)``; ``key`` names what the result depends on besides the code (JSON values)."""
         return fn(*args, **kwargs)
 
-    def map(self, fn: Callable[..., Any], calls: Sequence[Call], *, keys: Sequence[Mapping[str, Any]],
-            labels: Optional[Sequence[str]] = None) -> List[Any]:
+    def map(
+        self,
+        fn: Callable[..., Any],
+        calls: Sequence[Call],
+        *,
+        keys: Sequence[Mapping[str, Any]],
+        labels: Optional[Sequence[str]] = None,
+    ) -> List[Any]:
         """``[fn(*args, **kwargs) for (args, kwargs) in calls]``, in order; ``keys`` as for :meth:`cached`."""
         if len(keys) != len(calls):
             raise ValueError(f"{len(calls)} calls but {len(keys)} keys")

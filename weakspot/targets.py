@@ -86,47 +86,69 @@ class BiasParams(_Section):
 class DataParams(_Section):
     """Where a target's data come from and how they are split."""
 
-    source: Optional[str] = Field(None, description="digits (the default without named parts) | keel:phoneme | "
-                                                   "keel:yeast1 | sklearn:breast_cancer | csv:PATH | parquet:PATH | "
-                                                   "torchvision:NAME | imagefolder:FOLDER | npz:PATH | scenes")
+    source: Optional[str] = Field(
+        None,
+        description="digits (the default without named parts) | keel:phoneme | "
+        "keel:yeast1 | sklearn:breast_cancer | csv:PATH | parquet:PATH | "
+        "torchvision:NAME | imagefolder:FOLDER | npz:PATH | scenes",
+    )
     label: Optional[str] = Field(None, description="label column, for csv:/parquet: sources")
     root: Optional[str] = Field(None, description="local folder for torchvision: and keel: sources")
     features: Optional[List[str]] = Field(None, description="tabular feature columns to keep (default: all)")
-    image_size: Optional[int] = Field(None, ge=4, le=1024, description="imagefolder:/npz: sources: resize every "
-                                                                       "image to this side (needed for mixed sizes)")
+    image_size: Optional[int] = Field(
+        None,
+        ge=4,
+        le=1024,
+        description="imagefolder:/npz: sources: resize every image to this side (needed for mixed sizes)",
+    )
     fractions: Tuple[float, float, float] = Field((0.7, 0.15, 0.15), description="train, validation, test")
     seed: int = 0
     bias: Optional[BiasParams] = Field(None, description="a biased training split (GAD paper); null for none")
-    train: Optional[str] = Field(None, description="named parts instead of one source: the rows the model was "
-                                                   "trained on (a source spec, as source)")
+    train: Optional[str] = Field(
+        None,
+        description="named parts instead of one source: the rows the model was trained on (a source spec, as source)",
+    )
     val: Optional[str] = Field(None, description="named parts: validation rows the model never trained on")
     test: Optional[str] = Field(None, description="named parts: the evaluation rows the model never saw")
-    unlabelled: Optional[str] = Field(None, description="csv:PATH | parquet:PATH: production rows without labels "
-                                                        "(the same feature columns; a label column is ignored), which "
-                                                        "GAD's to-label list ranks for a person to label")
+    unlabelled: Optional[str] = Field(
+        None,
+        description="csv:PATH | parquet:PATH: production rows without labels "
+        "(the same feature columns; a label column is ignored), which "
+        "GAD's to-label list ranks for a person to label",
+    )
 
     @model_validator(mode="after")
     def _one_source_or_parts(self) -> "DataParams":
         named = [k for k in PARTS if getattr(self, k) is not None]
         if named and self.test is None:
-            raise ValueError(f"named parts {named} need a test part (data.test: the evaluation rows the model never saw)")
+            raise ValueError(
+                f"named parts {named} need a test part (data.test: the evaluation rows the model never saw)"
+            )
         if not named and self.source is None:
             self.source = "digits"
         if named and self.source is not None:
-            raise ValueError("give either data.source (one source weakspot splits) or named parts "
-                             "(data.train / data.val / data.test), not both")
+            raise ValueError(
+                "give either data.source (one source weakspot splits) or named parts "
+                "(data.train / data.val / data.test), not both"
+            )
         if named and self.bias is not None:
             raise ValueError("data.bias builds a training split from one source; with named parts the split is yours")
         if named:
             kinds = {getattr(self, k).split(":", 1)[0] for k in named}
             if len(kinds) > 1:
-                raise ValueError(f"the named parts come from different kinds of source ({sorted(kinds)}); give one kind")
+                raise ValueError(
+                    f"the named parts come from different kinds of source ({sorted(kinds)}); give one kind"
+                )
             if kinds & {SCENE_SOURCE}:
-                raise ValueError("the rendered scenes are split by the render (data.source: scenes), not in named parts")
+                raise ValueError(
+                    "the rendered scenes are split by the render (data.source: scenes), not in named parts"
+                )
         if self.unlabelled is not None:
             if self.unlabelled.split(":", 1)[0] not in ("csv", "parquet"):
-                raise ValueError(f"data.unlabelled {self.unlabelled!r}: give a table (csv:PATH or parquet:PATH); GAD's "
-                                 "to-label list, which ranks these rows, audits tables")
+                raise ValueError(
+                    f"data.unlabelled {self.unlabelled!r}: give a table (csv:PATH or parquet:PATH); GAD's "
+                    "to-label list, which ranks these rows, audits tables"
+                )
             if self.modality != "tabular":
                 raise ValueError("data.unlabelled holds table rows, but the target's data are images")
         return self
@@ -186,10 +208,13 @@ class TrainParams(_Section):
     weight_decay: float = Field(0.0, ge=0)
     augment: Optional[Literal["hflip"]] = Field(None, description="hflip: random horizontal flips (images)")
     lr_schedule: Literal["constant", "cosine"] = Field(
-        "constant", description="cosine: the learning rate anneals from lr to 0 over training")
+        "constant", description="cosine: the learning rate anneals from lr to 0 over training"
+    )
     seed: int = 0
-    options: Dict[str, Any] = Field(default_factory=dict,
-                                    description="options of a built-in scikit-learn architecture (svm_grid: kernels, C, gamma, cv)")
+    options: Dict[str, Any] = Field(
+        default_factory=dict,
+        description="options of a built-in scikit-learn architecture (svm_grid: kernels, C, gamma, cv)",
+    )
     calibration_bins: int = Field(15, ge=2, le=100)
 
 
@@ -201,9 +226,13 @@ class TargetParams(_Section):
     train: TrainParams = Field(default_factory=TrainParams)
     methods: Optional[List[str]] = Field(None, description="only these methods (default: every method that fits)")
     class_of_interest: Optional[Union[int, str]] = Field(
-        None, description="class whose confident errors GAD searches (name or code; default: the bias preset's, or code 1)")
+        None,
+        description="class whose confident errors GAD searches (name or code; default: the bias preset's, or code 1)",
+    )
     class_map: Optional[Dict[str, str]] = Field(
-        None, description="the model's class name -> scene class, for a user's classifier of rendered objects")
+        None, description="the model's class name -> scene class, for a user's classifier of rendered objects"
+    )
+
     @field_validator("methods")
     @classmethod
     def _known_methods(cls, v: Optional[List[str]]) -> Optional[List[str]]:
@@ -219,8 +248,10 @@ class TargetParams(_Section):
     def _arch_is_registered(self) -> "TargetParams":
         if self.model.kind == "builtin":
             if self.model.arch not in builtin_archs():
-                raise ValueError(f"model.arch {self.model.arch!r} is not a built-in architecture; valid: "
-                                 f"{', '.join(builtin_archs())}")
+                raise ValueError(
+                    f"model.arch {self.model.arch!r} is not a built-in architecture; valid: "
+                    f"{', '.join(builtin_archs())}"
+                )
         return self
 
     # --- what a method may ask of a target -------------------------------------------------------------------
@@ -269,5 +300,7 @@ def builtin_archs() -> List[str]:
 
 def check_target_name(name: str) -> str:
     if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"target name {name!r}: use a letter, then letters, digits or '_' (at most 40; stages are named <step>-<target>)")
+        raise ValueError(
+            f"target name {name!r}: use a letter, then letters, digits or '_' (at most 40; stages are named <step>-<target>)"
+        )
     return name

@@ -76,6 +76,8 @@ def test_art_wrappers_reject_bad_settings(digits):
 
 
 def test_importing_weakspot_does_not_import_art():
-    code = ("import sys, weakspot, weakspot.adversarial.attacks, weakspot.intrinsic.psi, "
-            "weakspot.adversarial.art_attacks; sys.exit('art' in sys.modules)")
+    code = (
+        "import sys, weakspot, weakspot.adversarial.attacks, weakspot.intrinsic.psi, "
+        "weakspot.adversarial.art_attacks; sys.exit('art' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0

@@ -13,8 +13,15 @@ import torch.nn.functional as F
 from weakspot.device import single_thread
 from weakspot.errors import ConfigError, DataError
 from weakspot.adversarial.attacks import fgsm, input_grad, pgd, predict
-from weakspot.adversarial.defences import (DEFENCES, defence_options, fgsm_at_loss, gradreg_loss, soft_label_loss,
-                                         temperature_loss, train_defence)
+from weakspot.adversarial.defences import (
+    DEFENCES,
+    defence_options,
+    fgsm_at_loss,
+    gradreg_loss,
+    soft_label_loss,
+    temperature_loss,
+    train_defence,
+)
 from weakspot.models import MLP, train_torch_classifier
 from weakspot.models.archs import ARCHS
 
@@ -49,11 +56,16 @@ def _scores(module, X, y):
     g = input_grad(module, x, t).flatten(1).norm(dim=1)
     with torch.no_grad():
         zmax = float(module(x).abs().max())
-    return {"clean": float((predict(module, X) == y).mean()), "fgsm": acc(fgsm(module, x, t, eps=EPS)),
-            "pgd": acc(pgd(module, x, t, eps=EPS, steps=20, generator=torch.Generator().manual_seed(0))),
-            "cw": acc(pgd(module, x, t, eps=EPS, steps=20, loss="cw", generator=torch.Generator().manual_seed(0))),
-            "grad_sq": float(g.pow(2).mean()), "grad_median": float(g.median()),
-            "grad_zero": float((g == 0).float().mean()), "max_logit": zmax}
+    return {
+        "clean": float((predict(module, X) == y).mean()),
+        "fgsm": acc(fgsm(module, x, t, eps=EPS)),
+        "pgd": acc(pgd(module, x, t, eps=EPS, steps=20, generator=torch.Generator().manual_seed(0))),
+        "cw": acc(pgd(module, x, t, eps=EPS, steps=20, loss="cw", generator=torch.Generator().manual_seed(0))),
+        "grad_sq": float(g.pow(2).mean()),
+        "grad_median": float(g.median()),
+        "grad_zero": float((g == 0).float().mean()),
+        "max_logit": zmax,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +85,7 @@ def defended(digits):
 
     def get(name):
         if name not in cache:
-            m, info = train_defence(name, _mlp(), Xtr, ytr, eps=EPS, epochs=EPOCHS, lr=LR, batch_size=BATCH,
-                                    seed=SEED)
+            m, info = train_defence(name, _mlp(), Xtr, ytr, eps=EPS, epochs=EPOCHS, lr=LR, batch_size=BATCH, seed=SEED)
             cache[name] = (_scores(m, Xte, yte), info)
         return cache[name]
 
@@ -82,6 +93,7 @@ def defended(digits):
 
 
 # ---------------------------------------------------------------- the loss hook of train_torch_classifier
+
 
 def _tiny_images(n=70, seed=0):
     rng = np.random.default_rng(seed)
@@ -92,8 +104,9 @@ def _train_small_cnn(**kw):
     X, y = _tiny_images()
     torch.manual_seed(1)
     m = ARCHS.get("small_cnn")((3, 8, 8), 3)
-    h = train_torch_classifier(m, X, y, epochs=2, lr=1e-2, batch_size=16, seed=3, device="cpu", augment="hflip",
-                               lr_schedule="cosine", **kw)
+    h = train_torch_classifier(
+        m, X, y, epochs=2, lr=1e-2, batch_size=16, seed=3, device="cpu", augment="hflip", lr_schedule="cosine", **kw
+    )
     return h, [t.detach().clone() for t in m.state_dict().values()]
 
 
@@ -120,8 +133,9 @@ def test_loss_fn_contract_is_checked():
         return F.cross_entropy(out, yb, reduction="none"), out
 
     with pytest.raises(ConfigError, match=r"scalar loss tensor.*got loss \(8,\)"):
-        train_torch_classifier(MLP(192, 3), X.reshape(20, -1), y, epochs=1, lr=1e-3, batch_size=8, seed=0,
-                               device="cpu", loss_fn=per_row)
+        train_torch_classifier(
+            MLP(192, 3), X.reshape(20, -1), y, epochs=1, lr=1e-3, batch_size=8, seed=0, device="cpu", loss_fn=per_row
+        )
 
 
 def test_attacks_are_crafted_in_eval_mode_so_batch_norm_sees_one_update_per_step():
@@ -129,13 +143,13 @@ def test_attacks_are_crafted_in_eval_mode_so_batch_norm_sees_one_update_per_step
     X, y = rng.uniform(size=(100, 4)).astype(np.float32), rng.integers(0, 2, 100)
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
-    _, info = train_defence("minmax", m, X, y, eps=0.1, epochs=1, lr=1e-2, batch_size=32, seed=0,
-                            options={"steps": 3})
+    _, info = train_defence("minmax", m, X, y, eps=0.1, epochs=1, lr=1e-2, batch_size=32, seed=0, options={"steps": 3})
     # 4 optimizer steps (32, 32, 32, 4); the 3 PGD forward passes per step leave the running statistics alone
     assert info["history"]["steps"] == [4] and int(m[1].num_batches_tracked) == 4 and not m.training
 
 
 # ---------------------------------------------------------------- each defence against natural training
+
 
 def test_minmax_raises_pgd_accuracy_over_natural_training(natural, defended):
     s, info = defended("minmax")
@@ -174,6 +188,7 @@ def test_distillation_masks_gradients_without_being_robust(natural, defended):
 
 
 # ---------------------------------------------------------------- the losses on known answers
+
 
 def test_fgsm_at_loss_weights_clean_and_adversarial_halves_as_kurakin():
     torch.manual_seed(0)
@@ -220,6 +235,7 @@ def test_temperature_losses():
 
 # ---------------------------------------------------------------- API: names, options, errors, determinism
 
+
 def _toy(n=48):
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(n, 2)).astype(np.float32)
@@ -246,8 +262,18 @@ def test_distillation_warm_start_scales_a_trained_model_to_the_temperature():
     net = _net()
     with torch.no_grad():
         before = net(torch.as_tensor(X[:20])).clone()
-    m, info = train_defence("distillation", copy.deepcopy(net), X, y, eps=0.1, epochs=1, lr=1e-12, batch_size=16,
-                            seed=0, options={"temperature": 20.0, "warm_start": True})
+    m, info = train_defence(
+        "distillation",
+        copy.deepcopy(net),
+        X,
+        y,
+        eps=0.1,
+        epochs=1,
+        lr=1e-12,
+        batch_size=16,
+        seed=0,
+        options={"temperature": 20.0, "warm_start": True},
+    )
     with torch.no_grad():
         after = m(torch.as_tensor(X[:20]))
     torch.testing.assert_close(after, 20.0 * before, rtol=1e-4, atol=1e-4)
@@ -261,9 +287,13 @@ def test_unknown_names_and_options_are_config_errors():
         train_defence("pgd", _net(), X, y, **kw)
     with pytest.raises(ConfigError, match="unknown option.*'steps'; valid options: lam"):
         train_defence("gradreg", _net(), X, y, options={"steps": 3}, **kw)
-    for name, options, match in [("fgsm_at", {"fraction": 1.5}, "fraction = 1.5"), ("minmax", {"steps": 0}, "steps"),
-                                 ("minmax", {"step_size": -1.0}, "step_size"),
-                                 ("distillation", {"temperature": 0}, "temperature"), ("gradreg", {"lam": -1}, "lam")]:
+    for name, options, match in [
+        ("fgsm_at", {"fraction": 1.5}, "fraction = 1.5"),
+        ("minmax", {"steps": 0}, "steps"),
+        ("minmax", {"step_size": -1.0}, "step_size"),
+        ("distillation", {"temperature": 0}, "temperature"),
+        ("gradreg", {"lam": -1}, "lam"),
+    ]:
         with pytest.raises(ConfigError, match=match):
             train_defence(name, _net(), X, y, options=options, **kw)
     with pytest.raises(ConfigError, match="eps = 0"):
@@ -279,8 +309,18 @@ def test_the_same_seed_gives_identical_weights(name):
     X, y = _toy()
 
     def run(seed):
-        m, info = train_defence(name, _net(), X, y, eps=0.1, epochs=2, lr=1e-2, batch_size=16, seed=seed,
-                                options={"steps": 3} if name == "minmax" else None)
+        m, info = train_defence(
+            name,
+            _net(),
+            X,
+            y,
+            eps=0.1,
+            epochs=2,
+            lr=1e-2,
+            batch_size=16,
+            seed=seed,
+            options={"steps": 3} if name == "minmax" else None,
+        )
         return [p.detach().clone() for p in m.parameters()], info["history"]["train_loss"]
 
     (w1, l1), (w2, l2), (w3, _) = run(0), run(0), run(1)
@@ -291,16 +331,50 @@ def test_the_same_seed_gives_identical_weights(name):
 def test_label_settings_and_progress():
     X, y = _toy()
     calls = []
-    _, info = train_defence("minmax", _net(), X, y, eps=0.3, epochs=1, lr=1e-2, batch_size=16, seed=0,
-                            options={"steps": 3}, progress=lambda *a: calls.append(a))
+    _, info = train_defence(
+        "minmax",
+        _net(),
+        X,
+        y,
+        eps=0.3,
+        epochs=1,
+        lr=1e-2,
+        batch_size=16,
+        seed=0,
+        options={"steps": 3},
+        progress=lambda *a: calls.append(a),
+    )
     assert info["label"] == "PGD-3 min-max (eps 0.3, step 0.25, 1 epoch)"
-    assert info["settings"] == {"defence": "minmax", "eps": 0.3, "steps": 3, "step_size": pytest.approx(0.25),
-                                "random_start": True, "loss": "ce", "clip": [0.0, 1.0], "epochs": 1, "lr": 0.01,
-                                "batch_size": 16, "seed": 0, "lr_schedule": "constant", "augment": None,
-                                "weight_decay": 0.0}
+    assert info["settings"] == {
+        "defence": "minmax",
+        "eps": 0.3,
+        "steps": 3,
+        "step_size": pytest.approx(0.25),
+        "random_start": True,
+        "loss": "ce",
+        "clip": [0.0, 1.0],
+        "epochs": 1,
+        "lr": 0.01,
+        "batch_size": 16,
+        "seed": 0,
+        "lr_schedule": "constant",
+        "augment": None,
+        "weight_decay": 0.0,
+    }
     assert [c[1:] for c in calls] == [(1, 1)] and calls[0][0].startswith("minmax: epoch (loss ")
     calls.clear()
-    _, info = train_defence("distillation", _net(), X, y, eps=0.3, epochs=2, lr=1e-2, batch_size=16, seed=0,
-                            options={"temperature": 20}, progress=lambda *a: calls.append(a))
+    _, info = train_defence(
+        "distillation",
+        _net(),
+        X,
+        y,
+        eps=0.3,
+        epochs=2,
+        lr=1e-2,
+        batch_size=16,
+        seed=0,
+        options={"temperature": 20},
+        progress=lambda *a: calls.append(a),
+    )
     assert [c[0].split(":")[0] for c in calls] == ["distillation teacher"] * 2 + ["distillation student"] * 2
     assert info["settings"]["temperature"] == 20.0 and len(info["teacher_history"]["epoch"]) == 2

@@ -14,8 +14,15 @@ from weakspot.intrinsic.config import IntrinsicParams
 from weakspot.runtime import Runtime
 from weakspot.targets import TargetParams
 
-TRAIN = {"epochs": 3, "lr": 1e-2, "batch_size": 32, "seed": 0, "lr_schedule": "constant", "augment": None,
-         "weight_decay": 0.0}
+TRAIN = {
+    "epochs": 3,
+    "lr": 1e-2,
+    "batch_size": 32,
+    "seed": 0,
+    "lr_schedule": "constant",
+    "augment": None,
+    "weight_decay": 0.0,
+}
 
 
 def _net(seed=0):
@@ -49,10 +56,19 @@ def test_fresh_copy_reinitialises_from_the_seed_and_leaves_the_rest_alone():
 def _target(X, y, **params):
     classes = [str(c) for c in range(10)]
     ds = Dataset(X=X, y=y, classes=classes, image_shape=X.shape[1:])
-    t = TargetParams.model_validate({"data": {"source": "digits"}, "model": {"kind": "builtin", "arch": "lenet"},
-                                     "train": TRAIN})
-    return methods.AuditTarget(name="toy", model=SimpleNamespace(module=_net()), classes=classes, test=ds, val=ds,
-                               train=ds, params=t, digest="digest-of-toy")
+    t = TargetParams.model_validate(
+        {"data": {"source": "digits"}, "model": {"kind": "builtin", "arch": "lenet"}, "train": TRAIN}
+    )
+    return methods.AuditTarget(
+        name="toy",
+        model=SimpleNamespace(module=_net()),
+        classes=classes,
+        test=ds,
+        val=ds,
+        train=ds,
+        params=t,
+        digest="digest-of-toy",
+    )
 
 
 def test_target_eps_is_the_params_else_section_5_1s_for_the_data():
@@ -78,8 +94,7 @@ def test_a_defended_model_is_reproducible_and_starts_where_asked():
     assert all(torch.equal(ws[k], wt[k]) for k in ws)  # scratch: the architecture re-initialised from TRAIN's seed
     assert a["label"].startswith("FGSM adversarial training (eps 0.1") and a["settings"]["defence"] == "fgsm_at"
     assert a["settings"]["epochs"] == 1 and a["seconds"] >= 0
-    d = train_defended(_net(), X, y, "distillation", {"temperature": 10.0}, 0.1, [0.0, 1.0], "target", TRAIN, 1,
-                       "cpu")
+    d = train_defended(_net(), X, y, "distillation", {"temperature": 10.0}, 0.1, [0.0, 1.0], "target", TRAIN, 1, "cpu")
     assert d["settings"]["warm_start"] is True  # fine-tuning a trained model starts at temperature T
 
 
@@ -99,18 +114,38 @@ def test_defended_models_are_keyed_on_everything_they_depend_on():
     p = IntrinsicParams(defences=["fgsm_at", "gradreg"], defence_epochs=1, defence_options={"gradreg": {"lam": 0.5}})
     rt = _Recording()
     models, info, eps = defended_models(target, ["fgsm_at", "gradreg"], p, rt)
-    (fn, keys, labels), = rt.seen
+    ((fn, keys, labels),) = rt.seen
     assert fn is train_defended and labels == ["toy, fgsm_at", "toy, gradreg"] and eps == pytest.approx(0.3)
-    assert keys[1] == {"target": "digest-of-toy", "defence": "gradreg", "options": {"lam": 0.5}, "eps": eps,
-                       "clip": [0.0, 1.0], "init": "target", "train": target.params.train.model_dump(mode="json"),
-                       "epochs": 1}
+    assert keys[1] == {
+        "target": "digest-of-toy",
+        "defence": "gradreg",
+        "options": {"lam": 0.5},
+        "eps": eps,
+        "clip": [0.0, 1.0],
+        "init": "target",
+        "train": target.params.train.model_dump(mode="json"),
+        "epochs": 1,
+    }
     assert set(models) == {"fgsm_at", "gradreg"} and not models["gradreg"].training
-    assert info["gradreg"]["label"] == "input-gradient regularisation (lambda 0.5, 1 epoch) fine-tuned from the " \
-                                      "audited model"
+    assert (
+        info["gradreg"]["label"] == "input-gradient regularisation (lambda 0.5, 1 epoch) fine-tuned from the "
+        "audited model"
+    )
     assert info["gradreg"]["eps"] == eps and info["gradreg"]["settings"]["lam"] == 0.5
     # the model handed back is the one the call trained
-    again = train_defended(target.model.module, X, y, "gradreg", {"lam": 0.5}, eps, [0.0, 1.0], "target",
-                           target.params.train.model_dump(mode="json"), 1, "cpu")
+    again = train_defended(
+        target.model.module,
+        X,
+        y,
+        "gradreg",
+        {"lam": 0.5},
+        eps,
+        [0.0, 1.0],
+        "target",
+        target.params.train.model_dump(mode="json"),
+        1,
+        "cpu",
+    )
     w = _weights(again["state_dict"])
     assert all(torch.equal(w[k], v) for k, v in models["gradreg"].state_dict().items())
     # scratch trains for the target's own epochs

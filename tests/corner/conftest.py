@@ -63,8 +63,9 @@ def wide_generator():
     return X, train_autoencoder(X, **tiny_ae_kwargs())
 
 
-TINY = dict(channels=[8, 8, 8, 8], hidden=32, epochs=30, batch_size=16, n_seeds=24, steps=30, lr=0.05, n_paths=2,
-            max_findings=5)
+TINY = dict(
+    channels=[8, 8, 8, 8], hidden=32, epochs=30, batch_size=16, n_seeds=24, steps=30, lr=0.05, n_paths=2, max_findings=5
+)
 """Corner params small enough for a test (seconds), large enough that the search finds corner cases."""
 
 

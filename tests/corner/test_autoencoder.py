@@ -12,7 +12,10 @@ from .conftest import intensity_images, tiny_ae_kwargs
 @pytest.mark.parametrize("shape", [(1, 8, 8), (3, 32, 32), (1, 28, 28), (3, 10, 12)])
 def test_four_conv_layers_each_side_any_size(shape):
     ae = ConvAutoencoder(shape, latent_dim=3)
-    convs = [m for m in ae.encoder if isinstance(m, torch.nn.Conv2d)], [m for m in ae.decoder if isinstance(m, torch.nn.Conv2d)]
+    convs = (
+        [m for m in ae.encoder if isinstance(m, torch.nn.Conv2d)],
+        [m for m in ae.decoder if isinstance(m, torch.nn.Conv2d)],
+    )
     assert len(convs[0]) == len(convs[1]) == 4  # Sec. 4.2
     x = torch.rand(2, *shape)
     assert ae.encode(x).shape == (2, 3)

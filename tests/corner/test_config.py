@@ -18,17 +18,27 @@ def test_defaults_are_the_papers_where_it_gives_numbers():
 
 def test_every_default_is_cited_or_marked_ours():
     src = Path(__file__).resolve().parents[2].joinpath("weakspot/corner/config.py").read_text()
-    body = src[src.index("class CornerParams"):src.index("@field_validator")]
+    body = src[src.index("class CornerParams") : src.index("@field_validator")]
     for line in body.splitlines():
         m = re.match(r"\s+(\w+): .*=", line)
         if m and not line.strip().startswith("#"):
             i = body.splitlines().index(line)
-            context = "\n".join(body.splitlines()[max(0, i - 3):i + 1])
+            context = "\n".join(body.splitlines()[max(0, i - 3) : i + 1])
             assert "Sec." in context or "ours" in context, f"{m.group(1)}: no citation"
 
 
-@pytest.mark.parametrize("bad", [{"nope": 1}, {"latent_dim": 0}, {"latent_dim": "big"}, {"lr": 0},
-                                 {"kde_bandwidth": -1.0}, {"channels": [8, 8, 8]}, {"boundary_margin": 1.5}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"nope": 1},
+        {"latent_dim": 0},
+        {"latent_dim": "big"},
+        {"lr": 0},
+        {"kde_bandwidth": -1.0},
+        {"channels": [8, 8, 8]},
+        {"boundary_margin": 1.5},
+    ],
+)
 def test_bad_params_are_refused(bad):
     with pytest.raises(ValidationError):
         CornerParams(**bad)

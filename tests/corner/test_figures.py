@@ -69,8 +69,9 @@ def test_rgb_images_run_end_to_end_with_a_larger_code_and_the_discriminator():
     colour = rng.uniform(0, 1, size=(n, 3, 1, 1))
     X = np.clip(colour + 0.1 * rng.standard_normal((n, 3, 32, 32)), 0, 1).astype(np.float32)
     torch.manual_seed(0)
-    module = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, stride=4), torch.nn.ReLU(), torch.nn.Flatten(),
-                                 torch.nn.Linear(4 * 8 * 8, 3))
+    module = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3, stride=4), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(4 * 8 * 8, 3)
+    )
     target = toy_target(TorchClassifier(module, n_classes=3, device="cpu"), X, rng.integers(0, 3, n), ["r", "g", "b"])
     params = CornerParams(**dict(TINY, epochs=1, batch_size=32, disc_epochs=1, n_seeds=8, steps=3))
     out = methods.run_method("corner", target, params, Runtime(device="cpu"))

@@ -2,8 +2,7 @@ import numpy as np
 import pytest
 
 from weakspot.corner.config import CornerParams
-from weakspot.corner.generator import (GENERATOR_KEYS, check_generator, check_images, generator_params,
-                                       train_generator)
+from weakspot.corner.generator import GENERATOR_KEYS, check_generator, check_images, generator_params, train_generator
 from weakspot.errors import ConfigError, DataError
 
 from .conftest import intensity_images

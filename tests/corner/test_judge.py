@@ -60,7 +60,8 @@ def test_a_wrong_pair_fails_and_bad_input_is_refused(digits_judge):
 
 
 def test_corner_cases_outside_the_data_fail_the_judge_and_random_codes_fail_more_than_real_codes(
-        gap_generator, wide_generator, mean_threshold_clf):
+    gap_generator, wide_generator, mean_threshold_clf
+):
     """Known answer: the gap generator's data sit at intensities [0.05, 0.3] and [0.7, 0.95], the classifier's
     boundary at 0.5, in the gap; a corner case there is far from every training image."""
     from weakspot.corner.search import search_corner_cases
@@ -111,7 +112,9 @@ def test_the_paper_step_is_rerun_on_the_first_seeds(wide_generator, mean_thresho
     ref = search_corner_cases(mean_threshold_clf, g, seeds[:8], steps=30, lr=0.001)
     assert out["n_seeds"] == 8 and out["lr"] == 0.001
     assert out["margin_after"] == pytest.approx(float(np.median(ref.margin_after)))
-    assert paper_lr_margins(mean_threshold_clf, g, seeds, None, p.model_copy(update={"paper_lr_seeds": 0}), False) is None
+    assert (
+        paper_lr_margins(mean_threshold_clf, g, seeds, None, p.model_copy(update={"paper_lr_seeds": 0}), False) is None
+    )
 
 
 def test_helpers():
@@ -121,8 +124,14 @@ def test_helpers():
     assert reference_epochs(1259, 20, 600) == 20 and reference_epochs(4000, 20, 600) == 9
     lo, hi = wilson(30, 170)
     assert lo < 30 / 170 < hi and wilson(0, 0) is None
-    c = counts({"pair": np.array([1, 1, 0], bool), "near": np.ones(3, bool), "sharp": np.ones(3, bool),
-                "passed": np.array([1, 1, 0], bool)})
+    c = counts(
+        {
+            "pair": np.array([1, 1, 0], bool),
+            "near": np.ones(3, bool),
+            "sharp": np.ones(3, bool),
+            "passed": np.array([1, 1, 0], bool),
+        }
+    )
     assert (c["n"], c["passed"], c["pair"]) == (3, 2, 2) and c["share"] == pytest.approx(2 / 3)
     a, b = split_heldout(11, 0)
     assert len(a) == 5 and len(b) == 6 and not set(a) & set(b)

@@ -70,8 +70,11 @@ def test_every_number_in_the_headline_and_summary_comes_from_the_metrics_or_para
     from weakspot.corner.report import report
 
     params, res, _ = toy_run
-    for r, p in ((res, params), (dataclasses.replace(res, controls=None), params),
-                 (res, params.model_copy(update={"lr_schedule": "cosine"}))):
+    for r, p in (
+        (res, params),
+        (dataclasses.replace(res, controls=None), params),
+        (res, params.model_copy(update={"lr_schedule": "cosine"})),
+    ):
         sec = report(r, p, toy).section
         ok = allowed(sec.metrics, p)
         text = " ".join(sec.headline + sec.summary)

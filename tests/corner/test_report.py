@@ -103,11 +103,16 @@ def test_realistic_is_said_only_when_the_generators_gate_holds(toy_run, toy):
     none = report(dataclasses.replace(res, controls=None), params, toy)
     assert good.section.headline[0].startswith("Corner cases: ") and "realistic inputs" in good.section.headline[0]
     h = poor.section.headline[0]
-    assert h.startswith("Corner cases are blurred, not realistic (the model recognises 40%") and "realistic inputs" not in h
+    assert (
+        h.startswith("Corner cases are blurred, not realistic (the model recognises 40%")
+        and "realistic inputs" not in h
+    )
     assert none.section.headline[0].startswith("Corner cases (realism not measured")
     for out in (poor, none):
         assert not out.findings["weak_spot"].str.startswith("realistic").any()
-        assert any("nothing here is called realistic" in s or "blurred, not realistic" in s for s in out.section.summary)
+        assert any(
+            "nothing here is called realistic" in s or "blurred, not realistic" in s for s in out.section.summary
+        )
     assert good.findings[good.findings["kind"] == "class_pair"]["weak_spot"].str.startswith("realistic").all()
 
 

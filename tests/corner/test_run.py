@@ -80,9 +80,11 @@ def test_a_generator_handed_back_by_the_cache_gives_the_same_result(toy_run, toy
 
 def test_wrong_inputs_are_refused_before_the_generator_is_trained(toy):
     X, y = toy.train.X, toy.train.y
-    for target, kind in ((toy_target(toy.model, X.reshape(len(X), -1), y, ["a", "b"]), DataError),
-                         (toy_target(toy.model, X * 3, y, ["a", "b"]), DataError),
-                         (toy_target(toy.model, X, y % 3, ["a", "b", "c"]), ConfigError)):
+    for target, kind in (
+        (toy_target(toy.model, X.reshape(len(X), -1), y, ["a", "b"]), DataError),
+        (toy_target(toy.model, X * 3, y, ["a", "b"]), DataError),
+        (toy_target(toy.model, X, y % 3, ["a", "b", "c"]), ConfigError),
+    ):
         rt = RecordingRuntime()
         with pytest.raises(kind):
             run(target, CornerParams(**TINY), rt)
@@ -103,11 +105,13 @@ def test_seeds_come_from_the_codes_and_the_params_seed(toy_run):
 
 
 def test_corner_flags_on_known_margins_densities_and_discriminator_logits():
-    search = SimpleNamespace(prob_margin_after=np.array([0.01, 0.5, 0.02, 0.03]),
-                             prob_margin_before=np.array([0.9, 0.01, 0.9, 0.9]),
-                             log_density_after=np.array([0.0, 0.0, -10.0, 0.0]),
-                             log_density_before=np.array([-10.0, 0.0, 0.0, 0.0]),
-                             disc_after=np.array([1.0, 1.0, 1.0, -1.0]))
+    search = SimpleNamespace(
+        prob_margin_after=np.array([0.01, 0.5, 0.02, 0.03]),
+        prob_margin_before=np.array([0.9, 0.01, 0.9, 0.9]),
+        log_density_after=np.array([0.0, 0.0, -10.0, 0.0]),
+        log_density_before=np.array([-10.0, 0.0, 0.0, 0.0]),
+        disc_after=np.array([1.0, 1.0, 1.0, -1.0]),
+    )
     dens = SimpleNamespace(threshold=-1.0)
     p = CornerParams(boundary_margin=0.05)
     f = corner_flags(search, dens, p, use_disc=False)

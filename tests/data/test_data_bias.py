@@ -16,8 +16,16 @@ def _phoneme_indices(seed: int):
     ds = load_source("keel:phoneme")
     p = BIAS_PRESETS["phoneme"]
     X = pd.DataFrame(ds.X, columns=ds.feature_names)
-    return ds, biased_split_indices(X, ds.y, class_of_interest=p.class_of_interest, rules=p.rules,
-                                    n_train=p.n_train, n_test=p.n_test, seed=seed, name="phoneme")
+    return ds, biased_split_indices(
+        X,
+        ds.y,
+        class_of_interest=p.class_of_interest,
+        rules=p.rules,
+        n_train=p.n_train,
+        n_test=p.n_test,
+        seed=seed,
+        name="phoneme",
+    )
 
 
 def test_phoneme_rows_are_pinned():
@@ -55,5 +63,10 @@ def test_presets_and_rules():
         BiasRule("Iy", 1, "sideways", threshold=0.0)
     X = pd.DataFrame({"a": np.arange(10.0)})
     with pytest.raises(DataError, match="single class"):
-        biased_split_indices(X, np.r_[np.zeros(5, int), np.ones(5, int)], class_of_interest=1,
-                             rules=[BiasRule("a", 1, "above", threshold=100.0)], n_test=5)
+        biased_split_indices(
+            X,
+            np.r_[np.zeros(5, int), np.ones(5, int)],
+            class_of_interest=1,
+            rules=[BiasRule("a", 1, "above", threshold=100.0)],
+            n_test=5,
+        )

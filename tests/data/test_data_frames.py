@@ -88,7 +88,12 @@ def test_provenance_paths_are_written_as_text():
         def __fspath__(self):
             return "data/x.csv"
 
-    ds = Dataset(X=np.zeros((2, 1), np.float32), y=np.array([0, 1]), classes=["a", "b"], feature_names=["f"],
-                 provenance={"file": Where(), "sha": np.str_("ab")})
+    ds = Dataset(
+        X=np.zeros((2, 1), np.float32),
+        y=np.array([0, 1]),
+        classes=["a", "b"],
+        feature_names=["f"],
+        provenance={"file": Where(), "sha": np.str_("ab")},
+    )
     meta = json.loads(to_frame(ds).attrs[META_KEY])
     assert meta["provenance"] == {"file": "data/x.csv", "sha": "ab"}

@@ -14,13 +14,13 @@ from weakspot.errors import ConfigError, DataError
 from weakspot.methods import get as method
 from weakspot.targets import TargetParams
 
-CNN = '''
+CNN = """
 import torch.nn as nn
 
 
 def make(n_classes, input_shape):
     return nn.Sequential(nn.Conv2d(1, 4, 5, stride=3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 8 * 8, n_classes))
-'''
+"""
 
 
 def _write_idx(path, array, magic):
@@ -36,7 +36,7 @@ def _digit_images(rng, y):
     img = rng.integers(0, 90, (len(y), 28, 28))
     for i, k in enumerate(y):
         r, c = 2 + 8 * (k // 3), 2 + 8 * (k % 3)
-        img[i, r:r + 6, c:c + 6] = rng.integers(150, 256, (6, 6))
+        img[i, r : r + 6, c : c + 6] = rng.integers(150, 256, (6, 6))
     return img
 
 
@@ -90,8 +90,12 @@ def test_a_user_cnn_on_torchvision_parts_is_never_judged_on_its_training_images(
 
     root, raw = mnist_copy
     net, weights = user_cnn
-    t = TargetParams.model_validate({"data": {"source": "torchvision:MNIST", "root": str(root)},
-                                     "model": {"kind": "torch", "factory": "user_cnn:make", "weights": weights}})
+    t = TargetParams.model_validate(
+        {
+            "data": {"source": "torchvision:MNIST", "root": str(root)},
+            "model": {"kind": "torch", "factory": "user_cnn:make", "weights": weights},
+        }
+    )
     assert not t.trains and t.has_train
     ds, splits, info = prepare_target_data(t.data, trains=t.trains)
     assert info["kind"] == "official" and info["counts"] == {"train": 600, "val": 0, "test": 200}
@@ -108,8 +112,9 @@ def test_a_user_cnn_on_torchvision_parts_is_never_judged_on_its_training_images(
     clf = load_model(t.model, n_classes=ds.n_classes, input_shape=(1, 28, 28), device="cpu")
     reported = target_section("mine", clf, read["train"], read["val"], read["test"], spec=t.model.model_dump())
     with torch.no_grad():
-        direct = (net(torch.tensor(raw["t10k"][0][:, None] / 255.0, dtype=torch.float32)).argmax(1).numpy()
-                  == raw["t10k"][1]).mean()
+        direct = (
+            net(torch.tensor(raw["t10k"][0][:, None] / 255.0, dtype=torch.float32)).argmax(1).numpy() == raw["t10k"][1]
+        ).mean()
     assert reported.metrics["test_accuracy"] == pytest.approx(direct, abs=1e-12)
     assert reported.metrics["val_accuracy"] is None and reported.metrics["train_accuracy"] > 0.5
     # the distribution-modelling methods run on it (its train part is known)
@@ -118,8 +123,9 @@ def test_a_user_cnn_on_torchvision_parts_is_never_judged_on_its_training_images(
 
 def test_a_model_weakspot_trains_on_torchvision_keeps_the_official_test_part(mnist_copy):
     root, raw = mnist_copy
-    t = TargetParams.model_validate({"data": {"source": "torchvision:MNIST", "root": str(root)},
-                                     "model": {"kind": "builtin", "arch": "lenet"}})
+    t = TargetParams.model_validate(
+        {"data": {"source": "torchvision:MNIST", "root": str(root)}, "model": {"kind": "builtin", "arch": "lenet"}}
+    )
     ds, splits, info = prepare_target_data(t.data, trains=t.trains)
     assert info["val"] == "carved from the train part"
     assert len(splits["train"]) + len(splits["val"]) == 600 and splits["test"].tolist() == list(range(600, 800))
@@ -148,18 +154,32 @@ def test_a_pretrained_model_s_single_csv_is_all_evaluation_data_and_gad_draws_fr
     est = LogisticRegression().fit(fit_rows[["a", "b", "c"]].to_numpy(), fit_rows["label"])
     joblib.dump(est, tmp_path / "m.pkl")
     eval_rows.to_csv(tmp_path / "eval.csv", index=False)
-    t = TargetParams.model_validate({"data": {"source": f"csv:{tmp_path / 'eval.csv'}", "label": "label"},
-                                     "model": {"kind": "sklearn", "weights": str(tmp_path / "m.pkl")}})
+    t = TargetParams.model_validate(
+        {
+            "data": {"source": f"csv:{tmp_path / 'eval.csv'}", "label": "label"},
+            "model": {"kind": "sklearn", "weights": str(tmp_path / "m.pkl")},
+        }
+    )
     ds, splits, info = prepare_target_data(t.data, trains=t.trains)
     assert info["kind"] == "evaluation" and info["counts"] == {"train": 0, "val": 0, "test": 900}
     # the methods that need its training rows say why they do not run
-    image_user = TargetParams.model_validate({"data": {"source": "digits"},
-                                              "model": {"kind": "torch", "factory": "m:f", "weights": "w.pt"}})
+    image_user = TargetParams.model_validate(
+        {"data": {"source": "digits"}, "model": {"kind": "torch", "factory": "m:f", "weights": "w.pt"}}
+    )
     assert all("data.train" in method(m).misfit(image_user) for m in ("corner", "hda", "intrinsic"))
     clf = load_model(t.model, n_classes=2, input_shape=(3,), device="cpu")
     test = ds.subset(splits["test"])
-    target = AuditTarget(name="mine", model=clf, classes=ds.classes, test=test, train=ds.subset(splits["train"]),
-                         params=t, spec={"kind": "sklearn"}, info=info, digest="d")
+    target = AuditTarget(
+        name="mine",
+        model=clf,
+        classes=ds.classes,
+        test=test,
+        train=ds.subset(splits["train"]),
+        params=t,
+        spec={"kind": "sklearn"},
+        info=info,
+        digest="d",
+    )
     out = gad_run(target, small_params(), Runtime(device="cpu"))[0]
     proba = est.predict_proba(eval_rows[["a", "b", "c"]].to_numpy())
     eligible = np.flatnonzero((proba.argmax(1) == 1) & (proba.max(1) > small_params().confidence_threshold))
@@ -201,15 +221,20 @@ def test_parts_errors_name_the_problem(tmp_path):
         TargetParams.model_validate({"data": {"source": "csv:t.csv", "test": "csv:t.csv", "label": "label"}})
     with pytest.raises(ValueError, match="different kinds"):
         TargetParams.model_validate({"data": {"train": "csv:t.csv", "test": "parquet:t.parquet", "label": "label"}})
-    t = TargetParams.model_validate({"data": {"train": f"csv:{tmp_path / 'narrow.csv'}",
-                                              "test": f"csv:{tmp_path / 't.csv'}", "label": "label"}})
+    t = TargetParams.model_validate(
+        {"data": {"train": f"csv:{tmp_path / 'narrow.csv'}", "test": f"csv:{tmp_path / 't.csv'}", "label": "label"}}
+    )
     with pytest.raises(DataError, match="same feature columns"):
         prepare_target_data(t.data, trains=False)
     t = TargetParams.model_validate({"data": {"test": f"csv:{tmp_path / 't.csv'}", "label": "label"}})
     with pytest.raises(ConfigError, match="give no training rows"):
         prepare_target_data(t.data, trains=True)
-    t = TargetParams.model_validate({"data": {"source": "keel:phoneme", "bias": {"preset": "phoneme"}},
-                                     "model": {"kind": "sklearn", "weights": "m.pkl"}})
+    t = TargetParams.model_validate(
+        {
+            "data": {"source": "keel:phoneme", "bias": {"preset": "phoneme"}},
+            "model": {"kind": "sklearn", "weights": "m.pkl"},
+        }
+    )
     with pytest.raises(ConfigError, match="data.bias builds the training split"):
         prepare_target_data(t.data, trains=t.trains)
 
@@ -244,9 +269,17 @@ def test_unlabelled_rows_join_as_their_own_part_coded_like_the_labelled_rows(tmp
     prod = __import__("pandas").concat([prod, train.drop(columns="label").iloc[:3]])  # 3 rows it trained on
     for name, df in (("train", train), ("test", test), ("prod", prod)):
         df.to_csv(tmp_path / f"{name}.csv", index=False)
-    t = TargetParams.model_validate({"data": {"train": f"csv:{tmp_path / 'train.csv'}", "test": f"csv:{tmp_path / 'test.csv'}",
-                                              "unlabelled": f"csv:{tmp_path / 'prod.csv'}", "label": "label"},
-                                     "model": {"kind": "sklearn", "weights": "m.pkl"}})
+    t = TargetParams.model_validate(
+        {
+            "data": {
+                "train": f"csv:{tmp_path / 'train.csv'}",
+                "test": f"csv:{tmp_path / 'test.csv'}",
+                "unlabelled": f"csv:{tmp_path / 'prod.csv'}",
+                "label": "label",
+            },
+            "model": {"kind": "sklearn", "weights": "m.pkl"},
+        }
+    )
     assert str(tmp_path / "prod.csv") in t.data.files() and "unlabelled csv:" in t.data.described
     ds, splits, info = prepare_target_data(t.data, trains=t.trains)
     assert info["counts"]["unlabelled"] == 50 and info["dropped"] == {"unlabelled": 3}  # its training rows left out

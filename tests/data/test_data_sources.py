@@ -30,8 +30,13 @@ def test_digits_shape_range_and_labels():
     "spec, n, d, counts, names",
     [
         ("keel:phoneme", 5404, 5, {"nasal": 3818, "oral": 1586}, ["Aa", "Ao", "Dcl", "Iy", "Sh"]),
-        ("keel:yeast1", 1484, 8, {"negative": 1055, "positive": 429},
-         ["mcg", "gvh", "alm", "mit", "erl", "pox", "vac", "nuc"]),
+        (
+            "keel:yeast1",
+            1484,
+            8,
+            {"negative": 1055, "positive": 429},
+            ["mcg", "gvh", "alm", "mit", "erl", "pox", "vac", "nuc"],
+        ),
     ],
 )
 def test_keel_row_counts_and_class_balance(spec, n, d, counts, names):
@@ -41,7 +46,7 @@ def test_keel_row_counts_and_class_balance(spec, n, d, counts, names):
     assert ds.feature_names == names
     assert ds.image_shape is None
     assert np.isfinite(ds.X).all()
-    (path, sha), = ds.provenance["files"].items()
+    ((path, sha),) = ds.provenance["files"].items()
     assert path.startswith("data/external/keel/") and len(sha) == 64
 
 
@@ -73,8 +78,13 @@ def test_unknown_spec_lists_valid_kinds():
 
 def _table(n=12, seed=0):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"a": rng.normal(size=n), "b": rng.integers(0, 5, size=n),
-                         "target": np.where(np.arange(n) % 3 == 0, "cat", "dog")})
+    return pd.DataFrame(
+        {
+            "a": rng.normal(size=n),
+            "b": rng.integers(0, 5, size=n),
+            "target": np.where(np.arange(n) % 3 == 0, "cat", "dog"),
+        }
+    )
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
@@ -188,6 +198,7 @@ def test_torchvision_mnist_reads_local_copy(tmp_path):
 def test_register_a_new_source():
     name = "test-const"
     if name not in SOURCES:
+
         @register_source(name)
         def _const(arg, *, label=None, root=None):
             k = int(arg)

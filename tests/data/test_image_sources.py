@@ -93,9 +93,14 @@ def test_npz_errors_name_the_problem(tmp_path):
 
 
 def test_user_image_sources_are_images_and_their_files_are_deps():
-    t = TargetParams.model_validate({"data": {"source": "imagefolder:data/imgs", "image_size": 28},
-                                     "model": {"kind": "builtin", "arch": "lenet"}})
+    t = TargetParams.model_validate(
+        {"data": {"source": "imagefolder:data/imgs", "image_size": 28}, "model": {"kind": "builtin", "arch": "lenet"}}
+    )
     assert t.modality == "image" and t.data.files() == ["data/imgs"]
-    t = TargetParams.model_validate({"data": {"train": "npz:tr.npz", "test": "npz:te.npz"},
-                                     "model": {"kind": "torch", "factory": "m:f", "weights": "w.pt"}})
+    t = TargetParams.model_validate(
+        {
+            "data": {"train": "npz:tr.npz", "test": "npz:te.npz"},
+            "model": {"kind": "torch", "factory": "m:f", "weights": "w.pt"},
+        }
+    )
     assert t.modality == "image" and t.data.files() == ["tr.npz", "te.npz"] and t.has_train

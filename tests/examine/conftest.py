@@ -37,8 +37,7 @@ def examined(world):
 
     space, r, images, meta, params, clf = world
     calls = []
-    res = examine_target(r, space, clf, CLASSES, images, meta, params,
-                         progress=lambda w, d, n: calls.append((w, d, n)))
+    res = examine_target(r, space, clf, CLASSES, images, meta, params, progress=lambda w, d, n: calls.append((w, d, n)))
     return res, report(res, params), calls
 
 

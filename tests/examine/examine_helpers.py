@@ -13,14 +13,24 @@ CLASSES = ["disc", "square", "triangle", "cross"]
 
 def tiny_params(**kw):
     base = dict(
-        T=30, checkpoints=[0, 10, 20, 30],
-        window=3, examiners=["random", "bo", "rl"], rl=dict(lr=0.05, batch_size=8), random_batch=2, n_random=20,
+        T=30,
+        checkpoints=[0, 10, 20, 30],
+        window=3,
+        examiners=["random", "bo", "rl"],
+        rl=dict(lr=0.05, batch_size=8),
+        random_batch=2,
+        n_random=20,
         repeats=2,
-        tail=20, n_worst=2,
+        tail=20,
+        n_worst=2,
         study=dict(
-            arch="small_cnn", epochs=15, lr=0.003, T=40,
+            arch="small_cnn",
+            epochs=15,
+            lr=0.003,
+            T=40,
             m_study=dict(values=[1, 10], T=4, examiners=["rl", "bo"]),
-            artificial_weakness=dict(T=12, tail=24, examiners=["rl", "bo", "random"])),
+            artificial_weakness=dict(T=12, tail=24, examiners=["rl", "bo", "random"]),
+        ),
     )
     base.update(kw)
     return ExamineParams(**base)
@@ -33,8 +43,9 @@ def train_target(images, meta, seed=0):
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         module = ARCHS.get("small_cnn")(tuple(x.shape[1:]), len(CLASSES))
-    train_torch_classifier(module, x, train.label.to_numpy(), epochs=15, lr=0.003, batch_size=64, seed=seed,
-                           device="cpu", augment="hflip")
+    train_torch_classifier(
+        module, x, train.label.to_numpy(), epochs=15, lr=0.003, batch_size=64, seed=seed, device="cpu", augment="hflip"
+    )
     return TorchClassifier(module, n_classes=len(CLASSES), device="cpu")
 
 
@@ -49,8 +60,9 @@ class ElevationRenderer:
     def render(self, scenes):
         self.calls += 1
         v = np.array([abs(float(s["view_elevation"])) for s in scenes])
-        return np.repeat(np.rint(v)[:, None, None, None], 4 * 4 * 3, axis=1).reshape(len(scenes), 4, 4, 3) \
-            .astype(np.uint8)
+        return (
+            np.repeat(np.rint(v)[:, None, None, None], 4 * 4 * 3, axis=1).reshape(len(scenes), 4, 4, 3).astype(np.uint8)
+        )
 
 
 class ElevationModel:

@@ -37,10 +37,14 @@ def test_registry_lists_the_three_examiners():
 
 
 def test_bo_finds_the_basin_random_does_not():
-    bo = sum(run_examination(make_examiner("bo", bounds=BOUNDS, seed=s), prob, BO_BUDGET)[1].min() < SUCCESS
-             for s in range(3))
-    rnd = sum(run_examination(make_examiner("random", bounds=BOUNDS, seed=s), prob, BO_BUDGET)[1].min() < SUCCESS
-              for s in range(3))
+    bo = sum(
+        run_examination(make_examiner("bo", bounds=BOUNDS, seed=s), prob, BO_BUDGET)[1].min() < SUCCESS
+        for s in range(3)
+    )
+    rnd = sum(
+        run_examination(make_examiner("random", bounds=BOUNDS, seed=s), prob, BO_BUDGET)[1].min() < SUCCESS
+        for s in range(3)
+    )
     assert bo == 3
     assert rnd < bo
 
@@ -111,8 +115,9 @@ def test_default_bo_stays_in_a_narrow_weak_slab_on_a_rugged_landscape_random_doe
         assert np.mean(_unit(q[-10:])[:, 5] < 0.2) >= 0.7  # and they are in the slab (random: 0.2)
 
 
-@pytest.mark.parametrize("name,budget,opts", [("bo", BO_BUDGET, {}), ("bo", BO_BUDGET, BO_DEFAULT),
-                                              ("rl", RL_BUDGET, RL_FAST)])
+@pytest.mark.parametrize(
+    "name,budget,opts", [("bo", BO_BUDGET, {}), ("bo", BO_BUDGET, BO_DEFAULT), ("rl", RL_BUDGET, RL_FAST)]
+)
 def test_strength_mode_finds_the_maximum(name, budget, opts):
     def strong(q):  # the model is sure (0.95 + ...) only near CORNER
         return 1.0 - prob(q)

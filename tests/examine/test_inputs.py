@@ -7,8 +7,15 @@ import pytest
 
 from weakspot.errors import ConfigError, DataError, ModelError
 from weakspot.examine.config import ExamineParams
-from weakspot.examine.inputs import (as_params, check_meta, check_space, class_order, examined_classes,
-                                     examined_model, select_instances)
+from weakspot.examine.inputs import (
+    as_params,
+    check_meta,
+    check_space,
+    class_order,
+    examined_classes,
+    examined_model,
+    select_instances,
+)
 from weakspot.models import CallableClassifier
 from weakspot.scene.dataset import images_to_input
 from weakspot.scene.space import SceneSpace
@@ -63,8 +70,14 @@ def test_the_classifier_and_its_names_are_checked():
 def test_examined_classes_default_to_the_models_in_the_scene_in_model_order():
     clf = CallableClassifier(lambda x: np.full((len(x), 3), 1 / 3), n_classes=3)
     m = examined_model(clf, ["c", "a", "teapot"])
-    meta = pd.DataFrame({"class": ["a", "c", "a"], "label": [0, 1, 0], "instance": [0, 0, 1],
-                         "split": ["validation", "validation", "train"]})
+    meta = pd.DataFrame(
+        {
+            "class": ["a", "c", "a"],
+            "label": [0, 1, 0],
+            "instance": [0, 0, 1],
+            "split": ["validation", "validation", "train"],
+        }
+    )
     assert examined_classes(None, m, meta) == ["c", "a"]
     assert examined_classes(["a"], m, meta) == ["a"]
     with pytest.raises(ConfigError, match=r"classes: unknown \['sofa'\]"):

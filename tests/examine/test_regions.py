@@ -24,22 +24,33 @@ class Sure:
 
 def _meta():
     """Unseen instances 3 (the examined one), 4 and 5 of class flat."""
-    return pd.DataFrame({"class": ["flat"] * 4, "label": 0, "instance": [1, 3, 4, 5],
-                         "split": ["train", "val", "val", "test"]})
+    return pd.DataFrame(
+        {"class": ["flat"] * 4, "label": 0, "instance": [1, 3, 4, 5], "split": ["train", "val", "val", "test"]}
+    )
 
 
 def _regions(model, repeats=1, seed=0):
     space = SceneSpace()
-    params = tiny_params(T=20, checkpoints=[0, 20], examiners=["random", "bo", "rl"], n_random=20,
-                         repeats=repeats, seed=seed)
+    params = tiny_params(
+        T=20, checkpoints=[0, 20], examiners=["random", "bo", "rl"], n_random=20, repeats=repeats, seed=seed
+    )
     models = {"m": examined_model(model, ["flat", "tall"])}
-    sessions = make_sessions(params, space, models, {"m": {"flat": 3}}, ["flat"], "main", "m",
-                             params.examiners, params.T, repeats=repeats)
+    sessions = make_sessions(
+        params, space, models, {"m": {"flat": 3}}, ["flat"], "main", "m", params.examiners, params.T, repeats=repeats
+    )
     r = ElevationRenderer()
     run_sessions(sessions, r, models, chunk=256, progress=None)
     calls = r.calls
-    regions = find_regions(sessions, space, _meta(), r, models, params.regions, params.seed,
-                           lambda rr, scenes: render_scenes(rr, scenes, 256))
+    regions = find_regions(
+        sessions,
+        space,
+        _meta(),
+        r,
+        models,
+        params.regions,
+        params.seed,
+        lambda rr, scenes: render_scenes(rr, scenes, 256),
+    )
     return regions, r.calls - calls, params
 
 
@@ -92,5 +103,7 @@ def test_propose_and_describe_known_answers():
     found, f, n, note = propose([S()], ["view_elevation"], max_depth=2, min_fraction=0.1, seed=0)
     rule, rows, fails = found
     assert (f, n, rows, fails, note) == (10, 20, 10, 10, "") and rule.ranges["view_elevation"][1] is None
-    assert describe(Rule({"light_energy": (None, 1234.5), "view_elevation": (25.0, None)})) == \
-        "light_energy <= 1234 W and view_elevation > 25 deg"
+    assert (
+        describe(Rule({"light_energy": (None, 1234.5), "view_elevation": (25.0, None)}))
+        == "light_energy <= 1234 W and view_elevation > 25 deg"
+    )

@@ -17,15 +17,26 @@ from .examine_helpers import CLASSES, tiny_params
 def test_metrics_have_model_independent_keys(examined):
     res, out, _ = examined
     m = out.section.metrics
-    assert set(m) == {"random", "bo", "rl", "per_class", "renders", "at_equal_renders", "classes_t0_below_half",
-                      "repeats", "regions"}
+    assert set(m) == {
+        "random",
+        "bo",
+        "rl",
+        "per_class",
+        "renders",
+        "at_equal_renders",
+        "classes_t0_below_half",
+        "repeats",
+        "regions",
+    }
     for e in ("random", "bo", "rl"):
         assert list(m[e]) == ["T0", "T10", "T20", "T30"]  # keyed by the iterations that ran
         assert all(0.0 <= v <= 1.0 for v in m[e].values())
     # renders: RL a batch of 8 per iteration, BO one, random 2; compared at BO's render counts
-    assert m["renders"] == {"random": {"T0": 0, "T10": 20, "T20": 40, "T30": 60},
-                            "bo": {"T0": 0, "T10": 10, "T20": 20, "T30": 30},
-                            "rl": {"T0": 0, "T10": 80, "T20": 160, "T30": 240}}
+    assert m["renders"] == {
+        "random": {"T0": 0, "T10": 20, "T20": 40, "T30": 60},
+        "bo": {"T0": 0, "T10": 10, "T20": 20, "T30": 30},
+        "rl": {"T0": 0, "T10": 80, "T20": 160, "T30": 240},
+    }
     assert all(list(m["at_equal_renders"][e]) == ["R10", "R20", "R30"] for e in ("random", "bo", "rl"))
     assert set(m["per_class"]) == set(CLASSES)
     assert set(m["per_class"]["disc"]) == {"random", "bo", "rl"}
@@ -40,15 +51,22 @@ def test_metrics_have_model_independent_keys(examined):
     assert bool(st.loc["T", "differs"]) and st.loc["T", "ran"] == "30" and not bool(st.loc["bo.init_points", "differs"])
     assert "T500" not in json.dumps(m) and "T500" not in " ".join(out.section.summary + out.section.headline)
     json.dumps(m)  # writable as metrics/examine.json
-    assert set(out.section.tables) == {"table2", "per_class", "worst", "equal_renders", "t0_per_class", "settings",
-                                       "regions", "curve"}
+    assert set(out.section.tables) == {
+        "table2",
+        "per_class",
+        "worst",
+        "equal_renders",
+        "t0_per_class",
+        "settings",
+        "regions",
+        "curve",
+    }
     curve = out.section.tables["curve"]  # Fig. 1 as a DVC plot: one column per examiner and T0, per iteration
     assert list(curve.columns) == ["iteration", "random", "bo", "rl", "T0"] and len(curve) == 30
     assert out.section.figures == {}  # drawn by weakspot.examine.figures
     assert out.section.headline
     # T0 of a class is the mean of its T = 0 protocol's random scenes, the same for every examiner
-    t0 = {c: np.mean([s.probs[0].mean() for s in res.sessions if s.group == "main_t0" and s.cls == c])
-          for c in CLASSES}
+    t0 = {c: np.mean([s.probs[0].mean() for s in res.sessions if s.group == "main_t0" and s.cls == c]) for c in CLASSES}
     assert m["random"]["T0"] == pytest.approx(np.mean(list(t0.values())))
     assert len({m[e]["T0"] for e in ("random", "bo", "rl")}) == 1
 
@@ -81,7 +99,7 @@ def test_findings_table(examined):
 
     _, out, _ = examined
     all_findings, metrics = out.findings, out.section.metrics
-    assert list(all_findings.columns)[:len(FINDING_COLUMNS)] == list(FINDING_COLUMNS)
+    assert list(all_findings.columns)[: len(FINDING_COLUMNS)] == list(FINDING_COLUMNS)
     # a class with T0 < 0.5 is a finding of its own: the model never learnt it
     t0 = {c: v["random"]["T0"] for c, v in metrics["per_class"].items()}
     unlearnt = all_findings[all_findings.kind == "unlearnt_class"]
@@ -89,7 +107,9 @@ def test_findings_table(examined):
     assert sorted(metrics["classes_t0_below_half"]) == sorted(unlearnt.label)
     assert np.allclose(unlearnt.severity, [1 - t0[c] for c in unlearnt.label])
     findings = all_findings[all_findings.kind == "factor_region"]
-    assert len(findings) == metrics["regions"]["proposed"] and findings.confirmed.sum() == metrics["regions"]["confirmed"]
+    assert (
+        len(findings) == metrics["regions"]["proposed"] and findings.confirmed.sum() == metrics["regions"]["confirmed"]
+    )
     assert set(findings.label) <= set(CLASSES)
     assert list(all_findings.confirmed) == sorted(all_findings.confirmed, reverse=True)  # confirmed first
     for _, row in findings.iterrows():
@@ -115,8 +135,19 @@ def test_equal_cost_and_renders_known_answers():
     assert (q, grid, w) == ({"random": 2, "bo": 1, "rl": 8}, [10, 20, 30], 8)
 
     def session(probs):
-        s = Session(group="main", model="m", examiner_name="x", cls="c", label=0, instance=0, sun={}, examiner=None,
-                    T=len(probs), batch=len(probs[0]), tail=1)
+        s = Session(
+            group="main",
+            model="m",
+            examiner_name="x",
+            cls="c",
+            label=0,
+            instance=0,
+            sun={},
+            examiner=None,
+            T=len(probs),
+            batch=len(probs[0]),
+            tail=1,
+        )
         s.probs = [np.asarray(p, float) for p in probs]
         return s
 
@@ -141,8 +172,7 @@ def test_the_factor_ranges_that_differ_from_table_1_are_named():
     from weakspot.scene.space import PAPER_BOUNDS, SceneSpace
 
     st = settings_table(ExamineParams(), SceneSpace()).set_index("setting")
-    differ = sorted(k[len("range of "):] for k in st.index if k.startswith("range of "))
+    differ = sorted(k[len("range of ") :] for k in st.index if k.startswith("range of "))
     assert differ == ["light_energy", "view_distance"]  # the two ranges mapped to this scene's units
     assert st.loc["range of light_energy", "ran"] == "[900, 3000] W" and st.loc["range of light_energy", "differs"]
-    assert not len([k for k in st.index if k.startswith("range of ")
-                    and k[len("range of "):] not in PAPER_BOUNDS])
+    assert not len([k for k in st.index if k.startswith("range of ") and k[len("range of ") :] not in PAPER_BOUNDS])

@@ -66,10 +66,16 @@ def test_renders_are_batched(world):
     examine_target(r, space, clf, CLASSES, images, meta, p)
     # one call per round (T rounds), not one per scene, and one for every region's fresh renders
     assert r.calls == p.T + 1
-    regions = sum(r.rule is not None for r in examine_target(FakeRenderer(classes=CLASSES, resolution=24), space, clf,
-                                                             CLASSES, images, meta, p).regions)
-    assert r.n_rendered == p.repeats * len(CLASSES) * (p.T * (p.rl.batch_size + 1) + p.n_random) \
-        + regions * 2 * p.regions.n_confirm
+    regions = sum(
+        r.rule is not None
+        for r in examine_target(
+            FakeRenderer(classes=CLASSES, resolution=24), space, clf, CLASSES, images, meta, p
+        ).regions
+    )
+    assert (
+        r.n_rendered
+        == p.repeats * len(CLASSES) * (p.T * (p.rl.batch_size + 1) + p.n_random) + regions * 2 * p.regions.n_confirm
+    )
 
 
 def test_bad_input_is_named(world):
@@ -96,15 +102,20 @@ def test_the_method_runs_on_a_target_through_its_entry_points(world, monkeypatch
         return FakeRenderer(classes=CLASSES, resolution=24)
 
     monkeypatch.setattr(run_module, "renderer_for", fake_renderer_for)
-    params = tiny_params(T=4, checkpoints=[0, 4], examiners=["rl", "bo"], n_random=8, tail=8,
-                         classes=["disc", "cross"])
-    target = AuditTarget(name="fake", model=clf, classes=CLASSES, test=None,
-                         scene=SceneData(images=images, table=meta, settings={"resolution": 24}))
+    params = tiny_params(T=4, checkpoints=[0, 4], examiners=["rl", "bo"], n_random=8, tail=8, classes=["disc", "cross"])
+    target = AuditTarget(
+        name="fake",
+        model=clf,
+        classes=CLASSES,
+        test=None,
+        scene=SceneData(images=images, table=meta, settings={"resolution": 24}),
+    )
     out = run_method("examine", target, params, Runtime(device="cpu"))
     assert made == [(24, "cpu")]
     assert set(out.section.figures) == {"regions", "curves", "curves_renders", "per_class", "tsne", "worst"}
     assert set(out.section.metrics["per_class"]) == {"disc", "cross"}
     assert set(out.findings[out.findings.kind == "factor_region"].label) <= {"cross", "disc"}
     with pytest.raises(DataError, match="needs the rendered scene data set"):
-        run_method("examine", AuditTarget(name="fake", model=clf, classes=CLASSES, test=None), params,
-                   Runtime(device="cpu"))
+        run_method(
+            "examine", AuditTarget(name="fake", model=clf, classes=CLASSES, test=None), params, Runtime(device="cpu")
+        )

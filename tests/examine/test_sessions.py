@@ -20,8 +20,9 @@ def _world(T=6, examiners=("random", "bo", "rl"), mode="weakness", **kw):
     space = SceneSpace()
     params = tiny_params(T=T, checkpoints=[0, T], examiners=list(examiners), n_random=5, tail=7, **kw)
     models = {"m": examined_model(ElevationModel(), ["flat", "tall"])}
-    sessions = make_sessions(params, space, models, {"m": {"flat": 3}}, ["flat"], "main", "m", list(examiners), T,
-                             mode=mode)
+    sessions = make_sessions(
+        params, space, models, {"m": {"flat": 3}}, ["flat"], "main", "m", list(examiners), T, mode=mode
+    )
     return space, params, models, sessions
 
 
@@ -36,15 +37,15 @@ def test_sessions_keep_what_they_saw_and_their_worst_scene():
         for q, p in zip(s.params, s.probs):
             assert len(q) == s.batch and np.allclose(p, _p(q))  # the true class's probability of each query
         flat = [q for qs in s.params for q in qs]
-        assert list(s.tail_params) == flat[-s.tail:] and len(s.tail_images) == min(s.tail, len(flat))
-        assert np.allclose(list(s.tail_probs), _p(flat)[-s.tail:])
+        assert list(s.tail_params) == flat[-s.tail :] and len(s.tail_images) == min(s.tail, len(flat))
+        assert np.allclose(list(s.tail_probs), _p(flat)[-s.tail :])
         assert s.worst[0] == pytest.approx(min(np.concatenate(s.probs)))  # weakness: the lowest
-        assert s.worst_pred[0] == int(s.worst[0] < 0.5) and s.worst_pred[1] == pytest.approx(max(s.worst[0],
-                                                                                                 1 - s.worst[0]))
+        assert s.worst_pred[0] == int(s.worst[0] < 0.5) and s.worst_pred[1] == pytest.approx(
+            max(s.worst[0], 1 - s.worst[0])
+        )
         assert s.curve() == pytest.approx([p.mean() for p in s.probs])
         assert s.at(s.T, 2) == pytest.approx(np.concatenate(s.probs[-2:]).mean())
-        assert s.sun == sessions[0].sun and all(space.bounds[k][0] <= v <= space.bounds[k][1]
-                                                for k, v in s.sun.items())
+        assert s.sun == sessions[0].sun and all(space.bounds[k][0] <= v <= space.bounds[k][1] for k, v in s.sun.items())
         assert (s.length_scales is not None) == (s.examiner_name == "bo")
     assert [s.examiner_name for s in sessions] == ["random", "bo", "rl", "t0"]
     t0 = group(sessions, "main_t0")[0]

@@ -33,30 +33,63 @@ def test_every_experiment_has_its_sessions(world, study):
 def test_study_can_run_one_experiment(world):
     space, r, images, meta, _, clf = world
     full = (clf, CLASSES, "fake")  # the audited model stands in for the full one: nothing to train
-    p = tiny_params(study=dict(epochs=1, m_study=dict(enabled=False), artificial_weakness=dict(enabled=False),
-                               order_check=False, strength=True, strength_examiner="bo", T=5), T=3,
-                    checkpoints=[0, 3], classes=["disc", "cross"])
+    p = tiny_params(
+        study=dict(
+            epochs=1,
+            m_study=dict(enabled=False),
+            artificial_weakness=dict(enabled=False),
+            order_check=False,
+            strength=True,
+            strength_examiner="bo",
+            T=5,
+        ),
+        T=3,
+        checkpoints=[0, 3],
+        classes=["disc", "cross"],
+    )
     res = run_study(r, space, images, meta, p, device="cpu", full_model=full)
     assert {s.group for s in res.sessions} == {"main_t0", "strength"}
     out = study_report(res, p)
     assert set(out.metrics) == {"strength"} and len(out.tables["strength"]) == 2
     # study.classes: the order check and strength mode on a subset of the examined classes
-    p = tiny_params(study=dict(epochs=1, m_study=dict(enabled=False), artificial_weakness=dict(enabled=False),
-                               order_check=False, strength=True, strength_examiner="bo", classes=["cross"], T=5), T=3,
-                    checkpoints=[0, 3], classes=["disc", "cross"])
+    p = tiny_params(
+        study=dict(
+            epochs=1,
+            m_study=dict(enabled=False),
+            artificial_weakness=dict(enabled=False),
+            order_check=False,
+            strength=True,
+            strength_examiner="bo",
+            classes=["cross"],
+            T=5,
+        ),
+        T=3,
+        checkpoints=[0, 3],
+        classes=["disc", "cross"],
+    )
     res = run_study(r, space, images, meta, p, device="cpu", full_model=full)
     assert [s.cls for s in res.sessions if s.group == "strength"] == ["cross"]
     with pytest.raises(ConfigError, match=r"study\.classes: unknown \['teapot'\]"):
-        run_study(r, space, images, meta, p.model_copy(update={"study": p.study.model_copy(
-            update={"classes": ["teapot"]})}), device="cpu", full_model=full)
+        run_study(
+            r,
+            space,
+            images,
+            meta,
+            p.model_copy(update={"study": p.study.model_copy(update={"classes": ["teapot"]})}),
+            device="cpu",
+            full_model=full,
+        )
 
 
 def test_bad_input_is_named(world):
     space, r, images, meta, params, _ = world
     with pytest.raises(DataError, match="split == 'train'"):
         run_study(r, space, images, meta.assign(split="validation"), params, device="cpu")
-    off = tiny_params(study=dict(m_study=dict(enabled=False), artificial_weakness=dict(enabled=False),
-                                 order_check=False, strength=False))
+    off = tiny_params(
+        study=dict(
+            m_study=dict(enabled=False), artificial_weakness=dict(enabled=False), order_check=False, strength=False
+        )
+    )
     with pytest.raises(ConfigError, match="every experiment is disabled"):
         run_study(r, space, images, meta, off, device="cpu")
     with pytest.raises(DataError, match=r"missing column\(s\) \['view_elevation'\]"):

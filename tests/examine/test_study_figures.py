@@ -25,9 +25,20 @@ def test_only_the_experiments_that_ran_are_drawn(world):
     from .examine_helpers import CLASSES, tiny_params
 
     space, r, images, meta, _, clf = world
-    p = tiny_params(study=dict(epochs=1, m_study=dict(enabled=False), artificial_weakness=dict(enabled=False),
-                               order_check=False, strength=True, strength_examiner="bo", T=5), T=3,
-                    checkpoints=[0, 3], classes=["disc", "cross"])
+    p = tiny_params(
+        study=dict(
+            epochs=1,
+            m_study=dict(enabled=False),
+            artificial_weakness=dict(enabled=False),
+            order_check=False,
+            strength=True,
+            strength_examiner="bo",
+            T=5,
+        ),
+        T=3,
+        checkpoints=[0, 3],
+        classes=["disc", "cross"],
+    )
     figs = study_figures(run_study(r, space, images, meta, p, device="cpu", full_model=(clf, CLASSES, "fake")), p)
     assert list(figs) == ["strength"]
     assert len(figs["strength"].axes) == 1 + 2  # the curves and the two classes' best scenes (n_worst = 2)

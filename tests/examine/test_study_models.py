@@ -51,8 +51,16 @@ def test_the_audited_model_stands_in_for_the_full_one(world):
     space, r, images, meta, _, clf = world
     p = tiny_params(study=dict(epochs=1, m_study=dict(values=[1, 10], T=2), artificial_weakness=dict(enabled=False)))
     calls = []
-    trained, rows = train_study_models(r, space, images, meta, p, device="cpu", full_model=(clf, CLASSES, "scenes"),
-                                       progress=lambda w, d, n: calls.append(w))
+    trained, rows = train_study_models(
+        r,
+        space,
+        images,
+        meta,
+        p,
+        device="cpu",
+        full_model=(clf, CLASSES, "scenes"),
+        progress=lambda w, d, n: calls.append(w),
+    )
     assert list(trained) == ["small_cnn", "small_cnn_m1", "small_cnn_m10"]
     assert trained["small_cnn"].clf is clf and trained["small_cnn_m10"] is trained["small_cnn"]  # m = 10: every view
     roles = {r["model"]: r["role"] for r in rows}

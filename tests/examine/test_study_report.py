@@ -27,23 +27,28 @@ def test_the_study_reports_every_experiment(world, study):
     reg = out.tables["planted_regions"]
     print(reg.to_string())
     # a region per class of the planted experiment, for the limited model and for the full one (the contrast)
-    assert sorted(reg["model"].unique()) == ["full", "limited"] and aw["regions"]["classes"] == (reg.model == "limited").sum()
+    assert (
+        sorted(reg["model"].unique()) == ["full", "limited"]
+        and aw["regions"]["classes"] == (reg.model == "limited").sum()
+    )
     assert aw["regions"]["confirmed_outside_lift_above_2"] <= aw["regions"]["confirmed_outside"]
     for e in ("rl", "bo", "random"):
         assert list(aw[e]) == ["frac_outside_train_range"] and 0.0 <= aw[e]["frac_outside_train_range"] <= 1.0
     json.dumps(m)
-    assert ["models", "table3", "artificial_weakness", "planted_regions", "factor_order", "strength"] == \
-        list(out.tables)
+    assert ["models", "table3", "artificial_weakness", "planted_regions", "factor_order", "strength"] == list(
+        out.tables
+    )
     assert out.tables["artificial_weakness"].examiner.iloc[-1].startswith("chance")
     # strength mode goes the other way: the best scenes beat the random protocol
     st = out.tables["strength"]
     assert (st.best_found >= st.T0).all() and (st.best_found >= st["last"]).all()
     assert set(m["strength"]) == {"T0", "last", "best_found", "best_of_random"}
-    assert out.title == ("Adversarial examiner study: training-set size, planted weakness, factor order, "
-                         "strength mode")
+    assert out.title == ("Adversarial examiner study: training-set size, planted weakness, factor order, strength mode")
     assert any(line.startswith("Planted weakness (Sec. 4.4") for line in out.summary)
-    assert any(line.startswith("Planted weakness as a region (criterion: a confirmed box outside [-30, 30] with lift "
-                               "above 2)") for line in out.summary)
+    assert any(
+        line.startswith("Planted weakness as a region (criterion: a confirmed box outside [-30, 30] with lift above 2)")
+        for line in out.summary
+    )
     again = study_report(res, params)
     assert again.metrics == out.metrics and again.summary == out.summary and again.items == out.items
 

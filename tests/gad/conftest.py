@@ -76,8 +76,9 @@ def outcome(target):
     from weakspot.gad.protocol import dataset_seed, run_target
 
     clf, split, info = target
-    return run_target(clf, split, small_params(), class_index=1, device="cpu", seed=dataset_seed(11, "phoneme"),
-                      model_info=info)
+    return run_target(
+        clf, split, small_params(), class_index=1, device="cpu", seed=dataset_seed(11, "phoneme"), model_info=info
+    )
 
 
 @pytest.fixture(scope="session")
@@ -87,8 +88,16 @@ def second_seed():
     from weakspot.gad.protocol import dataset_seed, run_target
 
     clf, split, info = phoneme_target(1)
-    return run_target(clf, split, small_params(), class_index=1, device="cpu", seed=dataset_seed(11, "phoneme", 1),
-                      model_info=info, split_seed=1)
+    return run_target(
+        clf,
+        split,
+        small_params(),
+        class_index=1,
+        device="cpu",
+        seed=dataset_seed(11, "phoneme", 1),
+        model_info=info,
+        split_seed=1,
+    )
 
 
 @pytest.fixture(scope="session")

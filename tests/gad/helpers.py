@@ -7,8 +7,17 @@ from weakspot.gad.config import GadParams
 
 #: the Sec. V-C protocol scaled down to a few seconds (3 pools of 60, 10 queries)
 SMALL = dict(
-    design_points=3000, epochs=12, hidden_units=32, batch_size=128, replicates=3, pool_size=60, budget=10,
-    step_size=0.01, max_steps=200, refine_iters=4, seed=11,
+    design_points=3000,
+    epochs=12,
+    hidden_units=32,
+    batch_size=128,
+    replicates=3,
+    pool_size=60,
+    budget=10,
+    step_size=0.01,
+    max_steps=200,
+    refine_iters=4,
+    seed=11,
 )
 
 

@@ -43,9 +43,11 @@ def test_register_a_sklearn_arch_and_fit_a_factory():
     y = (X[:, 0] > 0).astype(int)
     name = "_test_logreg"
     if name not in SKLEARN_ARCHS:
+
         @register_sklearn_arch(name)
         def _fit(X, y, *, seed, C=1.0):
             return fit_sklearn_factory("sklearn.linear_model:LogisticRegression", X, y, seed=seed)
+
     try:
         est, info = SKLEARN_ARCHS.get(name)(X, y, seed=0)
         assert info["kernel"] == "LogisticRegression" and (SklearnClassifier(est).predict(X) == y).mean() > 0.95

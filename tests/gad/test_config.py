@@ -34,6 +34,7 @@ def test_a_newly_registered_search_is_valid():
     assert isinstance(SEARCHES, Registry)
     name = "_test_first_k"
     if name not in SEARCHES:
+
         @SEARCHES.register(name)
         class FirstK:
             def __init__(self, *, random_state: int = 0):
@@ -43,6 +44,7 @@ def test_a_newly_registered_search_is_valid():
                 import numpy as np
 
                 return np.arange(budget)
+
     try:
         assert GadParams(searches=["gad", name]).searches == ["gad", name]
     finally:

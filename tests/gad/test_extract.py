@@ -89,5 +89,6 @@ def test_a_pure_hypercube_misses_the_data_on_many_features():
 def test_design_options_are_checked():
     X = np.random.default_rng(0).uniform(size=(20, 2))
     with pytest.raises(ConfigError, match="data_fraction"):
-        extract_pseudo_model(black_box(LinearLogistic([1.0, 1.0])), X, n_points=100, epochs=1, device="cpu",
-                             data_fraction=1.0)
+        extract_pseudo_model(
+            black_box(LinearLogistic([1.0, 1.0])), X, n_points=100, epochs=1, device="cpu", data_fraction=1.0
+        )

@@ -15,8 +15,17 @@ from weakspot.gad.findings import FINDING_COLUMNS, findings_of, unreliable_reaso
 def test_to_label_is_ranked_by_gad_score_without_ground_truth(target, outcome):
     _, split, _ = target
     weak, to_label = findings_of(outcome)
-    assert list(to_label.columns) == ["rank", *split.feature_names, "prediction", "confidence",
-                                      "adversarial_distance", "gad_score", "row", "part", "ranked_by"]
+    assert list(to_label.columns) == [
+        "rank",
+        *split.feature_names,
+        "prediction",
+        "confidence",
+        "adversarial_distance",
+        "gad_score",
+        "row",
+        "part",
+        "ranked_by",
+    ]
     assert (to_label["part"] == "test").all()  # no unlabelled part: the eligible test rows
     assert (to_label["ranked_by"] == "gad").all()  # no ranking chosen: GAD's own, where it is reliable
     assert "label" not in to_label.columns and len(to_label) == len(outcome.eligible)
@@ -43,7 +52,7 @@ def test_the_ranking_is_lowest_gad_first_ties_by_row_never_flipped_last(outcome)
 
 def test_weak_spots_have_the_shared_findings_shape(outcome):
     weak, to_label = findings_of(outcome, top=15)
-    assert list(weak.columns)[:len(FINDING_COLUMNS)] == list(FINDING_COLUMNS)
+    assert list(weak.columns)[: len(FINDING_COLUMNS)] == list(FINDING_COLUMNS)
     assert not weak["confirmed"].iloc[1:].any() and (weak["n_confirm"].iloc[1:] == 0).all()  # inputs: unchecked
     assert weak["kind"].iloc[0] == "feature_range" and weak["weak_spot"].iloc[0].startswith("feature range: ")
     assert (weak["kind"].iloc[1:] == "input").all() and 1 <= len(weak) - 1 <= 5
@@ -53,7 +62,7 @@ def test_weak_spots_have_the_shared_findings_shape(outcome):
     assert set(json.loads(weak["example"].iloc[1])) == {"Aa", "Ao", "Dcl", "Iy", "Sh"}
     assert len(normalise(weak)) == len(weak)  # accepted by weakspot.findings
     # the input rows are the top of the to-label list, their severity its GAD score
-    np.testing.assert_array_equal(sev, to_label["gad_score"].to_numpy()[:len(sev)])
+    np.testing.assert_array_equal(sev, to_label["gad_score"].to_numpy()[: len(sev)])
     assert weak["weak_spot"].iloc[1] == f"test row {to_label['row'].iloc[0]} (GAD rank 1 of {len(to_label)})"
 
 
@@ -101,4 +110,4 @@ def test_top_must_be_a_positive_integer(outcome):
 def test_no_eligible_row_gives_no_weak_spot(outcome):
     empty = replace(outcome, eligible=outcome.eligible[:0], gad=outcome.gad[:0], distance=outcome.distance[:0])
     weak, to_label = findings_of(empty)
-    assert len(weak) == 0 and len(to_label) == 0 and list(weak.columns)[:len(FINDING_COLUMNS)] == list(FINDING_COLUMNS)
+    assert len(weak) == 0 and len(to_label) == 0 and list(weak.columns)[: len(FINDING_COLUMNS)] == list(FINDING_COLUMNS)

@@ -45,8 +45,16 @@ def pocket_split(seed=0, n=3000):
     y[d <= RADIUS + RING] = 0  # inside the discs (and their rings) the truth is class 0
     noise = rng.random(n) < 0.03
     y[noise] = 1 - y[noise]
-    return Split(name="pocket", X_train=X[:0], y_train=y[:0], X_test=X, y_test=y, feature_names=["x0", "x1"],
-                 log_mae=True, classes=["zero", "one"])
+    return Split(
+        name="pocket",
+        X_train=X[:0],
+        y_train=y[:0],
+        X_test=X,
+        y_test=y,
+        feature_names=["x0", "x1"],
+        log_mae=True,
+        classes=["zero", "one"],
+    )
 
 
 def test_gad_beats_random_search_where_confident_errors_sit_in_steep_pockets():

@@ -14,6 +14,7 @@ def test_dataset_seed_is_per_target_and_split_seed_and_split_seed_0_keeps_the_ol
     assert s == dataset_seed(11, "phoneme", 0) and 0 <= s < 2**32
     # known answer: the seed of the version before split seeds (SeedSequence of the run seed and crc32 of the name)
     import zlib
+
     assert s == int(np.random.SeedSequence([11, zlib.crc32(b"phoneme")]).generate_state(1)[0])
     assert len({s, dataset_seed(11, "phoneme", 1), dataset_seed(11, "yeast1"), dataset_seed(12, "phoneme")}) == 4
 
@@ -71,8 +72,9 @@ def test_pools_come_from_the_eligible_rows_and_gad_refits_loess_on_each_pool(out
     global_fit = (np.log(o.distance) - o.gad)[idx][fin]
     assert np.abs(global_fit - pool_fit).max() > 1e-3
     # SDR (Eq. 1) is each pool's errors found over errors expected after each query
-    np.testing.assert_allclose(o.sdr["random"], np.cumsum(o.errors["random"], axis=1)
-                               / np.cumsum(1 - o.confidence["random"], axis=1))
+    np.testing.assert_allclose(
+        o.sdr["random"], np.cumsum(o.errors["random"], axis=1) / np.cumsum(1 - o.confidence["random"], axis=1)
+    )
 
 
 def test_gad_over_all_eligible_rows_is_eq_2(outcome):
@@ -94,11 +96,20 @@ def test_gad_ranking_does_not_depend_on_a_feature_s_units(target, outcome):
         def predict_proba(self, X):
             return clf.predict_proba(np.asarray(X) / k)
 
-    s2 = type(split)(name=split.name, X_train=split.X_train * k, y_train=split.y_train, X_test=split.X_test * k,
-                     y_test=split.y_test, feature_names=split.feature_names, log_mae=split.log_mae, info=split.info,
-                     classes=split.classes)
-    o2 = run_target(Rescaled(), s2, small_params(), class_index=1, device="cpu", seed=dataset_seed(11, "phoneme"),
-                    model_info=info)
+    s2 = type(split)(
+        name=split.name,
+        X_train=split.X_train * k,
+        y_train=split.y_train,
+        X_test=split.X_test * k,
+        y_test=split.y_test,
+        feature_names=split.feature_names,
+        log_mae=split.log_mae,
+        info=split.info,
+        classes=split.classes,
+    )
+    o2 = run_target(
+        Rescaled(), s2, small_params(), class_index=1, device="cpu", seed=dataset_seed(11, "phoneme"), model_info=info
+    )
     np.testing.assert_array_equal(o2.eligible, outcome.eligible)
     close = np.isclose(o2.distance, outcome.distance, rtol=1e-3)
     assert close.mean() > 0.95
@@ -118,7 +129,9 @@ def test_eligibility_is_a_confident_prediction_of_the_class_of_interest():
     p1 = np.r_[np.linspace(0.02, 0.98, 290), [0.65, 0.65, 0.6500001]]  # P(class 1) = the first feature
     X = np.column_stack([p1, rng.uniform(-1, 1, len(p1))])
     y = rng.integers(0, 2, len(p1))
-    bb = CallableClassifier(lambda x: np.column_stack([1 - np.clip(x[:, 0], 0, 1), np.clip(x[:, 0], 0, 1)]), n_classes=2)
+    bb = CallableClassifier(
+        lambda x: np.column_stack([1 - np.clip(x[:, 0], 0, 1), np.clip(x[:, 0], 0, 1)]), n_classes=2
+    )
     split = Split(name="planted", X_train=X[:0], y_train=y[:0], X_test=X, y_test=y, feature_names=["p", "noise"])
     p = small_params(pool_size=40, design_points=1000, epochs=3)
     o = run_target(bb, split, p, class_index=1, device="cpu", seed=3)
@@ -154,10 +167,17 @@ def test_clear_errors(target):
     with pytest.raises(ConfigError, match="predict_proba"):
         run_target(object(), split, small_params(), class_index=1, device="cpu")
     with pytest.raises(DataError, match="enlarge the test split"):  # far too few confident rows for any protocol
-        run_target(clf, split, small_params(pool_max_fraction=0.01, design_points=200, epochs=1),
-                   class_index=1, device="cpu")
-    bad = type(split)(name="bad", X_train=split.X_train, y_train=split.y_train, X_test=split.X_test,
-                      y_test=split.y_test[:-1], feature_names=split.feature_names)
+        run_target(
+            clf, split, small_params(pool_max_fraction=0.01, design_points=200, epochs=1), class_index=1, device="cpu"
+        )
+    bad = type(split)(
+        name="bad",
+        X_train=split.X_train,
+        y_train=split.y_train,
+        X_test=split.X_test,
+        y_test=split.y_test[:-1],
+        feature_names=split.feature_names,
+    )
     with pytest.raises(DataError, match="do not match"):
         run_target(clf, bad, small_params(), class_index=1, device="cpu")
 

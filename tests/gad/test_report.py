@@ -19,10 +19,28 @@ def test_section_names_metrics_tables_and_class(outcome):
     r = section([outcome], params)
     assert list(r.metrics) == ["phoneme"] and r.title.endswith("(phoneme)") and r.items == ITEMS
     d = r.metrics["phoneme"]
-    assert set(d) == {"sdr", "sdr_ci95", "sdr_range", "errors", "errors_expected", "pseudo_r2", "pseudo_r2_lowest",
-                      "train_accuracy", "test_accuracy", "budget", "replicates", "pool_size", "seeds", "n_seeds",
-                      "interval_over", "gad_reliable", "min_pseudo_r2", "gad_error_auc", "confidence_error_auc",
-                      "per_seed"}
+    assert set(d) == {
+        "sdr",
+        "sdr_ci95",
+        "sdr_range",
+        "errors",
+        "errors_expected",
+        "pseudo_r2",
+        "pseudo_r2_lowest",
+        "train_accuracy",
+        "test_accuracy",
+        "budget",
+        "replicates",
+        "pool_size",
+        "seeds",
+        "n_seeds",
+        "interval_over",
+        "gad_reliable",
+        "min_pseudo_r2",
+        "gad_error_auc",
+        "confidence_error_auc",
+        "per_seed",
+    }
     assert d["seeds"] == [0] and d["n_seeds"] == 1 and d["interval_over"] == "pools" and list(d["per_seed"]) == ["0"]
     assert list(d["sdr"]) == params.searches
     for s in params.searches:
@@ -41,7 +59,11 @@ def test_section_names_metrics_tables_and_class(outcome):
     assert ti.loc[0, "target"] == "phoneme" and ti.loc[0, "class_of_interest"] == "oral" and ti.loc[0, "seed"] == 0
     assert ti.loc[0, "kernel"] == "rbf" and ti.loc[0, "N"] == 3000 and ti.loc[0, "loess"] == "Log MAE"
     # the paper's Table I next to ours (the split comes from the phoneme preset)
-    assert (ti.loc[0, "paper_train_accuracy"], ti.loc[0, "paper_test_accuracy"], ti.loc[0, "paper_kernel"]) == (0.81, 0.81, "Radial")
+    assert (ti.loc[0, "paper_train_accuracy"], ti.loc[0, "paper_test_accuracy"], ti.loc[0, "paper_kernel"]) == (
+        0.81,
+        0.81,
+        "Radial",
+    )
     assert ti.loc[0, "never_flipped"] == int((~outcome.flipped).sum())
     t = r.tables["sdr_curves"]
     assert len(t) == len(params.searches) * 10

@@ -13,9 +13,17 @@ def _audit_target(target, params=None):
     clf, split, info = target
     train = Dataset(X=split.X_train, y=split.y_train, classes=split.classes, feature_names=split.feature_names)
     test = Dataset(X=split.X_test, y=split.y_test, classes=split.classes, feature_names=split.feature_names)
-    return AuditTarget(name="phoneme", model=clf, classes=split.classes, test=test, train=train, params=params,
-                       spec={"kind": "builtin", "arch": "svm_grid", "info": info},
-                       info={**split.info, "class_of_interest": 1, "log_mae": True}, digest="d1")
+    return AuditTarget(
+        name="phoneme",
+        model=clf,
+        classes=split.classes,
+        test=test,
+        train=train,
+        params=params,
+        spec={"kind": "builtin", "arch": "svm_grid", "info": info},
+        info={**split.info, "class_of_interest": 1, "log_mae": True},
+        digest="d1",
+    )
 
 
 def test_target_split_is_the_prepared_split_in_float64(target):

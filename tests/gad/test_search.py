@@ -69,7 +69,9 @@ def test_bandit_and_meta_model_find_more_errors_than_chance_in_a_rich_cluster():
     # UCB1 (exploration 2) spends most of 40 pulls on 8 arms exploring; scikit-learn's k-means keeps the rich blob in
     # one arm (the hand-written one often split it into two or three rich arms: 1.8 x chance then, 1.5 x now)
     for name, factor in (("lakkaraju", 1.4), ("facility_location", 1.4)):
-        found = np.mean([err[make_search(name, random_state=s).select(pool, 40, lambda i: bool(err[i]))].sum() for s in range(5)])
+        found = np.mean(
+            [err[make_search(name, random_state=s).select(pool, 40, lambda i: bool(err[i]))].sum() for s in range(5)]
+        )
         assert found > factor * chance, name
 
 

@@ -6,8 +6,17 @@ import numpy as np
 import pytest
 
 from weakspot.errors import DataError
-from weakspot.gad.stats import (across_seeds, auc, common_budget, curve_band, error_aucs, group_runs,
-                                lowest_gad_error_rate, nanmean, seed_stats)
+from weakspot.gad.stats import (
+    across_seeds,
+    auc,
+    common_budget,
+    curve_band,
+    error_aucs,
+    group_runs,
+    lowest_gad_error_rate,
+    nanmean,
+    seed_stats,
+)
 
 
 def test_group_runs_sorts_by_split_seed_and_refuses_a_seed_twice(outcome, second_seed):
@@ -42,8 +51,9 @@ def test_across_seeds_is_a_t_interval_over_seeds_or_over_pools_for_one(outcome, 
     for s in outcome.sdr:
         own = [o.sdr[s][:, -1].mean() for o in (outcome, second_seed)]
         half = stats.t.ppf(0.975, 1) * np.std(own, ddof=1) / np.sqrt(2)
-        assert [two[s]["lo"], two[s]["sdr"], two[s]["hi"]] == pytest.approx([np.mean(own) - half, np.mean(own),
-                                                                             np.mean(own) + half])
+        assert [two[s]["lo"], two[s]["sdr"], two[s]["hi"]] == pytest.approx(
+            [np.mean(own) - half, np.mean(own), np.mean(own) + half]
+        )
         assert [two[s]["min"], two[s]["max"]] == pytest.approx([min(own), max(own)])
 
 

@@ -21,8 +21,15 @@ def with_unlabelled(target):
     half = len(split.X_test) // 2
     hidden = split.y_test[half:]
     split = replace(split, X_test=split.X_test[:half], y_test=split.y_test[:half], X_unlabelled=split.X_test[half:])
-    out = run_target(clf, split, small_params(pool_max_fraction=0.9), class_index=1, device="cpu",
-                     seed=dataset_seed(11, "phoneme"), model_info=info)
+    out = run_target(
+        clf,
+        split,
+        small_params(pool_max_fraction=0.9),
+        class_index=1,
+        device="cpu",
+        seed=dataset_seed(11, "phoneme"),
+        model_info=info,
+    )
     return out, hidden
 
 
@@ -35,8 +42,9 @@ def test_the_list_is_the_unlabelled_rows_ranked_by_the_chosen_search(with_unlabe
     assert (to_label["part"] == "unlabelled").all() and sorted(to_label["row"]) == sorted(u.eligible.tolist())
     conf = to_label["confidence"].to_numpy()
     assert np.all(conf[:-1] <= conf[1:])  # lowest confidence first, as chosen
-    np.testing.assert_allclose(to_label[out.split.feature_names].to_numpy(float),
-                               out.split.X_unlabelled[to_label["row"].to_numpy()])
+    np.testing.assert_allclose(
+        to_label[out.split.feature_names].to_numpy(float), out.split.X_unlabelled[to_label["row"].to_numpy()]
+    )
     # the ranking is worth a label: its first 30 rows hold more errors than the eligible rows' share predicts
     wrong = hidden[to_label["row"].to_numpy()] != to_label["prediction"].to_numpy()
     assert wrong[:30].mean() > wrong.mean(), (wrong[:30].mean(), wrong.mean())

@@ -8,11 +8,19 @@ import torch
 from weakspot.hda.config import HdaParams
 
 CLASSES = ["a", "b", "c"]
-TINY = {"pool": 80, "n_seeds": 6, "vae": {"epochs": 3, "max_steps": 30},
-        "robustness": {"n_balls": 10, "particles": 8, "mh_steps": 1, "log_p_min": -8},
-        "ga": {"population": 6, "generations": 5}, "fid_samples": 40, "coverage": {"iterations": 3, "mutants": 4},
-        "autoattack_iters": 2, "finetune": {"pool": 30, "seeds": 5, "train": 50, "epochs": 1},
-        "fid": {"width": 4, "train": 200, "epochs": 1, "bootstrap": 20, "min_aes": 3}, "ooda": {"samples": 2}}
+TINY = {
+    "pool": 80,
+    "n_seeds": 6,
+    "vae": {"epochs": 3, "max_steps": 30},
+    "robustness": {"n_balls": 10, "particles": 8, "mh_steps": 1, "log_p_min": -8},
+    "ga": {"population": 6, "generations": 5},
+    "fid_samples": 40,
+    "coverage": {"iterations": 3, "mutants": 4},
+    "autoattack_iters": 2,
+    "finetune": {"pool": 30, "seeds": 5, "train": 50, "epochs": 1},
+    "fid": {"width": 4, "train": 200, "epochs": 1, "bootstrap": 20, "min_aes": 3},
+    "ooda": {"samples": 2},
+}
 
 
 class Pixel0(torch.nn.Module):
@@ -37,8 +45,10 @@ def toy_data():
     """600 random 8x8 images in three classes (which half of the image is brighter, and how bright the top is)."""
     g = np.random.default_rng(0)
     X = g.random((600, 1, 8, 8)).astype(np.float32)
-    y = ((X[:, 0, :, :4].mean(axis=(1, 2)) > X[:, 0, :, 4:].mean(axis=(1, 2))).astype(np.int64)
-         + (X[:, 0, :4].mean(axis=(1, 2)) > 0.5)).astype(np.int64)
+    y = (
+        (X[:, 0, :, :4].mean(axis=(1, 2)) > X[:, 0, :, 4:].mean(axis=(1, 2))).astype(np.int64)
+        + (X[:, 0, :4].mean(axis=(1, 2)) > 0.5)
+    ).astype(np.int64)
     return X, y
 
 
@@ -59,8 +69,13 @@ def toy_splits(X, y):
     from weakspot.hda.protocol import Splits
 
     names = [f"test input {i}" for i in range(100)] + [f"validation input {i}" for i in range(100)]
-    return Splits((X[:400], y[:400]), (X[400:500], y[400:500]), (X[500:], y[500:]),
-                  (np.concatenate([X[500:], X[400:500]]), np.concatenate([y[500:], y[400:500]])), names)
+    return Splits(
+        (X[:400], y[:400]),
+        (X[400:500], y[400:500]),
+        (X[500:], y[500:]),
+        (np.concatenate([X[500:], X[400:500]]), np.concatenate([y[500:], y[400:500]])),
+        names,
+    )
 
 
 @pytest.fixture(scope="package")
@@ -76,8 +91,17 @@ def toy():
         net, adv = toy_net(X, y, 0), toy_net(X, y, 1)
         p = HdaParams.model_validate(TINY)
         data = toy_splits(X, y)
-        white = audit(net, module_proba(net), data, CLASSES, p, radius=0.1, clip=(0.0, 1.0), adversarial=adv,
-                      adversarial_label="the twin")
+        white = audit(
+            net,
+            module_proba(net),
+            data,
+            CLASSES,
+            p,
+            radius=0.1,
+            clip=(0.0, 1.0),
+            adversarial=adv,
+            adversarial_label="the twin",
+        )
         black = audit(None, module_proba(net), data, CLASSES, p, radius=0.1, clip=(0.0, 1.0))
     finally:
         torch.set_num_threads(n)

@@ -11,14 +11,25 @@ def test_params_per_target_radius_and_errors(tmp_path):
     from weakspot.config import load_section
 
     f = tmp_path / "params.yaml"
-    f.write_text(yaml.safe_dump({"targets": {"digits": {}, "scenes": {}}, "hda": {
-        "n_seeds": 50, "per_target": {"scenes": {"n_seeds": 10, "ga": {"generations": 5}, "radius": 0.02}}}}))
+    f.write_text(
+        yaml.safe_dump(
+            {
+                "targets": {"digits": {}, "scenes": {}},
+                "hda": {
+                    "n_seeds": 50,
+                    "per_target": {"scenes": {"n_seeds": 10, "ga": {"generations": 5}, "radius": 0.02}},
+                },
+            }
+        )
+    )
     s = load_section("hda", f, target="scenes")[1]
     assert s.n_seeds == 10 and s.ga.generations == 5 and s.ga.population == HdaParams().ga.population
     assert s.radius == 0.02 and radius_of(s, 1, (0.0, 1.0)) == 0.02
     d = load_section("hda", f, target="digits")[1]
     assert d.n_seeds == 50 and radius_of(d, 1, (0.0, 1.0)) == 0.1
-    f.write_text(yaml.safe_dump({"targets": {"scenes": {}}, "hda": {"per_target": {"scenes": {"ga": {"generatoins": 5}}}}}))
+    f.write_text(
+        yaml.safe_dump({"targets": {"scenes": {}}, "hda": {"per_target": {"scenes": {"ga": {"generatoins": 5}}}}})
+    )
     with pytest.raises(ValueError, match="hda.per_target.scenes.ga.generatoins"):
         load_section("hda", f, target="scenes")
     with pytest.raises(ValueError, match="radius"):

@@ -13,8 +13,9 @@ from weakspot.hda.coverage import FuzzResult, NeuronCoverage, coverage_fuzz
 
 def _conv_net():
     torch.manual_seed(0)
-    return nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 4 * 4, 5), nn.ReLU(),
-                         nn.Linear(5, 3))
+    return nn.Sequential(
+        nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 4 * 4, 5), nn.ReLU(), nn.Linear(5, 3)
+    )
 
 
 def _planted_mlp():
@@ -78,12 +79,14 @@ def test_constant_neuron_is_guarded():
 def test_update_counts_only_new_neurons_in_row_order():
     net = _planted_mlp()
     with NeuronCoverage(net, _planted_ref(), threshold=0.0) as cov:
-        x = torch.tensor([
-            [0.0, 0.0, 0, 0],  # nothing
-            [0.0, 0.8, 0, 0],  # A
-            [0.95, 0.8, 0, 0],  # A (already covered) and B (new)
-            [0.95, 0.0, 0, 0],  # B (already covered)
-        ])
+        x = torch.tensor(
+            [
+                [0.0, 0.0, 0, 0],  # nothing
+                [0.0, 0.8, 0, 0],  # A
+                [0.95, 0.8, 0, 0],  # A (already covered) and B (new)
+                [0.95, 0.0, 0, 0],  # B (already covered)
+            ]
+        )
         assert cov.update(x).tolist() == [0, 1, 1, 0]
         assert cov.covered.tolist() == [True, True] and cov.rate == 1.0
         assert cov.update(x).tolist() == [0, 0, 0, 0]
@@ -209,8 +212,17 @@ def test_progress_called_per_iteration():
     net = _planted_mlp()
     calls = []
     with NeuronCoverage(net, _planted_ref()) as cov:
-        coverage_fuzz(net, _planted_seeds(), None, 1, 0.05, coverage=cov, iterations=4, mutants=3,
-                      progress=lambda what, done, total: calls.append((done, total)))
+        coverage_fuzz(
+            net,
+            _planted_seeds(),
+            None,
+            1,
+            0.05,
+            coverage=cov,
+            iterations=4,
+            mutants=3,
+            progress=lambda what, done, total: calls.append((done, total)),
+        )
     assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
 
@@ -269,18 +281,21 @@ def test_bad_radius(radius):
         coverage_fuzz(net, _planted_seeds(), None, 1, radius, coverage=cov)
 
 
-@pytest.mark.parametrize("kw, err, msg", [
-    (dict(clip=(1.0, 0.0)), ConfigError, "clip"),
-    (dict(clip=(0.5, 0.5)), ConfigError, "clip"),
-    (dict(n_cases=[1, 1]), ConfigError, "n_cases"),
-    (dict(n_cases=[1, 0, 1]), ConfigError, "n_cases"),
-    (dict(n_cases=10_000), ConfigError, "n_cases"),
-    (dict(iterations=0), ConfigError, "iterations"),
-    (dict(mutants=0), ConfigError, "mutants"),
-    (dict(y=[0, 1]), DataError, "y"),
-    (dict(X_seeds=torch.full((3, 4), 1.5)), DataError, "X_seeds"),
-    (dict(X_seeds=torch.full((3, 4), math.nan)), DataError, "X_seeds"),
-])
+@pytest.mark.parametrize(
+    "kw, err, msg",
+    [
+        (dict(clip=(1.0, 0.0)), ConfigError, "clip"),
+        (dict(clip=(0.5, 0.5)), ConfigError, "clip"),
+        (dict(n_cases=[1, 1]), ConfigError, "n_cases"),
+        (dict(n_cases=[1, 0, 1]), ConfigError, "n_cases"),
+        (dict(n_cases=10_000), ConfigError, "n_cases"),
+        (dict(iterations=0), ConfigError, "iterations"),
+        (dict(mutants=0), ConfigError, "mutants"),
+        (dict(y=[0, 1]), DataError, "y"),
+        (dict(X_seeds=torch.full((3, 4), 1.5)), DataError, "X_seeds"),
+        (dict(X_seeds=torch.full((3, 4), math.nan)), DataError, "X_seeds"),
+    ],
+)
 def test_bad_arguments(kw, err, msg):
     net = _planted_mlp()
     args = dict(X_seeds=_planted_seeds(), y=None, n_cases=1)

@@ -30,7 +30,6 @@ def test_adaptive_kde_rejects_mismatched_shapes_and_zero_bandwidth():
         log_adaptive_kde(torch.zeros(2, 2), torch.zeros(4, 2), torch.zeros(4, 2))
 
 
-
 def test_the_kde_is_densest_where_the_training_data_are():
     g = np.random.default_rng(0)
     X = np.concatenate([_images(300, 0.2, g, 0.03), _images(15, 0.8, g, 0.03)])

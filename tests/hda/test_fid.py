@@ -72,8 +72,9 @@ def test_sign_noise_scores_worse_than_near_invisible_aes():
         loss.backward()
         opt.step()
     net.eval()
-    ref = train_reference(X[:1200], y[:1200], 10, width=16, train=1200, epochs=5, seed=0, X_test=X[1200:],
-                          y_test=y[1200:])
+    ref = train_reference(
+        X[:1200], y[:1200], 10, width=16, train=1200, epochs=5, seed=0, X_test=X[1200:], y_test=y[1200:]
+    )
     assert ref.test_accuracy > 0.8
     Xs, ys = X[1200:], y[1200:]
     xa = pgd(net, torch.as_tensor(Xs), torch.as_tensor(ys), eps=0.03, steps=30).detach()

@@ -11,8 +11,8 @@ def test_slow_start_fast_decay_schedule():
     lrs = [slow_start_fast_decay(s, 100, 1e-2) for s in range(100)]
     peak = int(np.argmax(lrs))
     assert lrs[0] == pytest.approx(1e-3) and 25 <= peak <= 32 and lrs[peak] == pytest.approx(1e-2)
-    assert all(a <= b for a, b in zip(lrs[:peak], lrs[1:peak + 1]))
-    assert all(a >= b for a, b in zip(lrs[peak:], lrs[peak + 1:])) and lrs[-1] == pytest.approx(1e-4)
+    assert all(a <= b for a, b in zip(lrs[:peak], lrs[1 : peak + 1]))
+    assert all(a >= b for a, b in zip(lrs[peak:], lrs[peak + 1 :])) and lrs[-1] == pytest.approx(1e-4)
 
 
 def test_finetuning_on_aes_fixes_them_and_leaves_the_model_unchanged():

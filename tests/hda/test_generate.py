@@ -37,7 +37,9 @@ def test_selected_seeds_come_from_the_planted_dense_fragile_region():
         return X
 
     X_train = np.concatenate([region("A", 400), region("B", 400), region("C", 12)])
-    dens = train_density(X_train, clip=(0.0, 1.0), latent_dim=2, hidden=16, epochs=40, max_steps=1200, batch_size=32, seed=0)
+    dens = train_density(
+        X_train, clip=(0.0, 1.0), latent_dim=2, hidden=16, epochs=40, max_steps=1200, batch_size=32, seed=0
+    )
     X_cand = np.concatenate([region("A", 40), region("B", 40), region("C", 40)])
     y_cand = (X_cand[:, 0, 0, 0] > 0.5).astype(np.int64)
     model = Pixel0(k=20.0)
@@ -127,8 +129,10 @@ def test_ga_finds_coherent_aes_that_random_search_of_the_same_budget_misses():
     res = _ga(model, X, y, radius=0.1, population=16, generations=40)
     ga_ae = (G.module_proba(model)(torch.as_tensor(res.X_cases)).argmax(1).numpy() != y[res.seed_index]).mean()
     n_q = res.queries // len(X)
-    rnd = torch.as_tensor(X).repeat_interleave(n_q, 0) + (2 * torch.rand(len(X) * n_q, 1, 8, 8,
-                                                                      generator=torch.Generator().manual_seed(0)) - 1) * 0.1
+    rnd = (
+        torch.as_tensor(X).repeat_interleave(n_q, 0)
+        + (2 * torch.rand(len(X) * n_q, 1, 8, 8, generator=torch.Generator().manual_seed(0)) - 1) * 0.1
+    )
     rnd = rnd.clamp(0, 1)
     rnd_hit = (model(rnd).argmax(1).reshape(len(X), n_q) != torch.as_tensor(y)[:, None]).any(1).float().mean().item()
     assert ga_ae >= 0.9, ga_ae

@@ -75,13 +75,14 @@ def test_rq1_seeds_are_correct_dense_fragile_candidates(toy):
         kind, j = name.rsplit(" ", 1)
         np.testing.assert_array_equal(x, X[(500 if kind == "test input" else 400) + int(j)])
     np.testing.assert_array_equal(s.selected, G.select_seeds(s.log_density, s.gradient, p.n_seeds))
-    np.testing.assert_array_equal(s.random, s.balls[:p.n_seeds])
+    np.testing.assert_array_equal(s.random, s.balls[: p.n_seeds])
     estimated = np.zeros(len(s.X), bool)
     estimated[np.concatenate([s.balls, s.selected])] = True
     assert np.isfinite(s.log10_p[estimated]).all() and np.isnan(s.log10_p[~estimated]).all()
     assert (s.log10_p[estimated] <= 0).all() and (s.log10_p[estimated] >= -8 / math.log(10) - 1e-9).all()
     assert s.indicator == "gradient" and s.table5["selected"]["log_density"] == pytest.approx(
-        s.log_density[s.selected].mean())
+        s.log_density[s.selected].mean()
+    )
     assert s.selected_proba.shape == (p.n_seeds, 3) and np.allclose(s.selected_proba.sum(1), 1, atol=1e-5)
 
 
@@ -96,8 +97,9 @@ def test_rq1_on_a_black_box_uses_the_separation_indicator(toy):
 def test_rq2_every_generator_on_both_seed_sets(toy):
     result, p, _, _ = toy["white"]
     g, s = result.generators, result.seeds
-    assert list(g.evals) == [(m, sn) for sn in ("selected", "random")
-                             for m in ("hda", "foda", "pgd", "ooda", "coverage")]
+    assert list(g.evals) == [
+        (m, sn) for sn in ("selected", "random") for m in ("hda", "foda", "pgd", "ooda", "coverage")
+    ]
     for (m, sn), e in g.evals.items():
         res = g.results[(m, sn)]
         assert e.n_cases == len(res.X_cases) == g.allocation[sn].sum() and e.seeds == sn
@@ -113,8 +115,12 @@ def test_rq2_every_generator_on_both_seed_sets(toy):
     e = g.evals[("hda", "selected")]  # every FID rests on the AEs it names, with an interval around it
     assert e.fid_est.n == e.ae_mask.sum() and (e.fid_est.n < 2 or e.fid_est.lo <= e.fid <= e.fid_est.hi)
     assert e.queries_per_seed == p.ga.population * (p.ga.generations + 1)
-    assert list(toy["black"][0].generators.evals) == [("hda", "selected"), ("foda", "selected"), ("hda", "random"),
-                                                      ("foda", "random")]
+    assert list(toy["black"][0].generators.evals) == [
+        ("hda", "selected"),
+        ("foda", "selected"),
+        ("hda", "random"),
+        ("foda", "random"),
+    ]
 
 
 # -------------------------------------------------------------------------------------------------------------- RQ3
@@ -123,8 +129,10 @@ def test_rq3_reuses_rq2_on_the_audited_model_and_reselects_for_the_other(toy):
     a, g = result.adversarial, result.generators
     assert list(a.evals) == ["normal", "adversarial"] and a.label == "the twin"
     assert all(list(row) == ["fgsm", "pgd", "autoattack", "hda"] for row in a.evals.values())
-    assert a.evals["normal"]["pgd"] is g.evals[("pgd", "selected")] and a.evals["normal"]["hda"] is g.evals[
-        ("hda", "selected")]
+    assert (
+        a.evals["normal"]["pgd"] is g.evals[("pgd", "selected")]
+        and a.evals["normal"]["hda"] is g.evals[("hda", "selected")]
+    )
     assert a.evals["normal"]["fgsm"].n_cases == len(result.seeds.selected)  # one FGSM case per seed
     assert a.seed_log_density["normal"] == pytest.approx(result.seeds.log_density[result.seeds.selected].mean())
 

@@ -46,17 +46,33 @@ def test_the_report_section_tables_and_lineage(toy):
     out = report(result, p, TARGET)
     sec = out.section
     assert sec.title.endswith("(toy)") and sec.key_metrics == ["hda_ae_prop", "hda_fid", "pgd_ae_prop", "pgd_fid"]
-    assert set(sec.tables) == {"table3", "fig3_fid", "table4", "table5", "table6", "table7", "table8", "table9",
-                               "reattack", "claims", "settings", "seconds"}
-    assert list(sec.tables["table7"]["method"]) == ["OODA (PGD, valid AEs only)", "FODA (VAE decoding)",
-                                                    "HDA (two-step GA)"]
+    assert set(sec.tables) == {
+        "table3",
+        "fig3_fid",
+        "table4",
+        "table5",
+        "table6",
+        "table7",
+        "table8",
+        "table9",
+        "reattack",
+        "claims",
+        "settings",
+        "seconds",
+    }
+    assert list(sec.tables["table7"]["method"]) == [
+        "OODA (PGD, valid AEs only)",
+        "FODA (VAE decoding)",
+        "HDA (two-step GA)",
+    ]
     assert list(sec.tables["claims"].columns) == ["claim", "criterion", "numbers", "holds"]
     st = sec.tables["settings"].set_index("setting")
     assert st.loc["FID features", "differs"] and "reference CNN" in st.loc["FID features", "ran"]
     assert "validation inputs" in st.loc["validity threshold (OODA, % valid AEs)", "ran"]
     assert len(sec.tables["table6"]) == 10 and len(sec.tables["table8"]) == 8 and len(sec.tables["table9"]) == 4
     assert list(sec.tables["seconds"]["step"])[-1] == "total" and "Table 9 (fine-tuning)" in list(
-        sec.tables["seconds"]["step"])
+        sec.tables["seconds"]["step"]
+    )
     assert "gradient indicator" in sec.summary[1] and sec.headline[0].startswith("HDA: ")
     with pytest.raises(ValueError, match="figure"):
         sec.check()  # the items name figures that figures() draws
@@ -125,14 +141,20 @@ def test_class_evidence_known_answer():
     def gen(ids):
         idx = np.arange(len(ids))
         ae = y[ids] == 1
-        return (LocalResult("hda", np.zeros((len(ids), 1)), idx, 0, 0.0),
-                CaseEval("hda", "", len(ids), len(ids), 0, 0, 0, 0, 0, 0, 0, 0, ae_mask=ae))
+        return (
+            LocalResult("hda", np.zeros((len(ids), 1)), idx, 0, 0.0),
+            CaseEval("hda", "", len(ids), len(ids), 0, 0, 0, 0, 0, 0, 0, 0, ae_mask=ae),
+        )
 
     (rs, es), (rr, er) = gen(sel), gen(rnd)
-    result = SimpleNamespace(seeds=SimpleNamespace(y=y, selected=sel, random=rnd),
-                             generators=SimpleNamespace(results={("hda", "selected"): rs, ("hda", "random"): rr},
-                                                        evals={("hda", "selected"): es, ("hda", "random"): er}))
-    (c, ev), = class_evidence(result, seed=0)
+    result = SimpleNamespace(
+        seeds=SimpleNamespace(y=y, selected=sel, random=rnd),
+        generators=SimpleNamespace(
+            results={("hda", "selected"): rs, ("hda", "random"): rr},
+            evals={("hda", "selected"): es, ("hda", "random"): er},
+        ),
+    )
+    ((c, ev),) = class_evidence(result, seed=0)
     assert c == 1 and ev.failures == ev.n_confirm == 20 and ev.confirmed and ev.control_rate < 1
 
 
@@ -141,8 +163,9 @@ def test_no_aes_no_findings_but_the_same_columns(toy):
     key = ("hda", "selected")
     e = result.generators.evals[key]
     none = copy.copy(result)
-    none.generators = replace(result.generators, evals={**result.generators.evals,
-                                                         key: replace(e, ae_mask=np.zeros_like(e.ae_mask))})
+    none.generators = replace(
+        result.generators, evals={**result.generators.evals, key: replace(e, ae_mask=np.zeros_like(e.ae_mask))}
+    )
     df = findings(none, p)
     assert (df["kind"] == "input").sum() == 0 and set(REQUIRED) <= set(df.columns)
     assert df[df["kind"] == "seed_set"]["failures"].iloc[0] == 0  # the seed set still measured: no AE anywhere

@@ -16,7 +16,10 @@ import torch
 
 from weakspot.errors import ConfigError, DataError, ModelError
 from weakspot.hda.robustness import (
-    AMLSResult, amls_log_prob, misclassification_score, monte_carlo_log_prob,
+    AMLSResult,
+    amls_log_prob,
+    misclassification_score,
+    monte_carlo_log_prob,
 )
 
 SEEDS = (0, 1, 2)
@@ -111,23 +114,33 @@ def test_empty_violation_set_returns_the_floor_terminated():
     # t beyond the box: s < 0 everywhere, but the score still increases towards the edge, so levels keep rising
     score, x = _one_coordinate_problem(p_true=np.array([0.5]), centres=np.array([0.0]))
     t_far = torch.tensor([R + 0.25], dtype=torch.float64)
-    res = amls_log_prob(lambda xb, idx: xb[:, 0] - t_far[idx], x, R, clip=(-9.0, 9.0), particles=32, mh_steps=4,
-                        log_p_min=-15.0, seed=0)
+    res = amls_log_prob(
+        lambda xb, idx: xb[:, 0] - t_far[idx], x, R, clip=(-9.0, 9.0), particles=32, mh_steps=4, log_p_min=-15.0, seed=0
+    )
     assert res.log_p[0] == -15.0 and res.terminated[0]
     # it climbed level by level: at most 15 / -log(29/32) = 152 levels, fewer only where resampled copies that never
     # moved tie at a level and are killed together
     assert 120 <= res.levels[0] <= 153
     # a flat score: every particle ties at the first level -> nothing survives -> the floor at once, no MH queries
-    flat = amls_log_prob(lambda xb, idx: torch.full((len(xb),), -1.0), x, R, clip=(-9.0, 9.0), particles=16,
-                         log_p_min=-7.0)
+    flat = amls_log_prob(
+        lambda xb, idx: torch.full((len(xb),), -1.0), x, R, clip=(-9.0, 9.0), particles=16, log_p_min=-7.0
+    )
     assert flat.log_p[0] == -7.0 and flat.terminated[0] and flat.levels[0] == 0 and flat.queries == 16
 
 
 def test_max_levels_returns_the_running_upper_bound_flagged():
     score, x = _one_coordinate_problem(p_true=np.array([1e-4, 1.0]), centres=np.array([0.0, 0.0]))
     calls = []
-    res = amls_log_prob(score, x, R, clip=(-9.0, 9.0), particles=64, max_levels=5, seed=3,
-                        progress=lambda what, done, total: calls.append((what, done, total)))
+    res = amls_log_prob(
+        score,
+        x,
+        R,
+        clip=(-9.0, 9.0),
+        particles=64,
+        max_levels=5,
+        seed=3,
+        progress=lambda what, done, total: calls.append((what, done, total)),
+    )
     assert calls[0][1:] == (1, 2) and calls[-1][1:] == (2, 2) and len(calls) == 6  # ball 1 done at level 1
     # continuous scores, no ties: each level keeps exactly 64 - floor(0.1 * 64) = 58 particles
     assert res.levels[0] == 5 and res.terminated[0]
@@ -137,6 +150,7 @@ def test_max_levels_returns_the_running_upper_bound_flagged():
 
 
 # ------------------------------------------------------------------------------------------------- data range
+
 
 def test_every_evaluated_particle_stays_inside_the_clipped_box():
     g = torch.Generator().manual_seed(0)
@@ -166,6 +180,7 @@ def test_every_evaluated_particle_stays_inside_the_clipped_box():
 
 # ------------------------------------------------------------------------------------------------- Monte Carlo
 
+
 def test_monte_carlo_agrees_with_amls_near_p_0_3():
     def score(xb, idx):  # a curved property in 4-d
         return torch.sin(3 * xb[:, 0]) + xb[:, 1] ** 2 - 1.2 + 0.1 * idx.to(xb.dtype)
@@ -188,6 +203,7 @@ def test_monte_carlo_flags_zero_hits():
 
 # ------------------------------------------------------------------------------------------------- determinism
 
+
 def test_same_seed_identical_other_seed_different_batch_irrelevant():
     score, x = _one_coordinate_problem(p_true=np.array([1e-4, 0.3]), centres=np.array([0.0, 0.0]))
     kw = dict(clip=(-9.0, 9.0), particles=32, mh_steps=4)
@@ -207,6 +223,7 @@ def test_same_seed_identical_other_seed_different_batch_irrelevant():
 
 
 # ------------------------------------------------------------------------------------------------- a real model
+
 
 def _p_linear(a, b, lo, hi):
     """Exact Pr[a.x + b >= 0], x ~ Uniform(prod [lo_j, hi_j]): the CDF of a weighted sum of uniforms (rational)."""
@@ -290,6 +307,7 @@ def test_linear_two_class_model_matches_the_exact_probability():
 
 # ------------------------------------------------------------------------------------------------- validation
 
+
 @pytest.mark.parametrize("radius", [float("nan"), -0.1, 0.0, float("inf"), "0.1", True])
 def test_bad_radius_is_a_config_error(radius):
     with pytest.raises(ConfigError, match="radius"):
@@ -298,11 +316,20 @@ def test_bad_radius_is_a_config_error(radius):
         monte_carlo_log_prob(lambda xb, idx: xb.sum(1), torch.zeros(2, 3), radius)
 
 
-@pytest.mark.parametrize("kw, name", [
-    (dict(rho=1.0), "rho"), (dict(rho=0.0), "rho"), (dict(particles=1), "particles"),
-    (dict(mh_steps=0), "mh_steps"), (dict(width=0.0), "width"), (dict(log_p_min=0.0), "log_p_min"),
-    (dict(max_levels=0), "max_levels"), (dict(clip=(1.0, 0.0)), "clip"), (dict(batch=0), "batch"),
-])
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        (dict(rho=1.0), "rho"),
+        (dict(rho=0.0), "rho"),
+        (dict(particles=1), "particles"),
+        (dict(mh_steps=0), "mh_steps"),
+        (dict(width=0.0), "width"),
+        (dict(log_p_min=0.0), "log_p_min"),
+        (dict(max_levels=0), "max_levels"),
+        (dict(clip=(1.0, 0.0)), "clip"),
+        (dict(batch=0), "batch"),
+    ],
+)
 def test_bad_settings_are_config_errors(kw, name):
     with pytest.raises(ConfigError, match=name):
         amls_log_prob(lambda xb, idx: xb.sum(1), torch.zeros(2, 3), 0.1, **kw)

@@ -41,8 +41,9 @@ def _target(model, X, y):
     def ds(a, b):
         return Dataset(X=X[a:b], y=y[a:b], classes=CLASSES)
 
-    return methods.AuditTarget(name="toy", model=model, classes=CLASSES, test=ds(500, 600), val=ds(400, 500),
-                               train=ds(0, 400))
+    return methods.AuditTarget(
+        name="toy", model=model, classes=CLASSES, test=ds(500, 600), val=ds(400, 500), train=ds(0, 400)
+    )
 
 
 def test_a_black_box_run_is_the_audit_of_its_arrays_and_repeats_exactly(toy):
@@ -63,8 +64,7 @@ def test_the_method_runs_white_box_through_its_entry_points(toy):
     p = HdaParams.model_validate({**TINY, "adversarial_model": False})
     out = methods.run_method("hda", _target(_WhiteBox(net), X, y), p, Runtime(device="cpu"))
     sec = out.section
-    assert sec.title.endswith("(toy)") and set(sec.figures) == {"landscape", "aes", "ga_curve", "indicators",
-                                                                  "samples"}
+    assert sec.title.endswith("(toy)") and set(sec.figures) == {"landscape", "aes", "ga_curve", "indicators", "samples"}
     assert "table8" in sec.tables and list(sec.metrics["adversarial_model"]) == ["normal"]  # no min-max model asked
     assert out.repaired["spec"]["repaired_by"].startswith("hda") and set(out.lineage) == {"seconds"}
     state = torch.load(io.BytesIO(out.repaired["state_dict"]))

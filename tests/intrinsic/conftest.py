@@ -30,8 +30,9 @@ def trained():
         train_torch_classifier(base, X[:1200], y[:1200], epochs=12, lr=3e-3, batch_size=64, seed=0, device="cpu")
         mm = ARCHS.get("lenet")((1, 8, 8), 10)
         mm.load_state_dict(init)
-        mm, _ = train_defence("minmax", mm, X[:1200], y[:1200], eps=0.15, epochs=12, lr=3e-3, batch_size=64, seed=0,
-                              options={"steps": 3})
+        mm, _ = train_defence(
+            "minmax", mm, X[:1200], y[:1200], eps=0.15, epochs=12, lr=3e-3, batch_size=64, seed=0, options={"steps": 3}
+        )
     finally:
         torch.set_num_threads(threads)
     return {"none": base.eval(), "minmax": mm.eval()}, X[1200:], y[1200:]
@@ -46,7 +47,16 @@ def measured(trained):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return measure(models, X, y, [str(c) for c in range(10)], small_params(), eps=0.15, clip=(0.0, 1.0),
-                       n_test=len(X), defence_info={"minmax": {"label": "PGD-3 min-max (eps 0.15)"}})
+        return measure(
+            models,
+            X,
+            y,
+            [str(c) for c in range(10)],
+            small_params(),
+            eps=0.15,
+            clip=(0.0, 1.0),
+            n_test=len(X),
+            defence_info={"minmax": {"label": "PGD-3 min-max (eps 0.15)"}},
+        )
     finally:
         torch.set_num_threads(threads)

@@ -33,9 +33,18 @@ def digits_net(seed: int = 0, steps: int = 200):
 
 def small_params(**kw):
     """The method's settings scaled down to a few seconds on the fixture's models."""
-    base = dict(n_inputs=120, n_attack=60, pgd_steps=10, cw_steps=10, psi={"steps": 10}, batch_size=60,
-                autoattack={"enabled": False}, reparam={"n_inputs": 40, "factors": [100.0, 0.01]},
-                stability={"batch_sizes": [20, 60], "draws": 5, "pool": 120}, surface={"n_inputs": 1, "grid": 9},
-                max_findings=3)
+    base = dict(
+        n_inputs=120,
+        n_attack=60,
+        pgd_steps=10,
+        cw_steps=10,
+        psi={"steps": 10},
+        batch_size=60,
+        autoattack={"enabled": False},
+        reparam={"n_inputs": 40, "factors": [100.0, 0.01]},
+        stability={"batch_sizes": [20, 60], "draws": 5, "pool": 120},
+        surface={"n_inputs": 1, "grid": 9},
+        max_findings=3,
+    )
     base.update(kw)
     return IntrinsicParams.model_validate(base)

@@ -8,8 +8,13 @@ range "(0, 2)" are taken out before the check; a sign (+27.0%) is dropped, so th
 import re
 
 #: The paper's references and constants of its definitions, which are not measurements.
-CITATIONS = [r"seeds/\d+", r"\b(?:Tables?|Secs?\.|Eq\.|Figs?\.)\s*\d+(?:\.\d+)?(?:\s*-\s*\d+)?",
-             r"et al\.,? \d{4}", r"\(0, 2\)", r"CIFAR-10"]
+CITATIONS = [
+    r"seeds/\d+",
+    r"\b(?:Tables?|Secs?\.|Eq\.|Figs?\.)\s*\d+(?:\.\d+)?(?:\s*-\s*\d+)?",
+    r"et al\.,? \d{4}",
+    r"\(0, 2\)",
+    r"CIFAR-10",
+]
 TOKEN = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?%?")
 FORMATS = ("{:.0f}", "{:.1f}", "{:.2f}", "{:.2g}", "{:.3g}", "{:.4g}", "{:g}", "{:.0%}", "{:.1%}", "{:.1e}")
 

@@ -20,8 +20,9 @@ def test_a_model_is_measured_as_the_paper_measures_it(digits):
     net, X, y = digits
     p = small_params(n_attack=80)
     e = evaluate_model("none", "the model", net, X, y, 10, eps=0.1, clip=(0.0, 1.0), params=p)
-    assert e.kl.shape == (120,) and e.psi == pytest.approx(psi(e.kl)) and e.psi_softmax == pytest.approx(
-        psi(e.kl_softmax))
+    assert (
+        e.kl.shape == (120,) and e.psi == pytest.approx(psi(e.kl)) and e.psi_softmax == pytest.approx(psi(e.kl_softmax))
+    )
     assert e.n_attacked == 80 and set(e.acc) == {"clean", *ATTACK_KEYS}
     assert e.acc["clean"] == pytest.approx(np.mean(e.pred[:80] == y[:80]))
     # PGD and CW search what FGSM's one step searches, and more: no higher accuracy (two inputs' slack)
@@ -38,10 +39,12 @@ def test_a_pool_that_starts_with_the_inputs_is_reused_as_it_is(digits):
     (the same random starts, batch for batch)."""
     net, X, y = digits
     p = small_params(n_attack=20)
-    pool = max_kl(net, np.concatenate([X, X[:60]]), normalisation="invariant",
-                  **ascent_kwargs(p, 0.1, (0.0, 1.0), "cpu"))
-    reused = evaluate_model("none", "", net, X, y, 10, eps=0.1, clip=(0.0, 1.0), params=p,
-                            kl_pool=(pool.kl, pool.x_worst))
+    pool = max_kl(
+        net, np.concatenate([X, X[:60]]), normalisation="invariant", **ascent_kwargs(p, 0.1, (0.0, 1.0), "cpu")
+    )
+    reused = evaluate_model(
+        "none", "", net, X, y, 10, eps=0.1, clip=(0.0, 1.0), params=p, kl_pool=(pool.kl, pool.x_worst)
+    )
     fresh = evaluate_model("none", "", net, X, y, 10, eps=0.1, clip=(0.0, 1.0), params=p)
     assert np.array_equal(reused.kl, fresh.kl) and np.array_equal(reused.x_worst, fresh.x_worst)
     assert reused.acc == fresh.acc
@@ -59,8 +62,17 @@ def test_an_attack_that_leaves_the_ball_is_an_error(digits, monkeypatch):
 def test_attacks_report_progress_and_are_seeded(digits):
     net, X, y = digits
     calls = []
-    a, _ = attack_accuracies("m", net, X[:40], y[:40], 10, eps=0.1, clip=(0.0, 1.0), params=small_params(),
-                             progress=lambda *c: calls.append(c))
+    a, _ = attack_accuracies(
+        "m",
+        net,
+        X[:40],
+        y[:40],
+        10,
+        eps=0.1,
+        clip=(0.0, 1.0),
+        params=small_params(),
+        progress=lambda *c: calls.append(c),
+    )
     b, _ = attack_accuracies("m", net, X[:40], y[:40], 10, eps=0.1, clip=(0.0, 1.0), params=small_params())
     assert a == b and [c[1:] for c in calls] == [(1, 3), (2, 3), (3, 3)]
     assert calls[0][0] == "m: attacks (fgsm)"

@@ -29,8 +29,11 @@ def test_the_figures_show_what_was_measured(drawn, measured):
     e = measured.evals["none"]
     assert worst[3].get_title().startswith(f"KL {e.kl.max():.3f}")
     # psi vs attacks: one line per accuracy (clean and three attacks; AutoAttack off), one point per model
-    lines = [ln for ln in drawn["psi_vs_attacks"].axes[0].get_lines() if ln.get_label() in
-             ("clean", "FGSM", "PGD-10", "CW-10")]
+    lines = [
+        ln
+        for ln in drawn["psi_vs_attacks"].axes[0].get_lines()
+        if ln.get_label() in ("clean", "FGSM", "PGD-10", "CW-10")
+    ]
     assert len(lines) == 4 and all(len(ln.get_xdata()) == 2 for ln in lines)
     # per class: one bar per class and model
     assert len(drawn["per_class"].axes[0].patches) == 2 * 10
@@ -39,7 +42,7 @@ def test_the_figures_show_what_was_measured(drawn, measured):
 def test_a_surface_figure_has_a_row_per_model_and_a_column_per_direction(measured):
     import matplotlib.pyplot as plt
 
-    (i, per), = measured.surfaces.items()
+    ((i, per),) = measured.surfaces.items()
     fig = surface_figure(per, eps=measured.eps, title="t")
     try:
         images = [ax for ax in fig.axes if ax.get_images()]

@@ -33,16 +33,21 @@ def test_findings_rank_the_strongest_attack_then_inputs_and_classes_by_instabili
     assert list(cls["label"]) == ["c"]
     c = cls.iloc[0]  # every held-out input of class c fails, the others' only where input 0 is: against the rest
     assert c["failures"] == c["n_confirm"] and c["control_failures"] <= 1 and c["n_confirm"] + c["n_control"] == 6
-    assert c["severity"] == pytest.approx(c["lift"]) == pytest.approx(
-        (c["failures"] / c["n_confirm"]) / (max(c["control_failures"], 0.5) / c["n_control"]))
+    assert (
+        c["severity"]
+        == pytest.approx(c["lift"])
+        == pytest.approx((c["failures"] / c["n_confirm"]) / (max(c["control_failures"], 0.5) / c["n_control"]))
+    )
 
 
 def test_an_input_whose_neighbour_keeps_its_class_says_so():
     e = model_eval("none", [0.5, 0.25], accs(1.0, 1.0, 1.0, 1.0), y=np.array([0, 1]))
-    f = findings(e, np.zeros((2, 1, 4, 4), np.float32), np.array([0, 1]), CLASSES, small_params(max_findings=1),
-                 eps=0.1)
-    assert f.iloc[1]["weak_spot"] == ("input 0: a neighbour within eps 0.1 keeps class a but moves its probabilities "
-                                      "by KL 0.5")
+    f = findings(
+        e, np.zeros((2, 1, 4, 4), np.float32), np.array([0, 1]), CLASSES, small_params(max_findings=1), eps=0.1
+    )
+    assert f.iloc[1]["weak_spot"] == (
+        "input 0: a neighbour within eps 0.1 keeps class a but moves its probabilities by KL 0.5"
+    )
 
 
 def test_worst_inputs_are_stable_for_ties():

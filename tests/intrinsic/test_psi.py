@@ -164,8 +164,10 @@ def test_max_kl_respects_the_floor_bound():
     for f in (1e-3, 1e-2):
         k = P.max_kl(net, X, eps=0.5, steps=30, floor=f).kl
         assert k.max() <= np.log(1 / f) + 1e-6
-    assert P.max_kl(net, X, eps=0.5, steps=30, floor=1e-3).kl.mean() < \
-        P.max_kl(net, X, eps=0.5, steps=30, floor=1e-9).kl.mean()
+    assert (
+        P.max_kl(net, X, eps=0.5, steps=30, floor=1e-3).kl.mean()
+        < P.max_kl(net, X, eps=0.5, steps=30, floor=1e-9).kl.mean()
+    )
 
 
 # -------------------------------------------------------------------------------------------------------------- psi

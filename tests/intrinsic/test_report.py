@@ -42,8 +42,16 @@ def test_the_section_titles_the_target_and_names_only_what_it_has(out, measured)
     figures = [i["figure"] for i in sec.items if "figure" in i]
     assert figures == ["psi_vs_attacks", "worst_inputs", "per_class", "surface_0", "stability"]
     assert sec.figures == {}  # drawn by weakspot.intrinsic.figures
-    assert set(sec.tables) == {"seconds", "defences", "paper", "reparam", "stability", "per_class", "claims",
-                               "settings"}
+    assert set(sec.tables) == {
+        "seconds",
+        "defences",
+        "paper",
+        "reparam",
+        "stability",
+        "per_class",
+        "claims",
+        "settings",
+    }
     assert out.lineage == {"defences": measured.defence_info}
 
 
@@ -52,8 +60,10 @@ def test_prose_quotes_the_numbers(out, measured):
     s = out.section.summary
     assert len(s) == 5  # what psi is, the audited model, the ART check, the defended models, the caveats
     assert "eps = 0.15" in s[0] and f"psi {none.psi:.1f}" in s[1] and "PGD-10 checked against IBM ART's" in s[2]
-    assert (f"the largest psi is minmax's ({mm.psi:.1f}, at clean accuracy {mm.acc['clean']:.1%}; the audited "
-            f"model's {none.acc['clean']:.1%})") in s[3]
+    assert (
+        f"the largest psi is minmax's ({mm.psi:.1f}, at clean accuracy {mm.acc['clean']:.1%}; the audited "
+        f"model's {none.acc['clean']:.1%})"
+    ) in s[3]
     assert "(Table 4): yes (by construction)" in s[3]
     assert s[4].startswith("Caveats")
     assert "Settings that differ from the paper's (the settings table gives both values): pgd_steps, cw_steps" in s[4]
@@ -75,8 +85,13 @@ def test_every_number_in_the_headline_and_summary_comes_from_the_metrics(out):
 
 def test_fig_6_pool_and_table_4_say_what_they_are(out, measured):
     sec = out.section
-    assert sec.metrics["inputs"] == {"psi_test": 120, "psi_val": 0, "fig6_pool_test": 120, "fig6_pool_val": 0,
-                                     "fig6_pool_train": 0}
+    assert sec.metrics["inputs"] == {
+        "psi_test": 120,
+        "psi_val": 0,
+        "fig6_pool_test": 120,
+        "fig6_pool_val": 0,
+        "fig6_pool_train": 0,
+    }
     fig = {i["figure"]: i["caption"] for i in sec.items if "figure" in i}
     cap = {i["table"]: i["caption"] for i in sec.items if "table" in i}
     assert "drawn from a pool of 120 inputs (120 test, no training input)." in fig["stability"]

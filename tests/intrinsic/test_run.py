@@ -28,15 +28,14 @@ def test_the_planted_robust_model_measures_as_more_robust(measured):
     assert set(r.reparam) == {"none", "minmax"} and list(r.stability["batch_size"]) == [20, 60]
     assert abs(r.art_check["ours"] - r.art_check["art"]) <= 1 / 60
     # the surfaces: the first input the audited model gets right, for both models, one surface per direction
-    (i, per), = r.surfaces.items()
+    ((i, per),) = r.surfaces.items()
     assert i == int(np.flatnonzero(none.pred == r.y)[0]) and len(per) == 2
     assert all(len(s) == 4 and s[0].g.shape == (9, 9) for s in per.values())
 
 
 def test_measure_is_deterministic(trained, measured):
     models, X, y = trained
-    again = measure(models, X, y, [str(c) for c in range(10)], small_params(), eps=0.15, clip=(0.0, 1.0),
-                    n_test=len(X))
+    again = measure(models, X, y, [str(c) for c in range(10)], small_params(), eps=0.15, clip=(0.0, 1.0), n_test=len(X))
     for n in ("none", "minmax"):
         assert np.array_equal(again.evals[n].kl, measured.evals[n].kl)
         assert again.evals[n].acc == measured.evals[n].acc
@@ -54,19 +53,39 @@ def test_the_pool_is_shuffled_within_the_test_split_and_within_the_rest():
 def test_measure_needs_the_audited_model(trained):
     models, X, y = trained
     with pytest.raises(ConfigError, match="audited model under the name 'none'; got models 'minmax'"):
-        measure({"minmax": models["minmax"]}, X, y, [str(c) for c in range(10)], small_params(), eps=0.15,
-                clip=(0.0, 1.0), n_test=len(X))
+        measure(
+            {"minmax": models["minmax"]},
+            X,
+            y,
+            [str(c) for c in range(10)],
+            small_params(),
+            eps=0.15,
+            clip=(0.0, 1.0),
+            n_test=len(X),
+        )
 
 
 def _target(module, X, y, train=None):
     classes = [str(c) for c in range(10)]
     ds = lambda a, b: Dataset(X=a, y=b, classes=classes, image_shape=(1, 8, 8))  # noqa: E731
     Xt, yt = train if train is not None else (X, y)
-    t = TargetParams.model_validate({"data": {"source": "digits"}, "model": {"kind": "builtin", "arch": "lenet"},
-                                     "train": {"epochs": 1, "batch_size": 64}})
-    return methods.AuditTarget(name="toy", model=SimpleNamespace(module=module), classes=classes,
-                               test=ds(X[:100], y[:100]), val=ds(X[100:150], y[100:150]), train=ds(Xt, yt), params=t,
-                               digest="toy-digest")
+    t = TargetParams.model_validate(
+        {
+            "data": {"source": "digits"},
+            "model": {"kind": "builtin", "arch": "lenet"},
+            "train": {"epochs": 1, "batch_size": 64},
+        }
+    )
+    return methods.AuditTarget(
+        name="toy",
+        model=SimpleNamespace(module=module),
+        classes=classes,
+        test=ds(X[:100], y[:100]),
+        val=ds(X[100:150], y[100:150]),
+        train=ds(Xt, yt),
+        params=t,
+        digest="toy-digest",
+    )
 
 
 def test_the_method_runs_on_a_target_through_the_one_entry_point(trained):
@@ -74,8 +93,9 @@ def test_the_method_runs_on_a_target_through_the_one_entry_point(trained):
     model's training goes to the lineage; psi's inputs are the test split first."""
     models, X, y = trained
     m = methods.get("intrinsic")
-    p = small_params(n_inputs=100, defences=["fgsm_at"], defence_epochs=1, stability={"batch_sizes": [20],
-                                                                                        "draws": 3, "pool": 120})
+    p = small_params(
+        n_inputs=100, defences=["fgsm_at"], defence_epochs=1, stability={"batch_sizes": [20], "draws": 3, "pool": 120}
+    )
     out = methods.run_method(m, _target(models["none"], X, y, train=(X[150:], y[150:])), p, Runtime(device="cpu"))
     sec = out.section
     # Sec. 5.1's eps for grey-scale images (0.3 of the data's range), and so Sec. 5.6's grade
@@ -106,13 +126,20 @@ def test_psi_and_the_attacks_never_run_on_a_training_input(monkeypatch):
     from weakspot.intrinsic.config import IntrinsicParams
 
     def part(value, n):
-        return Dataset(X=np.full((n, 1, 4, 4), value, np.float32), y=np.arange(n) % 2, classes=["a", "b"],
-                       image_shape=(1, 4, 4))
+        return Dataset(
+            X=np.full((n, 1, 4, 4), value, np.float32), y=np.arange(n) % 2, classes=["a", "b"], image_shape=(1, 4, 4)
+        )
 
     seen = {}
     monkeypatch.setattr(run_module, "measure", lambda models, X, y, *a, **k: seen.update(X=X, n_test=k["n_test"]))
     monkeypatch.setattr(run_module, "defended_models", lambda *a, **k: ({}, {}, 0.1))  # no defence to train
-    target = SimpleNamespace(name="t", test=part(0.1, 20), val=part(0.2, 10), train=part(0.9, 500), classes=["a", "b"],
-                             model=SimpleNamespace(module=None))
+    target = SimpleNamespace(
+        name="t",
+        test=part(0.1, 20),
+        val=part(0.2, 10),
+        train=part(0.9, 500),
+        classes=["a", "b"],
+        model=SimpleNamespace(module=None),
+    )
     run_module.run(target, IntrinsicParams(defences=[], n_inputs=300), SimpleNamespace(device="cpu", progress=None))
     assert seen["n_test"] == 20 and len(seen["X"]) == 30 and not np.isclose(seen["X"], 0.9).any()

@@ -15,8 +15,9 @@ def test_stability_spread_shrinks_with_the_batch_and_is_corrected_for_the_pool()
     # ~1/sqrt(b): from 50 to 200 inputs the spread roughly halves
     assert 1.4 < t["relative_std"].iloc[0] / t["relative_std"].iloc[1] < 2.9
     # the correction is the finite-population factor sqrt((N - b) / (N - 1))
-    np.testing.assert_allclose(t["relative_std_in_pool"] / t["relative_std"],
-                               np.sqrt((2000 - t["batch_size"]) / 1999.0))
+    np.testing.assert_allclose(
+        t["relative_std_in_pool"] / t["relative_std"], np.sqrt((2000 - t["batch_size"]) / 1999.0)
+    )
 
 
 def test_a_constant_pool_has_no_spread_and_the_table_is_seeded():

@@ -4,19 +4,35 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from weakspot.intrinsic.tables import (PAPER_TABLE, attack_names, autoattack_name, defences_table, per_class_table,
-                                       reparam_table, settings_table)
+from weakspot.intrinsic.tables import (
+    PAPER_TABLE,
+    attack_names,
+    autoattack_name,
+    defences_table,
+    per_class_table,
+    reparam_table,
+    settings_table,
+)
 from tests.intrinsic.evals import accs, model_eval
 from tests.intrinsic.helpers import small_params
 
 
 def _result(shape=(12, 1, 4, 4), eps=0.3, aa=False):
-    ev = {"none": model_eval("none", np.full(12, 0.01), accs(0.95, 0.5, 0.25, 0.125)),
-          "minmax": model_eval("minmax", np.full(12, 0.001), accs(0.9, 0.8, 0.75, 0.7))}
+    ev = {
+        "none": model_eval("none", np.full(12, 0.01), accs(0.95, 0.5, 0.25, 0.125)),
+        "minmax": model_eval("minmax", np.full(12, 0.001), accs(0.9, 0.8, 0.75, 0.7)),
+    }
     if aa:
         ev["none"].acc["autoattack"] = 0.1
-    return SimpleNamespace(evals=ev, X=np.zeros(shape, np.float32), y=np.arange(12) % 3, eps=eps, clip=(0.0, 1.0),
-                           classes=["a", "b", "c"], defence_info={"minmax": {"label": "PGD-3 min-max"}})
+    return SimpleNamespace(
+        evals=ev,
+        X=np.zeros(shape, np.float32),
+        y=np.arange(12) % 3,
+        eps=eps,
+        clip=(0.0, 1.0),
+        classes=["a", "b", "c"],
+        defence_info={"minmax": {"label": "PGD-3 min-max"}},
+    )
 
 
 def test_defences_table_has_a_row_per_model_and_grades_only_at_mnist_eps():
@@ -39,11 +55,17 @@ def test_names_say_what_ran():
 
 def test_reparam_and_per_class_tables():
     p = small_params(reparam={"factors": [100.0, 0.01]})
-    row = {f"{pre}x{f}": v for pre, v in (("", 1.0), ("softmax_", 2.0), ("sharpness_", 3.0))
-           for f in ("1", "100", "0.01")}
+    row = {
+        f"{pre}x{f}": v for pre, v in (("", 1.0), ("softmax_", 2.0), ("sharpness_", 3.0)) for f in ("1", "100", "0.01")
+    }
     t = reparam_table({"none": row, "minmax": row}, p)
-    assert len(t) == 6 and list(t.columns) == ["model", "metric", "last layer x1", "last layer x100",
-                                               "last layer x0.01"]
+    assert len(t) == 6 and list(t.columns) == [
+        "model",
+        "metric",
+        "last layer x1",
+        "last layer x100",
+        "last layer x0.01",
+    ]
     assert list(t["last layer x100"][:3]) == [1.0, 2.0, 3.0]
     pc = per_class_table(_result())
     assert list(pc["inputs"]) == [4, 4, 4] and list(pc["psi none"]) == [100.0] * 3
@@ -67,10 +89,12 @@ def test_each_defence_is_set_against_its_own_papers_settings_as_it_ran():
     from weakspot.adversarial.defences import ROSS_LAMBDA_PAPER
 
     p = small_params(stability={"batch_sizes": [100, 250, 500, 1000], "draws": 5, "pool": 1500})
-    info = {"gradreg": {"label": "gradreg 0.1", "settings": {"lam": 0.1}},
-            "fgsm_at": {"label": "fgsm", "settings": {"eps": 0.15, "lam": 0.3, "fraction": 0.5}},
-            "distillation": {"label": "d", "settings": {"temperature": 100.0, "warm_start": True}},
-            "minmax": {"label": "PGD-7", "settings": {"steps": 7}}}
+    info = {
+        "gradreg": {"label": "gradreg 0.1", "settings": {"lam": 0.1}},
+        "fgsm_at": {"label": "fgsm", "settings": {"eps": 0.15, "lam": 0.3, "fraction": 0.5}},
+        "distillation": {"label": "d", "settings": {"temperature": 100.0, "warm_start": True}},
+        "minmax": {"label": "PGD-7", "settings": {"steps": 7}},
+    }
     t = settings_table(p, 300, 200, 0.15, info, "scratch", True, grey=True, n_pool=538, n_test=268)
     t = t.set_index("setting")
     assert t.loc["defence gradreg", "differs"] and f"lambda {ROSS_LAMBDA_PAPER:g}" in t.loc["defence gradreg", "paper"]
@@ -81,5 +105,7 @@ def test_each_defence_is_set_against_its_own_papers_settings_as_it_ran():
     t = settings_table(p, 300, 200, 0.15, {"gradreg": {"settings": {"lam": ROSS_LAMBDA_PAPER}}}, "scratch", True)
     assert not t.set_index("setting").loc["defence gradreg", "differs"]
     t = settings_table(p, 300, 200, 0.15, {}, "scratch", False, n_pool=538, n_test=268).set_index("setting")
-    assert t.loc["Fig. 6 pool", "ran"] == ("538 inputs (268 test + 270 validation, no training input); batches of 100, "
-                                           "250, 500 (1000 left out: not smaller than the pool)")
+    assert t.loc["Fig. 6 pool", "ran"] == (
+        "538 inputs (268 test + 270 validation, no training input); batches of 100, "
+        "250, 500 (1000 left out: not smaller than the pool)"
+    )

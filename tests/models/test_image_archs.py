@@ -28,7 +28,9 @@ def test_image_arch_maps_unit_images_to_logits(arch):
     assert g.shape == (2, 3, 32, 32) and np.abs(g).sum() > 0
 
 
-@pytest.mark.parametrize("arch,shape", [("alexnet", (3, 64, 64)), ("small_cnn", (3, 48, 48)), ("small_cnn", (1, 24, 24))])
+@pytest.mark.parametrize(
+    "arch,shape", [("alexnet", (3, 64, 64)), ("small_cnn", (3, 48, 48)), ("small_cnn", (1, 24, 24))]
+)
 def test_image_archs_take_other_sizes(arch, shape):
     m = ARCHS.get(arch)(shape, 7).eval()
     with torch.no_grad():
@@ -73,8 +75,17 @@ def test_images_to_input():
 def _shapes(n_per_class=24, seed=0):
     r = FakeRenderer(classes=["disc", "square", "cross"], resolution=24, seed=seed)
     rng = np.random.default_rng(seed)
-    scenes = [{"class": c, "instance": int(i), "view_elevation": 0.0, "view_roll": float(rng.uniform(0, 360)),
-               "view_distance": float(rng.uniform(1.6, 2.6))} for c in r.classes for i in range(n_per_class)]
+    scenes = [
+        {
+            "class": c,
+            "instance": int(i),
+            "view_elevation": 0.0,
+            "view_roll": float(rng.uniform(0, 360)),
+            "view_distance": float(rng.uniform(1.6, 2.6)),
+        }
+        for c in r.classes
+        for i in range(n_per_class)
+    ]
     return images_to_input(r.render(scenes)), np.repeat(np.arange(3), n_per_class)
 
 
@@ -110,8 +121,16 @@ def test_batch_norm_skips_a_trailing_single_sample_batch():
     _, h = _train_small_cnn(x, y, seed=0, epochs=2)
     assert h["steps"] == [1, 2]
     # a model without batch norm uses every batch
-    h = train_torch_classifier(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 24 * 24, 3)), x, y,
-                               epochs=1, lr=0.01, batch_size=8, seed=0, device="cpu")
+    h = train_torch_classifier(
+        torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 24 * 24, 3)),
+        x,
+        y,
+        epochs=1,
+        lr=0.01,
+        batch_size=8,
+        seed=0,
+        device="cpu",
+    )
     assert h["steps"] == [3]  # batches of 8: 8, 8, 1
 
 
@@ -119,8 +138,10 @@ def test_hflip_needs_images_and_a_known_name():
     x = np.zeros((4, 3), np.float32)
     y = np.array([0, 1, 0, 1])
     with pytest.raises(ConfigError, match="needs images"):
-        train_torch_classifier(torch.nn.Linear(3, 2), x, y, epochs=1, lr=0.1, batch_size=2, seed=0, device="cpu",
-                               augment="hflip")
+        train_torch_classifier(
+            torch.nn.Linear(3, 2), x, y, epochs=1, lr=0.1, batch_size=2, seed=0, device="cpu", augment="hflip"
+        )
     with pytest.raises(ConfigError, match="augment"):
-        train_torch_classifier(torch.nn.Linear(3, 2), x, y, epochs=1, lr=0.1, batch_size=2, seed=0, device="cpu",
-                               augment="rotate")
+        train_torch_classifier(
+            torch.nn.Linear(3, 2), x, y, epochs=1, lr=0.1, batch_size=2, seed=0, device="cpu", augment="rotate"
+        )

@@ -17,8 +17,6 @@ from weakspot.models import (
 )
 
 
-
-
 # ------------------------------------------------------------------------------------------- check_probabilities
 
 
@@ -167,7 +165,9 @@ def test_callable_adapter_checks_outputs():
     clf = CallableClassifier(uniform, n_classes=4)
     assert np.allclose(clf.predict_proba(np.zeros((3, 2))), 0.25)
     assert clf.predict(np.zeros((2, 2))).tolist() == [0, 0]
-    with pytest.raises(ModelError, match=r"CallableClassifier\(uniform\).*shape \(3, 4\), expected \(n, k\) = \(3, 2\)"):
+    with pytest.raises(
+        ModelError, match=r"CallableClassifier\(uniform\).*shape \(3, 4\), expected \(n, k\) = \(3, 2\)"
+    ):
         CallableClassifier(uniform, n_classes=2).predict_proba(np.zeros((3, 2)))
     torch_fn = CallableClassifier(lambda x: torch.full((len(x), 2), 0.5), n_classes=2)
     assert torch_fn.predict_proba(np.zeros((2, 1))).shape == (2, 2)

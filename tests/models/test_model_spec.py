@@ -22,12 +22,11 @@ from weakspot.models import (
 )
 
 
-
-
 @pytest.fixture
 def user_pkg(tmp_path, monkeypatch):
     """An importable module of user factories, as a user's own package would be."""
-    (tmp_path / "ws_user_models.py").write_text(textwrap.dedent("""
+    (tmp_path / "ws_user_models.py").write_text(
+        textwrap.dedent("""
         import numpy as np
         import torch
         from sklearn.linear_model import LogisticRegression
@@ -56,7 +55,8 @@ def user_pkg(tmp_path, monkeypatch):
             return fn
 
         NOT_CALLABLE = 3
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     return "ws_user_models"
 
@@ -86,8 +86,12 @@ def test_builtin_state_dict_round_trip_identical_predictions(tmp_path):
     torch.save(net.state_dict(), tmp_path / "lenet.pt")
     x = np.random.default_rng(0).random((20, 1, 8, 8)).astype(np.float32)
     before = TorchClassifier(net, n_classes=10, device="cpu").predict_proba(x)
-    clf = load_model(ModelSpec(kind="builtin", arch="lenet", weights=str(tmp_path / "lenet.pt")),
-                     n_classes=10, input_shape=(1, 8, 8), device="cpu")
+    clf = load_model(
+        ModelSpec(kind="builtin", arch="lenet", weights=str(tmp_path / "lenet.pt")),
+        n_classes=10,
+        input_shape=(1, 8, 8),
+        device="cpu",
+    )
     assert isinstance(clf, TorchClassifier)
     assert np.array_equal(clf.predict_proba(x), before)
     # without the weights the fresh model predicts differently: the weights were really loaded
@@ -108,8 +112,12 @@ def test_torch_factory_with_weights_round_trip(tmp_path, user_pkg):
     x = np.random.default_rng(1).normal(size=(7, 2, 2)).astype(np.float32)
     assert np.array_equal(clf.predict_proba(x), TorchClassifier(net, n_classes=3, device="cpu").predict_proba(x))
     # a factory taking no arguments is called without any
-    assert load_model(ModelSpec(kind="torch", factory=f"{user_pkg}:build_no_args"), n_classes=2,
-                      input_shape=(4,), device="cpu").n_classes == 2
+    assert (
+        load_model(
+            ModelSpec(kind="torch", factory=f"{user_pkg}:build_no_args"), n_classes=2, input_shape=(4,), device="cpu"
+        ).n_classes
+        == 2
+    )
 
 
 def test_whole_pickled_module_is_refused(tmp_path, user_pkg):
@@ -199,4 +207,3 @@ def test_load_model_accepts_dicts_and_other_pydantic_models():
     assert load_model({"arch": "mlp"}, n_classes=2, input_shape=(4,), device="cpu").n_classes == 2
     with pytest.raises(ConfigError, match="not valid"):
         load_model({"kind": "torch"}, n_classes=2, input_shape=(4,))
-

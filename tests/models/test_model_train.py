@@ -12,8 +12,6 @@ from weakspot.metrics import accuracy
 from weakspot.models import MLP, LeNet, TorchClassifier, train_torch_classifier
 
 
-
-
 @pytest.mark.parametrize("c, s", [(1, 8), (1, 28), (3, 32), (2, 5)])
 def test_lenet_output_shape(c, s):
     out = LeNet(in_channels=c, n_classes=7, image_size=s)(torch.zeros(3, c, s, s))
@@ -55,8 +53,19 @@ def test_training_learns_separable_blobs_and_reports_progress():
     torch.manual_seed(0)
     m = MLP(2, 2, hidden=(8,))
     rng_before = torch.get_rng_state()
-    h = train_torch_classifier(m, X[:150], y[:150], X_val=X[150:], y_val=y[150:], epochs=5, lr=5e-2,
-                               batch_size=32, seed=0, device="cpu", progress=lambda *a: calls.append(a))
+    h = train_torch_classifier(
+        m,
+        X[:150],
+        y[:150],
+        X_val=X[150:],
+        y_val=y[150:],
+        epochs=5,
+        lr=5e-2,
+        batch_size=32,
+        seed=0,
+        device="cpu",
+        progress=lambda *a: calls.append(a),
+    )
     assert torch.equal(torch.get_rng_state(), rng_before)  # the global RNG is left alone
     assert [c[1:] for c in calls] == [(e, 5) for e in range(1, 6)]  # progress(what, done, total)
     assert calls[0][0].startswith("epoch (loss ") and "val acc" in calls[0][0]
@@ -86,8 +95,9 @@ def test_lenet_on_digits_reaches_095_test_accuracy():
     tr, va, te = (ds.subset(parts[k]) for k in ("train", "val", "test"))
     torch.manual_seed(0)
     net = LeNet(in_channels=1, n_classes=10, image_size=8)
-    h = train_torch_classifier(net, tr.X, tr.y, X_val=va.X, y_val=va.y, epochs=30, lr=3e-3, batch_size=64,
-                               seed=0, device="cpu")
+    h = train_torch_classifier(
+        net, tr.X, tr.y, X_val=va.X, y_val=va.y, epochs=30, lr=3e-3, batch_size=64, seed=0, device="cpu"
+    )
     p = TorchClassifier(net, n_classes=10, device="cpu").predict_proba(te.X)
     assert accuracy(p, te.y) >= 0.95
     assert h["val_accuracy"][-1] >= 0.95

@@ -26,8 +26,16 @@ def test_audit_exits_3_on_a_regression_and_0_otherwise(tmp_path, monkeypatch):
     from ops.audit import record_and_compare
 
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "params.yaml").write_text(json.dumps({"history": {"dir": "history", "rules": [
-        {"metric": "train/*:test_accuracy", "worse": "down", "tolerance": 0.01}]}}))
+    (tmp_path / "params.yaml").write_text(
+        json.dumps(
+            {
+                "history": {
+                    "dir": "history",
+                    "rules": [{"metric": "train/*:test_accuracy", "worse": "down", "tolerance": 0.01}],
+                }
+            }
+        )
+    )
     _metrics(tmp_path, 0.99)
     assert record_and_compare() == 0  # the first audit: nothing to compare with
     time.sleep(1.1)
@@ -73,8 +81,15 @@ def _history(r):
 
 
 def _start(r, *args, log):
-    return subprocess.Popen([*WEAKSPOT, *args], cwd=r.path, env=r.env, stdout=log, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    return subprocess.Popen(
+        [*WEAKSPOT, *args],
+        cwd=r.path,
+        env=r.env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _kill_tree(proc):
@@ -100,8 +115,7 @@ def test_a_weaker_model_is_flagged_by_the_next_audit_and_a_concurrent_audit_refu
     before = _history(r)
     raw = _params(r)
     # the planted regression: the target's model replaced by a weaker one (a linear SVM with a tiny C)
-    raw["targets"]["phoneme"]["train"]["options"] = {"kernels": ["linear"], "C": [0.001], "gamma": ["scale"],
-                                                     "cv": 2}
+    raw["targets"]["phoneme"]["train"]["options"] = {"kernels": ["linear"], "C": [0.001], "gamma": ["scale"], "cv": 2}
     _write(r, raw)
     with open(tmp_path / "first.log", "w+") as log:
         first = _start(r, "audit", log=log)

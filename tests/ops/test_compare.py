@@ -16,19 +16,40 @@ def _plant(root, name, acc, spots, pgd):
     (root / "metrics/train").mkdir(parents=True, exist_ok=True)
     (root / "metrics/train" / f"{name}.json").write_text(json.dumps({"test_accuracy": acc}))
     (root / "metrics/robustness").mkdir(parents=True, exist_ok=True)
-    (root / "metrics/robustness" / f"{name}.json").write_text(json.dumps({"clean_accuracy": acc,
-                                                                          "eps_half_pgd": pgd[1]}))
+    (root / "metrics/robustness" / f"{name}.json").write_text(
+        json.dumps({"clean_accuracy": acc, "eps_half_pgd": pgd[1]})
+    )
     sec = root / "plots/robustness" / name
     sec.mkdir(parents=True, exist_ok=True)
-    (sec / "section.json").write_text(json.dumps({"title": f"Robustness curve ({name})",
-                                                  "key_metrics": ["clean_accuracy", "eps_half_pgd"]}))
-    pd.DataFrame({"eps": [0.0, 0.1], "eps (data units)": [0.0, 0.1], "clean": [acc, acc], "pgd": pgd,
-                  "pgd lo": [p - 0.05 for p in pgd], "pgd hi": [p + 0.05 for p in pgd]}).to_csv(sec / "curve.csv",
-                                                                                                index=False)
+    (sec / "section.json").write_text(
+        json.dumps({"title": f"Robustness curve ({name})", "key_metrics": ["clean_accuracy", "eps_half_pgd"]})
+    )
+    pd.DataFrame(
+        {
+            "eps": [0.0, 0.1],
+            "eps (data units)": [0.0, 0.1],
+            "clean": [acc, acc],
+            "pgd": pgd,
+            "pgd lo": [p - 0.05 for p in pgd],
+            "pgd hi": [p + 0.05 for p in pgd],
+        }
+    ).to_csv(sec / "curve.csv", index=False)
     (root / "findings" / name).mkdir(parents=True, exist_ok=True)
-    pd.DataFrame([{"weak_spot": f"class {c} (on {name})", "kind": "class", "label": c, "prediction": "",
-                   "lift": lift, "lift_lo": lift / 2, "lift_hi": lift * 2, "confirmed": ok}
-                  for c, lift, ok in spots]).to_parquet(root / "findings" / name / "robustness.parquet")
+    pd.DataFrame(
+        [
+            {
+                "weak_spot": f"class {c} (on {name})",
+                "kind": "class",
+                "label": c,
+                "prediction": "",
+                "lift": lift,
+                "lift_lo": lift / 2,
+                "lift_hi": lift * 2,
+                "confirmed": ok,
+            }
+            for c, lift, ok in spots
+        ]
+    ).to_parquet(root / "findings" / name / "robustness.parquet")
 
 
 def _params(b_data=DATA):
@@ -44,10 +65,13 @@ def test_fixed_new_and_shared_weak_spots_and_both_curves(tmp_path):
     assert [s["weak_spot"] for s in c["new"]] == ["class 5 (on digits_repaired)"]  # 5 was unconfirmed before
     assert [(s["a"]["lift"], s["b"]["lift"]) for s in c["shared"]] == [(2.0, 1.5)]
     (tmp_path / "findings/digits/hda.parquet").write_bytes(
-        (tmp_path / "findings/digits/robustness.parquet").read_bytes())  # a method that did not run on the other
+        (tmp_path / "findings/digits/robustness.parquet").read_bytes()
+    )  # a method that did not run on the other
     assert len(compare_targets("digits", "digits_repaired", tmp_path, _params())["fixed"]) == 1
-    assert c["methods"][0]["figures"] == [{"metric": "clean_accuracy", "a": 0.99, "b": 0.985},
-                                          {"metric": "eps_half_pgd", "a": 0.35, "b": 0.4}]
+    assert c["methods"][0]["figures"] == [
+        {"metric": "clean_accuracy", "a": 0.99, "b": 0.985},
+        {"metric": "eps_half_pgd", "a": 0.35, "b": 0.4},
+    ]
     assert c["curves"]["digits"]["pgd"] == [0.99, 0.35]
     (tmp_path / "params.yaml").write_text(json.dumps(_params()))
     page = write_comparison("digits", "digits_repaired", tmp_path, tmp_path / "reports")

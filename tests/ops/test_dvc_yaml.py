@@ -19,8 +19,9 @@ def test_committed_dvc_yaml_is_what_params_generate():
     from ops.pipeline import dvc_yaml
     from weakspot.config import read_yaml
 
-    assert (ROOT / "dvc.yaml").read_text() == dvc_yaml(read_yaml(ROOT / "params.yaml")), \
+    assert (ROOT / "dvc.yaml").read_text() == dvc_yaml(read_yaml(ROOT / "params.yaml")), (
         "dvc.yaml is stale: run `weakspot pipeline`"
+    )
 
 
 def _runtime_imports(cmd: str) -> set:
@@ -33,8 +34,10 @@ def _runtime_imports(cmd: str) -> set:
         code += f"[importlib.import_module(m) for m in methods.get({args[0]!r}).modules()]; "
     if module == "flows.report":
         code += "methods.all_methods(); "
-    code += ("import json, sys; print(json.dumps(sorted(m.__file__ for m in list(sys.modules.values()) "
-             "if getattr(m, '__file__', None))))")
+    code += (
+        "import json, sys; print(json.dumps(sorted(m.__file__ for m in list(sys.modules.values()) "
+        "if getattr(m, '__file__', None))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     files = set()
     for f in json.loads(out.splitlines()[-1]):
@@ -52,7 +55,7 @@ def test_every_stage_depends_on_every_project_module_its_flow_imports():
     stages = _stages()
     checked = {}
     for name, st in stages.items():
-        key = " ".join(st["cmd"].split()[:4 if "flows.method" in st["cmd"] else 3])  # a method stage: per method
+        key = " ".join(st["cmd"].split()[: 4 if "flows.method" in st["cmd"] else 3])  # a method stage: per method
         if key not in checked:
             checked[key] = _runtime_imports(st["cmd"])
         missing = [f for f in sorted(checked[key]) if not _covered(f, st["deps"])]
@@ -71,8 +74,14 @@ def test_a_method_stage_depends_on_no_other_methods_code():
             continue
         method = get(st["cmd"].split()[3])
         allowed = {f"weakspot/{r}/{f}" for r in method.reads for f in ("__init__.py", "config.py")}
-        others = {d for d in st["deps"] if d.startswith("weakspot/") and d.count("/") >= 1
-                  and d.split("/")[1] in names - {method.name} and d not in allowed}
+        others = {
+            d
+            for d in st["deps"]
+            if d.startswith("weakspot/")
+            and d.count("/") >= 1
+            and d.split("/")[1] in names - {method.name}
+            and d not in allowed
+        }
         assert not others, f"stage {name} depends on other methods' code: {sorted(others)}"
 
 
@@ -140,5 +149,9 @@ def test_a_modules_closure_holds_the_packages_python_runs_before_it():
     from tasks.closure import module_closure
 
     files = module_closure("weakspot.gad.ranking")
-    assert {"weakspot/__init__.py", "weakspot/gad/__init__.py", "weakspot/gad/config.py",
-            "weakspot/gad/ranking.py"} <= set(files)
+    assert {
+        "weakspot/__init__.py",
+        "weakspot/gad/__init__.py",
+        "weakspot/gad/config.py",
+        "weakspot/gad/ranking.py",
+    } <= set(files)

@@ -21,17 +21,29 @@ def _gates(*conds, fail=True):
 
 def _findings(root, target, method, lifts, confirmed):
     (root / target).mkdir(parents=True, exist_ok=True)
-    pd.DataFrame({"weak_spot": [f"spot {i}" for i in range(len(lifts))], "lift": lifts,
-                  "lift_lo": [v / 2 for v in lifts], "lift_hi": [v * 2 for v in lifts], "confirmed": confirmed,
-                  "lift_lo_adjusted": [v / 2 for v in lifts],
-                  "n_confirm": [10] * len(lifts)}).to_parquet(root / target / f"{method}.parquet")
+    pd.DataFrame(
+        {
+            "weak_spot": [f"spot {i}" for i in range(len(lifts))],
+            "lift": lifts,
+            "lift_lo": [v / 2 for v in lifts],
+            "lift_hi": [v * 2 for v in lifts],
+            "confirmed": confirmed,
+            "lift_lo_adjusted": [v / 2 for v in lifts],
+            "n_confirm": [10] * len(lifts),
+        }
+    ).to_parquet(root / target / f"{method}.parquet")
 
 
 def test_metric_gates_hold_fail_and_never_pass_silently():
-    rows = check_gates(_gates({"metric": "train/*:test_accuracy", "op": ">=", "value": 0.7},
-                              {"metric": "train/*:test_accuracy", "op": ">=", "value": 0.9},
-                              {"metric": "train/typo:test_accuracy", "op": ">", "value": 0},
-                              {"metric": "gad/phoneme:name", "op": "==", "value": 1, "name": "named"}), METRICS)
+    rows = check_gates(
+        _gates(
+            {"metric": "train/*:test_accuracy", "op": ">=", "value": 0.7},
+            {"metric": "train/*:test_accuracy", "op": ">=", "value": 0.9},
+            {"metric": "train/typo:test_accuracy", "op": ">", "value": 0},
+            {"metric": "gad/phoneme:name", "op": "==", "value": 1, "name": "named"},
+        ),
+        METRICS,
+    )
     assert [r["passed"] for r in rows] == [True, False, False, False]
     assert rows[0]["numbers"].startswith("2 of 2 hold")
     assert rows[1]["numbers"] == "1 of 2 fail: train/scenes:test_accuracy = 0.72"  # the numbers that failed
@@ -43,20 +55,31 @@ def test_weak_spot_gates_count_only_confirmed_findings(tmp_path):
     _findings(tmp_path, "digits", "corner", [4.0, 9.0], [True, False])  # lift 9 is not confirmed: it never counts
     _findings(tmp_path, "scenes", "hda", [2.5], [True])
     spots = confirmed_weak_spots(tmp_path)
-    assert [(s["target"], s["method"], s["lift"]) for s in spots] == [("digits", "corner", 4.0),
-                                                                       ("scenes", "hda", 2.5)]
-    rows = check_gates(_gates({"weak_spots": {"max_lift": 3}}, {"weak_spots": {"max_lift": 5}},
-                              {"weak_spots": {"max_lift": 3, "methods": "hda"}},
-                              {"weak_spots": {"max_count": 1}}), {}, tmp_path)
+    assert [(s["target"], s["method"], s["lift"]) for s in spots] == [("digits", "corner", 4.0), ("scenes", "hda", 2.5)]
+    rows = check_gates(
+        _gates(
+            {"weak_spots": {"max_lift": 3}},
+            {"weak_spots": {"max_lift": 5}},
+            {"weak_spots": {"max_lift": 3, "methods": "hda"}},
+            {"weak_spots": {"max_count": 1}},
+        ),
+        {},
+        tmp_path,
+    )
     assert [r["passed"] for r in rows] == [False, True, True, False]
     assert "1 confirmed weak spot(s) with lift above 3" in rows[0]["numbers"] and "highest 4" in rows[0]["numbers"]
     assert "2 confirmed weak spot(s), at most 1 allowed" == rows[3]["numbers"]
 
 
-@pytest.mark.parametrize("bad, match", [({"metric": "a:b", "op": ">="}, "needs metric, op and value"),
-                                        ({"metric": "a:b", "op": "=>", "value": 1}, "op"),
-                                        ({"weak_spots": {}}, "max_lift or max_count"),
-                                        ({"weak_spots": {"max_lift": 2}, "metric": "a:b"}, "not both")])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"metric": "a:b", "op": ">="}, "needs metric, op and value"),
+        ({"metric": "a:b", "op": "=>", "value": 1}, "op"),
+        ({"weak_spots": {}}, "max_lift or max_count"),
+        ({"weak_spots": {"max_lift": 2}, "metric": "a:b"}, "not both"),
+    ],
+)
 def test_malformed_gates_are_named(tmp_path, bad, match):
     from weakspot.config import check_params
 
@@ -68,11 +91,22 @@ def test_malformed_gates_are_named(tmp_path, bad, match):
 def _audit_once(tmp_path, gate_value):
     from ops.audit import record_and_compare
 
-    (tmp_path / "params.yaml").write_text(json.dumps({
-        "history": {"dir": "history", "rules": [{"metric": "train/*:test_accuracy", "worse": "down",
-                                                 "tolerance": 0.01}]},
-        "gates": {"conditions": [{"metric": "train/digits:test_accuracy", "op": ">=", "value": gate_value},
-                                 {"weak_spots": {"max_lift": 10}}]}}))
+    (tmp_path / "params.yaml").write_text(
+        json.dumps(
+            {
+                "history": {
+                    "dir": "history",
+                    "rules": [{"metric": "train/*:test_accuracy", "worse": "down", "tolerance": 0.01}],
+                },
+                "gates": {
+                    "conditions": [
+                        {"metric": "train/digits:test_accuracy", "op": ">=", "value": gate_value},
+                        {"weak_spots": {"max_lift": 10}},
+                    ]
+                },
+            }
+        )
+    )
     (tmp_path / "metrics/train").mkdir(parents=True, exist_ok=True)
     (tmp_path / "metrics/train/digits.json").write_text(json.dumps({"test_accuracy": 0.95}))
     _findings(tmp_path / "findings", "digits", "corner", [4.0], [True])
@@ -105,8 +139,16 @@ def test_the_first_audit_fails_on_a_gate_and_says_so_in_junit_and_summary(tmp_pa
 
 def test_gates_fail_false_reports_without_failing_the_audit(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "params.yaml").write_text(json.dumps({"gates": {"fail": False, "conditions": [
-        {"metric": "train/digits:test_accuracy", "op": ">=", "value": 0.99}]}}))
+    (tmp_path / "params.yaml").write_text(
+        json.dumps(
+            {
+                "gates": {
+                    "fail": False,
+                    "conditions": [{"metric": "train/digits:test_accuracy", "op": ">=", "value": 0.99}],
+                }
+            }
+        )
+    )
     (tmp_path / "metrics/train").mkdir(parents=True)
     (tmp_path / "metrics/train/digits.json").write_text(json.dumps({"test_accuracy": 0.95}))
     from ops.audit import record_and_compare
@@ -118,8 +160,10 @@ def test_gates_fail_false_reports_without_failing_the_audit(tmp_path, monkeypatc
 def test_a_method_that_lost_to_its_control_is_skipped_not_failed_in_junit():
     from ops.verdict_files import junit_xml
 
-    methods = [{"method": "segments", "target": "digits", "passed": False, "text": "Did not beat its control"},
-               {"method": "gad", "target": "phoneme", "passed": True, "text": "Beat its control"}]
+    methods = [
+        {"method": "segments", "target": "digits", "passed": False, "text": "Did not beat its control"},
+        {"method": "gad", "target": "phoneme", "passed": True, "text": "Beat its control"},
+    ]
     root = ET.fromstring(junit_xml({"gates": [], "rows": []}, methods))
     assert root.get("failures") == "0" and root.get("tests") == "2"  # the exit code was 0: no JUnit failure
     skipped = root.find("testsuite[@name='methods']/testcase[@name='digits']/skipped")

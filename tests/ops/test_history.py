@@ -18,10 +18,15 @@ def _metrics(root, acc, pairs, sdr=1.0):
     (root / "metrics/gad/phoneme.json").write_text(json.dumps({"phoneme": {"sdr": sdr, "per_seed": [1, 2]}}))
 
 
-RULES = HistoryParams.model_validate({"rules": [
-    {"metric": "train/*:test_accuracy", "worse": "down", "tolerance": 0.01},
-    {"metric": "gad/*:*.sdr", "worse": "up", "tolerance": 0.2, "relative": True},
-    {"metric": "corner/*:top_class_pairs", "worse": "new"}]}).rules
+RULES = HistoryParams.model_validate(
+    {
+        "rules": [
+            {"metric": "train/*:test_accuracy", "worse": "down", "tolerance": 0.01},
+            {"metric": "gad/*:*.sdr", "worse": "up", "tolerance": 0.2, "relative": True},
+            {"metric": "corner/*:top_class_pairs", "worse": "new"},
+        ]
+    }
+).rules
 
 
 def test_snapshot_flattens_every_metric_file_by_stage_target_and_key(tmp_path):
@@ -34,8 +39,9 @@ def test_snapshot_flattens_every_metric_file_by_stage_target_and_key(tmp_path):
 def test_snapshot_reads_every_detail_from_the_results_file_beside_a_headline(tmp_path):
     _metrics(tmp_path, 0.99, [["3", "9", 50]])
     (tmp_path / "plots/train/digits").mkdir(parents=True)
-    (tmp_path / "plots/train/digits/results.json").write_text(json.dumps(
-        {"test_accuracy": 0.99, "n_test": 268, "per_class_test_accuracy": {"8": 0.91}}))
+    (tmp_path / "plots/train/digits/results.json").write_text(
+        json.dumps({"test_accuracy": 0.99, "n_test": 268, "per_class_test_accuracy": {"8": 0.91}})
+    )
     s = snapshot(tmp_path)
     assert s["train/digits:per_class_test_accuracy.8"] == 0.91 and s["train/digits:test_accuracy"] == 0.99
     assert s["gad/phoneme:phoneme.sdr"] == 1.0  # a stage without a results file: its metrics file
@@ -56,16 +62,19 @@ def test_a_planted_regression_is_flagged_and_small_moves_are_not(tmp_path):
     files = audits(tmp_path, "history")
     assert [f.stem for f in files] == [first["audit_id"], second["audit_id"]]
     rows = {r["metric"]: r for r in compare(load(files[0]), load(files[1]), RULES)}
-    assert rows["train/digits:test_accuracy"]["regression"] and rows["train/digits:test_accuracy"]["change"] == \
-        pytest.approx(-0.05)
+    assert rows["train/digits:test_accuracy"]["regression"] and rows["train/digits:test_accuracy"][
+        "change"
+    ] == pytest.approx(-0.05)
     assert rows["gad/phoneme:phoneme.sdr"]["regression"]
-    assert rows["corner/digits:top_class_pairs"]["regression"] and \
-        rows["corner/digits:top_class_pairs"]["change"] == [["4", "6"]]
+    assert rows["corner/digits:top_class_pairs"]["regression"] and rows["corner/digits:top_class_pairs"]["change"] == [
+        ["4", "6"]
+    ]
     text = format_comparison(list(rows.values()), files[0].stem, files[1].stem)
     assert "3 regression(s)" in text and "REGRESSION: train/digits:test_accuracy" in text
     # within tolerance, or the better way: no regression
-    calm = compare({"train/d:test_accuracy": 0.99, "gad/p:x.sdr": 1.0}, {"train/d:test_accuracy": 0.985,
-                                                                          "gad/p:x.sdr": 0.5}, RULES)
+    calm = compare(
+        {"train/d:test_accuracy": 0.99, "gad/p:x.sdr": 1.0}, {"train/d:test_accuracy": 0.985, "gad/p:x.sdr": 0.5}, RULES
+    )
     assert not any(r["regression"] for r in calm)
 
 
@@ -77,8 +86,9 @@ def test_a_metric_missing_on_one_side_is_reported_not_flagged():
 
 
 def test_a_rule_can_exclude_what_its_pattern_also_matches():
-    rules = HistoryParams.model_validate({"rules": [
-        {"metric": "gad/*:*.sdr.gad", "exclude": "*.per_seed.*", "worse": "up", "tolerance": 0.2}]}).rules
+    rules = HistoryParams.model_validate(
+        {"rules": [{"metric": "gad/*:*.sdr.gad", "exclude": "*.per_seed.*", "worse": "up", "tolerance": 0.2}]}
+    ).rules
     before = {"gad/p:p.sdr.gad": 1.0, "gad/p:p.per_seed.0.sdr.gad": 1.0}
     after = {"gad/p:p.sdr.gad": 1.1, "gad/p:p.per_seed.0.sdr.gad": 9.0}
     assert [(r["metric"], r["regression"]) for r in compare(before, after, rules)] == [("gad/p:p.sdr.gad", False)]

@@ -18,31 +18,59 @@ def _md5(b: bytes) -> str:
 def repo(tmp_path):
     """A two-stage pipeline as `weakspot audit` leaves it: prepare-t -> train-t -> gad-t's metrics."""
     (tmp_path / "data/targets/t/prepared").mkdir(parents=True)
-    (tmp_path / "data/targets/t/prepared/lineage.json").write_text(json.dumps(
-        {"stage": "prepare", "code": {"git_commit": "a" * 40}, "ran_at": "2026-11-22T01:00:00+00:00"}))
+    (tmp_path / "data/targets/t/prepared/lineage.json").write_text(
+        json.dumps({"stage": "prepare", "code": {"git_commit": "a" * 40}, "ran_at": "2026-11-22T01:00:00+00:00"})
+    )
     (tmp_path / "metrics/gad").mkdir(parents=True)
     metric = json.dumps({"seed_0": {"sdr": [1.5, 2.5]}, "gad_sdr": 2.0}).encode()
     (tmp_path / "metrics/gad/t.json").write_bytes(metric)
     (tmp_path / "plots/gad/t").mkdir(parents=True)
-    (tmp_path / "plots/gad/t/section.json").write_text(json.dumps({"lineage": {
-        "stage": "gad", "code": {"git_commit": "b" * 40, "git_dirty": False, "weakspot": "0.1.0", "python": "3.11"},
-        "ran_at": "2026-11-22T02:00:00+00:00", "prefect_flow_run": {"id": "123", "name": "brave-owl"}}}))
+    (tmp_path / "plots/gad/t/section.json").write_text(
+        json.dumps(
+            {
+                "lineage": {
+                    "stage": "gad",
+                    "code": {"git_commit": "b" * 40, "git_dirty": False, "weakspot": "0.1.0", "python": "3.11"},
+                    "ran_at": "2026-11-22T02:00:00+00:00",
+                    "prefect_flow_run": {"id": "123", "name": "brave-owl"},
+                }
+            }
+        )
+    )
     stages = {
-        "prepare-t": {"cmd": "python -m flows.prepare t", "deps": ["flows/prepare.py"],
-                      "outs": ["data/targets/t/prepared"]},
-        "gad-t": {"cmd": "python -m flows.gad t", "deps": ["flows/gad.py", "data/targets/t/prepared"],
-                  "params": ["gad"], "outs": [{"plots/gad/t": {"cache": False}}],
-                  "metrics": [{"metrics/gad/t.json": {"cache": False}}]},
+        "prepare-t": {
+            "cmd": "python -m flows.prepare t",
+            "deps": ["flows/prepare.py"],
+            "outs": ["data/targets/t/prepared"],
+        },
+        "gad-t": {
+            "cmd": "python -m flows.gad t",
+            "deps": ["flows/gad.py", "data/targets/t/prepared"],
+            "params": ["gad"],
+            "outs": [{"plots/gad/t": {"cache": False}}],
+            "metrics": [{"metrics/gad/t.json": {"cache": False}}],
+        },
     }
     (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}))
-    lock = {"schema": "2.0", "stages": {
-        "prepare-t": {"cmd": "python -m flows.prepare t", "deps": [{"path": "flows/prepare.py", "md5": "p" * 32}],
-                      "outs": [{"path": "data/targets/t/prepared", "md5": "d" * 32 + ".dir"}]},
-        "gad-t": {"cmd": "python -m flows.gad t",
-                  "deps": [{"path": "data/targets/t/prepared", "md5": "d" * 32 + ".dir"},
-                           {"path": "flows/gad.py", "md5": "g" * 32}],
-                  "params": {"params.yaml": {"gad": {"seed": 0, "budget": 50}}},
-                  "outs": [{"path": "metrics/gad/t.json", "md5": _md5(metric)}]}}}
+    lock = {
+        "schema": "2.0",
+        "stages": {
+            "prepare-t": {
+                "cmd": "python -m flows.prepare t",
+                "deps": [{"path": "flows/prepare.py", "md5": "p" * 32}],
+                "outs": [{"path": "data/targets/t/prepared", "md5": "d" * 32 + ".dir"}],
+            },
+            "gad-t": {
+                "cmd": "python -m flows.gad t",
+                "deps": [
+                    {"path": "data/targets/t/prepared", "md5": "d" * 32 + ".dir"},
+                    {"path": "flows/gad.py", "md5": "g" * 32},
+                ],
+                "params": {"params.yaml": {"gad": {"seed": 0, "budget": 50}}},
+                "outs": [{"path": "metrics/gad/t.json", "md5": _md5(metric)}],
+            },
+        },
+    }
     (tmp_path / "dvc.lock").write_text(yaml.safe_dump(lock))
     return tmp_path
 
@@ -57,8 +85,16 @@ def test_a_number_traces_back_through_every_stage_to_its_data(repo):
     assert gad["prefect_flow_run"]["name"] == "brave-owl" and gad["code"]["git_commit"] == "b" * 40
     assert gad["changed_since_run"] is False
     text = format_trace(t)
-    for s in ("seed_0.sdr.1 = 2.5", "made by stage gad-t", "gad.budget = 50", "brave-owl", "bbbbbbbbbbbb",
-              "<- its input came from stage prepare-t", "2026-11-22T01:00:00", "(made by prepare-t)"):
+    for s in (
+        "seed_0.sdr.1 = 2.5",
+        "made by stage gad-t",
+        "gad.budget = 50",
+        "brave-owl",
+        "bbbbbbbbbbbb",
+        "<- its input came from stage prepare-t",
+        "2026-11-22T01:00:00",
+        "(made by prepare-t)",
+    ):
         assert s in text, s
 
 

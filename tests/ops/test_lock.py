@@ -43,8 +43,11 @@ def test_a_second_audit_refuses_and_names_the_first(tmp_path):
         assert lock == tmp_path / LOCK
         info = json.loads((tmp_path / INFO).read_text())
         assert info["pid"] == os.getpid() and info["host"] == socket.gethostname()
-        with pytest.raises(AuditRunning, match=rf"process {info['pid']} on {info['host']}, started "
-                                               rf"{re.escape(info['started'])} \(weakspot audit --force\).*kill {info['pid']}"):
+        with pytest.raises(
+            AuditRunning,
+            match=rf"process {info['pid']} on {info['host']}, started "
+            rf"{re.escape(info['started'])} \(weakspot audit --force\).*kill {info['pid']}",
+        ):
             with audit_lock(tmp_path, say=None):
                 pass
         assert json.loads((tmp_path / INFO).read_text()) == info  # the refused audit left the first one's alone
@@ -56,8 +59,11 @@ def test_a_second_audit_refuses_and_names_the_first(tmp_path):
 
 
 def test_another_process_holds_the_lock_until_it_is_killed_with_sigkill(tmp_path, holder):
-    with pytest.raises(AuditRunning, match=rf"another audit is running in this repository: process {holder.pid} "
-                                           rf"on {socket.gethostname()}, started .*\(weakspot audit --force\)"):
+    with pytest.raises(
+        AuditRunning,
+        match=rf"another audit is running in this repository: process {holder.pid} "
+        rf"on {socket.gethostname()}, started .*\(weakspot audit --force\)",
+    ):
         with audit_lock(tmp_path, say=None):
             pass
     holder.send_signal(signal.SIGKILL)  # no clean-up runs: the side file stays, the kernel drops the flock
@@ -74,9 +80,11 @@ def test_weakspot_audit_exits_2_naming_the_running_audit(tmp_path, holder):
     shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
     (tmp_path / "flows").mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    out = subprocess.run([sys.executable, "-m", "ops.cli", "audit"], cwd=tmp_path, env=env, capture_output=True,
-                         text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "ops.cli", "audit"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert out.returncode == 2, out.stdout + out.stderr
-    assert (f"weakspot: error: another audit is running in this repository: process {holder.pid} on "
-            f"{socket.gethostname()}") in out.stderr and "(weakspot audit --force)" in out.stderr
+    assert (
+        f"weakspot: error: another audit is running in this repository: process {holder.pid} on {socket.gethostname()}"
+    ) in out.stderr and "(weakspot audit --force)" in out.stderr
     assert not (tmp_path / "dvc.yaml").exists()  # refused before regenerating anything

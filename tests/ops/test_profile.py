@@ -28,7 +28,7 @@ def _comments(text: str) -> Counter:
             elif ch in "'\"" and (i == 0 or line[i - 1] in " [{,:"):
                 quote = ch
             elif ch == "#" and (i == 0 or line[i - 1] in " \t"):
-                out[line[i + 1:].strip()] += 1
+                out[line[i + 1 :].strip()] += 1
                 break
     return out
 
@@ -70,12 +70,13 @@ def test_repository_profile_keeps_every_comment_and_merges_exactly(tmp_path, nam
     assert len(_comments(before)) > 100
     # ... and each section's header comments still right above its key (keys appended at a mapping's end go before
     # the next section's comments, not after them)
-    assert _blocks(after) == {k: v if k != list(_blocks(before))[0] else [f"# {headers[0]}"] + v
-                              for k, v in _blocks(before).items()}
+    assert _blocks(after) == {
+        k: v if k != list(_blocks(before))[0] else [f"# {headers[0]}"] + v for k, v in _blocks(before).items()
+    }
     # the merged values, exactly: the round trip changes nothing but what the profile sets
     profile = read_yaml(tmp_path / "profiles" / f"{name}.yaml")
     assert read_yaml(params) == deep_merge(read_yaml(ROOT / "params.yaml"), profile)
-    assert list(read_yaml(params))[:len(read_yaml(ROOT / "params.yaml"))] == list(read_yaml(ROOT / "params.yaml"))
+    assert list(read_yaml(params))[: len(read_yaml(ROOT / "params.yaml"))] == list(read_yaml(ROOT / "params.yaml"))
     assert backup.read_text() == before
 
 
@@ -100,11 +101,13 @@ def test_values_change_in_place_flow_style_kept_line_comments_kept(tmp_path):
 def test_nulls_and_per_target_overrides(tmp_path):
     params = _checkout(tmp_path)
     prof = tmp_path / "profiles" / "mine.yaml"
-    prof.write_text("hda:\n  radius: 0.2\n  per_target:\n"
-                    "    digits: {n_seeds: 10, radius: null, vae: {latent_dim: 4}}\n"
-                    "    scenes: {coverage: {iterations: 5}, fid: {epochs: 2}}\n"
-                    "corner:\n  train_sample: null\nexamine:\n  classes: null\n  bo: {min_length_scale: null}\n"
-                    "  study: {full_model: null}\n")
+    prof.write_text(
+        "hda:\n  radius: 0.2\n  per_target:\n"
+        "    digits: {n_seeds: 10, radius: null, vae: {latent_dim: 4}}\n"
+        "    scenes: {coverage: {iterations: 5}, fid: {epochs: 2}}\n"
+        "corner:\n  train_sample: null\nexamine:\n  classes: null\n  bo: {min_length_scale: null}\n"
+        "  study: {full_model: null}\n"
+    )
     before = params.read_text()
     apply_profile("mine", params, tmp_path / "profiles")
     after = params.read_text()
@@ -133,11 +136,14 @@ def test_profile_twice_keeps_one_header(tmp_path):
     assert read_yaml(params) == deep_merge(base, read_yaml(ROOT / "profiles/paper.yaml"))
 
 
-@pytest.mark.parametrize("text, match", [
-    ("targets:\n  digits:\n    train: {epoch: 3}\n", "epoch"),  # an unknown key
-    ("gad:\n  seeds: many\n", "seeds"),                          # a wrong type
-    ("- a list\n", "mapping"),                                   # not a mapping
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("targets:\n  digits:\n    train: {epoch: 3}\n", "epoch"),  # an unknown key
+        ("gad:\n  seeds: many\n", "seeds"),  # a wrong type
+        ("- a list\n", "mapping"),  # not a mapping
+    ],
+)
 def test_a_profile_that_fails_validation_leaves_params_byte_identical(tmp_path, text, match):
     params = _checkout(tmp_path)
     (tmp_path / "profiles" / "bad.yaml").write_text(text)

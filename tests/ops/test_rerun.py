@@ -28,18 +28,29 @@ def test_a_rerun_compares_every_output_of_the_audits_stages_with_the_lock(tmp_pa
     (tmp_path / "metrics/train/a.json").write_text('{"x": 1}\n')
     (tmp_path / "metrics/train/b.json").write_text('{"x": 2}\n')
     md5 = hashlib.md5(b'{"x": 1}\n').hexdigest()
-    lock = {"schema": "2.0", "stages": {
-        "train-a": {"cmd": "x", "outs": [{"path": "metrics/train/a.json", "md5": md5},
-                                         {"path": "plots/train/a", "md5": "abc.dir"}]},
-        "train-b": {"cmd": "x", "outs": [{"path": "metrics/train/b.json", "md5": md5}]},
-        "train-c": {"cmd": "x", "outs": [{"path": "metrics/train/c.json", "md5": md5}]},
-        "gone": {"cmd": "x", "outs": [{"path": "metrics/gone.json", "md5": md5}]}}}
+    lock = {
+        "schema": "2.0",
+        "stages": {
+            "train-a": {
+                "cmd": "x",
+                "outs": [{"path": "metrics/train/a.json", "md5": md5}, {"path": "plots/train/a", "md5": "abc.dir"}],
+            },
+            "train-b": {"cmd": "x", "outs": [{"path": "metrics/train/b.json", "md5": md5}]},
+            "train-c": {"cmd": "x", "outs": [{"path": "metrics/train/c.json", "md5": md5}]},
+            "gone": {"cmd": "x", "outs": [{"path": "metrics/gone.json", "md5": md5}]},
+        },
+    }
     (tmp_path / "audit.lock").write_text(yaml.safe_dump(lock))
-    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {s: {"cmd": "x"} for s in
-                                                                  ("train-a", "train-b", "train-c")}}))
+    (tmp_path / "dvc.yaml").write_text(
+        yaml.safe_dump({"stages": {s: {"cmd": "x"} for s in ("train-a", "train-b", "train-c")}})
+    )
     rows = {r["path"]: r["status"] for r in compare_outputs(tmp_path / "audit.lock", tmp_path)}
-    assert rows == {"metrics/train/a.json": "identical", "plots/train/a": "folder (not compared)",
-                    "metrics/train/b.json": "differs", "metrics/train/c.json": "missing"}
+    assert rows == {
+        "metrics/train/a.json": "identical",
+        "plots/train/a": "folder (not compared)",
+        "metrics/train/b.json": "differs",
+        "metrics/train/c.json": "missing",
+    }
 
 
 def test_a_checkout_from_before_the_move_is_audited_by_its_own_weakspot_cli(tmp_path):
@@ -59,7 +70,7 @@ def test_rerun_of_the_resumed_audit_reproduces_its_metrics_byte_for_byte(ops_rep
     r = ops_repo
     audit_id = _history(r)[-1]
     out = r.run(*WEAKSPOT, "rerun", audit_id, "--json", check=False)
-    res = json.loads(out.stdout[out.stdout.index("{\n"):])
+    res = json.loads(out.stdout[out.stdout.index("{\n") :])
     metrics = [row for row in res["rows"] if row["metric"]]
     assert {row["path"] for row in metrics} >= {"metrics/train/phoneme.json", "metrics/gad/phoneme.json"}
     assert all(row["status"] == "identical" for row in metrics), metrics
@@ -77,8 +88,13 @@ def test_a_pushed_audit_is_pulled_by_a_rerun_instead_of_recomputed(ops_repo, tmp
     assert push.returncode == 0, push.stdout[-3000:] + push.stderr[-3000:]
     assert any(remote.rglob("*")), "nothing was pushed"
     audit_id = _history(r)[-1]
-    out = subprocess.run([*WEAKSPOT, "rerun", audit_id, "--pull", "--keep", "--workdir", str(tmp_path / "wt")],
-                         cwd=r.path, env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        [*WEAKSPOT, "rerun", audit_id, "--pull", "--keep", "--workdir", str(tmp_path / "wt")],
+        cwd=r.path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     text = out.stdout + out.stderr
     assert out.returncode == 0 and "REPRODUCED" in text, text[-4000:]
     for stage in ("prepare-phoneme", "train-phoneme", "gad-phoneme"):

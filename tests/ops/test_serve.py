@@ -28,8 +28,12 @@ def _free_port() -> int:
 
 def _api(base: str, path: str, body=None, method=None):
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(base + path, data=data, method=method or ("POST" if data is not None else "GET"),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        base + path,
+        data=data,
+        method=method or ("POST" if data is not None else "GET"),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=15) as r:
         text = r.read()
     return json.loads(text) if text else None
@@ -48,9 +52,14 @@ def _start_serve(ops_repo, tmp_path, port: int, *extra: str):
     env.pop("PREFECT_API_URL", None)
     log_path = tmp_path / "serve.log"
     with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "ops.cli", "serve", "--cron", CRON, "--port", str(port),
-                                 *extra], cwd=ops_repo.path, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ops.cli", "serve", "--cron", CRON, "--port", str(port), *extra],
+            cwd=ops_repo.path,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     return proc, log_path
 
 
@@ -65,9 +74,15 @@ def _first_scheduled_run(base: str, proc, log_path, timeout: float = 240):
     while time.time() < deadline:
         assert proc.poll() is None, f"weakspot serve exited ({proc.returncode}):\n{log_path.read_text()[-3000:]}"
         try:
-            runs = _api(base, "/api/flow_runs/filter", {
-                "deployments": {"name": {"any_": ["weakspot-nightly"]}}, "sort": "EXPECTED_START_TIME_ASC",
-                "flow_runs": {"expected_start_time": {"after_": since}}})
+            runs = _api(
+                base,
+                "/api/flow_runs/filter",
+                {
+                    "deployments": {"name": {"any_": ["weakspot-nightly"]}},
+                    "sort": "EXPECTED_START_TIME_ASC",
+                    "flow_runs": {"expected_start_time": {"after_": since}},
+                },
+            )
         except (OSError, ValueError):
             runs = []
         started = [r for r in runs if r["state_type"] not in ("SCHEDULED",)]
@@ -131,8 +146,10 @@ def test_serve_fires_on_cron_and_publishes_the_verdict(ops_repo, tmp_path):
         # the history store gained the audit, compared with the previous one: nothing changed, no regressions
         new = {p.stem for p in hist.glob("*.parquet")} - before
         assert new, "the scheduled audit recorded nothing in history/"
-        arts = {a["key"]: a for a in _api(base, "/api/artifacts/filter",
-                                          {"artifacts": {"flow_run_id": {"any_": [run["id"]]}}})}
+        arts = {
+            a["key"]: a
+            for a in _api(base, "/api/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [run["id"]]}}})
+        }
         assert {"weakspot-verdict", "weakspot-comparison"} <= set(arts), sorted(arts)
         md = arts["weakspot-verdict"]["data"]
         assert arts["weakspot-verdict"]["type"] == "markdown"
@@ -151,8 +168,9 @@ def test_serve_fires_on_cron_and_publishes_the_verdict(ops_repo, tmp_path):
         assert _api(base, "/ui-settings")["api_url"] == f"{base}/api"
     finally:
         rc = _stop_serve(proc)
-        print(f"first scheduled run finished {fired:.0f} s after `weakspot serve` started; "
-              f"total {time.time() - t0:.0f} s")
+        print(
+            f"first scheduled run finished {fired:.0f} s after `weakspot serve` started; total {time.time() - t0:.0f} s"
+        )
         _forget_audits(hist, before)
     assert rc == 130, rc
     time.sleep(1)
@@ -227,16 +245,19 @@ def test_a_failed_nightly_run_posts_its_verdict_to_the_notify_webhook(ops_repo, 
         assert msg == run["state"]["message"] and msg.startswith("weakspot audit FAILED: ")
         assert f"no regressions since audit {max(before)}; 1 failed gate: {gate}" in msg, msg
         assert f"Report: {ops_repo.path / 'reports/index.html'}" in msg and "reports/summary.md" in msg, msg
-        assert body["text"].startswith(f"weakspot nightly audit {run['name']} (deployment weakspot-nightly) Failed: "
-                                       "weakspot audit FAILED")
+        assert body["text"].startswith(
+            f"weakspot nightly audit {run['name']} (deployment weakspot-nightly) Failed: weakspot audit FAILED"
+        )
         assert body["ui_url"] == f"{base}/runs/flow-run/{run['id']}"
         time.sleep(5)
         assert len(posts) == 1, posts  # once
     finally:
         rc = _stop_serve(proc)
         receiver.server.shutdown()
-        print(f"the failed run ended {fired:.0f} s and the webhook got it {posted:.0f} s after `weakspot serve` "
-              f"started; total {time.time() - t0:.0f} s")
+        print(
+            f"the failed run ended {fired:.0f} s and the webhook got it {posted:.0f} s after `weakspot serve` "
+            f"started; total {time.time() - t0:.0f} s"
+        )
         params.write_text(original)
         _forget_audits(hist, before)
     assert rc == 130, rc

@@ -4,17 +4,51 @@ import json
 
 from ops.verdict import comparison_table, latest_comparison, publish_verdict, verdict_line, verdict_markdown
 
-AUDIT = {"audit_id": "20260101T020000Z-abcdef12-12345678", "time": "2026-01-01T02:00:00+00:00",
-         "git_rev": "abcdef1234567890", "git_dirty": False, "lock_sha256": "12345678", "file": "history/x.parquet"}
+AUDIT = {
+    "audit_id": "20260101T020000Z-abcdef12-12345678",
+    "time": "2026-01-01T02:00:00+00:00",
+    "git_rev": "abcdef1234567890",
+    "git_dirty": False,
+    "lock_sha256": "12345678",
+    "file": "history/x.parquet",
+}
 ROWS = [
-    {"metric": "train/phoneme:test_accuracy", "rule": "down > 0.01", "before": 0.8, "after": 0.7, "change": -0.1,
-     "regression": True, "note": ""},
-    {"metric": "corner/digits:pairs", "rule": "new", "before": [[1, 7]], "after": [[1, 7], [3, 8]],
-     "change": [[3, 8]], "regression": True, "note": ""},
-    {"metric": "gad/phoneme:sdr", "rule": "up > 0.2 (relative)", "before": 0.5, "after": 0.5, "change": 0.0,
-     "regression": False, "note": ""},
-    {"metric": "gad/phoneme:new", "rule": "up > 0.2", "before": None, "after": float("nan"), "change": None,
-     "regression": False, "note": "new metric"},
+    {
+        "metric": "train/phoneme:test_accuracy",
+        "rule": "down > 0.01",
+        "before": 0.8,
+        "after": 0.7,
+        "change": -0.1,
+        "regression": True,
+        "note": "",
+    },
+    {
+        "metric": "corner/digits:pairs",
+        "rule": "new",
+        "before": [[1, 7]],
+        "after": [[1, 7], [3, 8]],
+        "change": [[3, 8]],
+        "regression": True,
+        "note": "",
+    },
+    {
+        "metric": "gad/phoneme:sdr",
+        "rule": "up > 0.2 (relative)",
+        "before": 0.5,
+        "after": 0.5,
+        "change": 0.0,
+        "regression": False,
+        "note": "",
+    },
+    {
+        "metric": "gad/phoneme:new",
+        "rule": "up > 0.2",
+        "before": None,
+        "after": float("nan"),
+        "change": None,
+        "regression": False,
+        "note": "new metric",
+    },
 ]
 
 
@@ -45,6 +79,7 @@ def test_publish_is_a_no_op_outside_a_flow_run_and_latest_reads_the_newest(tmp_p
     assert publish_verdict({"audit": AUDIT, "previous": None, "rows": []}) is None
     assert latest_comparison(tmp_path) is None
     for i, a in enumerate(["20260101T020000Z-a-b", "20260102T020000Z-a-b", "20260102T020000Z-a-b~2"]):
-        (tmp_path / f"{a}.comparison.json").write_text(json.dumps({"audit": {"audit_id": a}, "previous": None,
-                                                                   "rows": [], "i": i}))
+        (tmp_path / f"{a}.comparison.json").write_text(
+            json.dumps({"audit": {"audit_id": a}, "previous": None, "rows": [], "i": i})
+        )
     assert latest_comparison(tmp_path)["i"] == 2

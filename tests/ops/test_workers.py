@@ -76,8 +76,9 @@ def test_workers_elsewhere_clone_the_audits_commit_from_a_git_remote(tmp_path, m
     from ops.audit import git_source
     from ops.snapshot import snapshot
 
-    os.environ.update({"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                       "GIT_COMMITTER_EMAIL": "t@t"})
+    os.environ.update(
+        {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    )
     work, bare = tmp_path / "work", tmp_path / "bare.git"
     work.mkdir()
     _git("init", "-q", "--bare", str(bare), cwd=tmp_path)
@@ -105,12 +106,21 @@ def test_a_clone_gets_the_inputs_git_ignores_from_the_checkout_and_no_output(tmp
     from ops.stage_flow import copy_ignored_inputs
 
     repo, work = tmp_path / "repo", tmp_path / "work"
-    dvc_yaml = {"stages": {
-        "prepare-mine": {"cmd": "python -m flows.prepare mine", "deps": ["flows/prepare.py", "data/mine/train.csv",
-                                                                          "models"],
-                         "outs": ["data/targets/mine/prepared"]},
-        "train-mine": {"cmd": "python -m flows.train mine", "deps": ["data/targets/mine/prepared", "flows/train.py"],
-                       "outs": ["data/targets/mine/model"], "metrics": [{"metrics/train/mine.json": {"cache": False}}]}}}
+    dvc_yaml = {
+        "stages": {
+            "prepare-mine": {
+                "cmd": "python -m flows.prepare mine",
+                "deps": ["flows/prepare.py", "data/mine/train.csv", "models"],
+                "outs": ["data/targets/mine/prepared"],
+            },
+            "train-mine": {
+                "cmd": "python -m flows.train mine",
+                "deps": ["data/targets/mine/prepared", "flows/train.py"],
+                "outs": ["data/targets/mine/model"],
+                "metrics": [{"metrics/train/mine.json": {"cache": False}}],
+            },
+        }
+    }
     for root in (repo, work):
         (root / "flows").mkdir(parents=True)
         (root / "flows/prepare.py").write_text(f"# {root.name}\n")
@@ -160,17 +170,25 @@ class FakeRuns:
         self.marked.append(rid)
 
 
-GRAPH = {"prepare-a": [], "train-a": ["prepare-a"], "gad-a": ["prepare-a", "train-a"],
-         "prepare-b": [], "train-b": ["prepare-b"], "intrinsic-b": ["prepare-b", "train-b"],
-         "prepare-c": [], "train-c": ["prepare-c"]}
+GRAPH = {
+    "prepare-a": [],
+    "train-a": ["prepare-a"],
+    "gad-a": ["prepare-a", "train-a"],
+    "prepare-b": [],
+    "train-b": ["prepare-b"],
+    "intrinsic-b": ["prepare-b", "train-b"],
+    "prepare-c": [],
+    "train-c": ["prepare-c"],
+}
 
 
 def test_a_failed_stage_stops_only_the_stages_that_need_it():
     from ops.scheduler import schedule
 
     runs = FakeRuns(fail={"train-b"})
-    out = schedule(list(GRAPH), GRAPH, runs, lambda s: "gpu" if s.startswith("intrinsic") else "cpu", poll=0,
-                   say=lambda m: None)
+    out = schedule(
+        list(GRAPH), GRAPH, runs, lambda s: "gpu" if s.startswith("intrinsic") else "cpu", poll=0, say=lambda m: None
+    )
     assert out.failed.keys() == {"train-b"} and "DataError: bad data" in out.failed["train-b"]
     assert out.not_run == {"intrinsic-b": "train-b"}
     assert sorted(out.done) == sorted(set(GRAPH) - {"train-b", "intrinsic-b"})
@@ -186,13 +204,25 @@ def test_the_stages_with_most_after_them_go_first():
     alone, and each stage's priority is the number of stages after it."""
     from ops.scheduler import schedule
 
-    g = {"prepare-a": [], "train-a": ["prepare-a"], "render": [], "prepare-s": ["render"], "train-s": ["prepare-s"],
-         **{f"m{i}-s": ["prepare-s", "train-s"] for i in range(4)}}
+    g = {
+        "prepare-a": [],
+        "train-a": ["prepare-a"],
+        "render": [],
+        "prepare-s": ["render"],
+        "train-s": ["prepare-s"],
+        **{f"m{i}-s": ["prepare-s", "train-s"] for i in range(4)},
+    }
     runs = FakeRuns()
     schedule(list(g), g, runs, lambda s: "cpu", poll=0, say=lambda m: None)
     assert [s for s, _ in runs.submitted][:3] == ["render", "prepare-a", "prepare-s"]
-    assert runs.priorities == {"render": 6, "prepare-s": 5, "train-s": 4, "prepare-a": 1, "train-a": 0,
-                               **{f"m{i}-s": 0 for i in range(4)}}
+    assert runs.priorities == {
+        "render": 6,
+        "prepare-s": 5,
+        "train-s": 4,
+        "prepare-a": 1,
+        "train-a": 0,
+        **{f"m{i}-s": 0 for i in range(4)},
+    }
 
 
 def test_stages_nothing_waits_for_run_at_a_lower_cpu_priority():
@@ -214,11 +244,16 @@ def test_a_crashed_stage_and_a_dead_workers_stage_are_submitted_again(tmp_path):
     assert [s for s, _ in runs.submitted].count("train-a") == 2 and [s for s, _ in runs.submitted].count("train-c") == 2
     assert runs.marked == ["train-c#1"]  # marked Crashed in Prefect, where it still said Running
     attempts = [(r["stage"], r["state"]) for r in out.runs if r["stage"] in ("train-a", "train-c")]
-    assert sorted(attempts) == [("train-a", "completed"), ("train-a", "crashed"), ("train-c", "completed"),
-                                ("train-c", "crashed")]
+    assert sorted(attempts) == [
+        ("train-a", "completed"),
+        ("train-a", "crashed"),
+        ("train-c", "completed"),
+        ("train-c", "crashed"),
+    ]
     # with no retries left a crash is a failure
-    out = schedule(list(GRAPH), GRAPH, FakeRuns(crash={"train-a"}), lambda s: "cpu", retries=0, poll=0,
-                   say=lambda m: None)
+    out = schedule(
+        list(GRAPH), GRAPH, FakeRuns(crash={"train-a"}), lambda s: "cpu", retries=0, poll=0, say=lambda m: None
+    )
     assert "train-a" in out.failed and out.not_run == {"gad-a": "train-a"}
 
 
@@ -239,9 +274,12 @@ def test_stages_of_methods_that_need_gradients_go_to_the_gpu_pool(tmp_path):
 # ------------------------------------------------------------------------------------------ on throwaway repositories
 
 #: the white-box target of these tests: digits' LeNet for one epoch, the robustness curve on 20 inputs
-TINY_DIGITS = {"data": {"source": "digits", "fractions": [0.7, 0.15, 0.15], "seed": 0},
-               "model": {"kind": "builtin", "arch": "lenet"}, "train": {"epochs": 1, "seed": 0},
-               "methods": ["robustness"]}
+TINY_DIGITS = {
+    "data": {"source": "digits", "fractions": [0.7, 0.15, 0.15], "seed": 0},
+    "model": {"kind": "builtin", "arch": "lenet"},
+    "train": {"epochs": 1, "seed": 0},
+    "methods": ["robustness"],
+}
 
 
 def _pool_params(r):
@@ -300,10 +338,14 @@ def _what_ran(stage):
     deps and the hashes of its metrics and findings."""
     keep = dict(stage)
     lineage = ("data/targets/", "data/render", "plots/")
-    keep["deps"] = sorted((d["path"], d.get("md5") if not d["path"].startswith(lineage) else None)
-                          for d in stage.get("deps", []))
-    keep["outs"] = sorted((o["path"], o.get("md5")) for o in stage.get("outs", []) if o["path"].startswith("metrics/")
-                          or o["path"].startswith("findings/"))
+    keep["deps"] = sorted(
+        (d["path"], d.get("md5") if not d["path"].startswith(lineage) else None) for d in stage.get("deps", [])
+    )
+    keep["outs"] = sorted(
+        (o["path"], o.get("md5"))
+        for o in stage.get("outs", [])
+        if o["path"].startswith("metrics/") or o["path"].startswith("findings/")
+    )
     return keep
 
 
@@ -366,8 +408,14 @@ def test_a_worker_killed_mid_stage_and_the_audit_completes_with_the_same_bytes(p
     work = tmp_path / "work"
     r.env["WEAKSPOT_WORKDIR"] = str(work)
     with open(tmp_path / "audit.log", "w+") as log:
-        proc = subprocess.Popen([*WEAKSPOT, "audit", "--workers", "2", "--gpu-workers", "0"], cwd=r.path, env=r.env,
-                                stdout=log, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            [*WEAKSPOT, "audit", "--workers", "2", "--gpu-workers", "0"],
+            cwd=r.path,
+            env=r.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         killed = None
         deadline = time.time() + 400
         while killed is None and time.time() < deadline and proc.poll() is None:
@@ -379,9 +427,11 @@ def test_a_worker_killed_mid_stage_and_the_audit_completes_with_the_same_bytes(p
                     cmd = " ".join(p.cmdline())
                 except psutil.NoSuchProcess:
                     continue
-                if "worker start" in cmd and any("train-phoneme" in " ".join(c.cmdline()) or
-                                                 str(work) in (c.cwd() or "") for c in _descendants(p.pid)
-                                                 if c.is_running()):
+                if "worker start" in cmd and any(
+                    "train-phoneme" in " ".join(c.cmdline()) or str(work) in (c.cwd() or "")
+                    for c in _descendants(p.pid)
+                    if c.is_running()
+                ):
                     killed = [p] + _descendants(p.pid)
                     for q in killed:
                         q.send_signal(signal.SIGKILL)
@@ -424,8 +474,10 @@ def test_a_change_to_a_module_train_imports_retrains_the_model(pool_repo):
         from prefect.client.schemas.sorting import TaskRunSort
 
         async with PrefectClient(url) as client:
-            return await client.read_task_runs(task_run_filter=TaskRunFilter(name=TaskRunFilterName(
-                like_="train_builtin")), sort=TaskRunSort.EXPECTED_START_TIME_DESC)
+            return await client.read_task_runs(
+                task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="train_builtin")),
+                sort=TaskRunSort.EXPECTED_START_TIME_DESC,
+            )
 
     import asyncio
 
@@ -443,8 +495,10 @@ def test_a_change_to_a_module_train_imports_retrains_the_model(pool_repo):
 def test_a_bad_target_beside_two_good_ones_is_named_and_the_others_audited(pool_repo):
     r = pool_repo
     raw = yaml.safe_load((r.path / "params.yaml").read_text())
-    raw["targets"]["broken"] = {"data": {"source": "csv:data/broken.csv", "label": "y"},
-                                "model": {"kind": "builtin", "arch": "svm_grid"}}
+    raw["targets"]["broken"] = {
+        "data": {"source": "csv:data/broken.csv", "label": "y"},
+        "model": {"kind": "builtin", "arch": "svm_grid"},
+    }
     (r.path / "data/broken.csv").write_text("a,b,y\n1,2,0\n3,x,1\n4,5\n")  # a short row: not a table
     (r.path / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
     proc = r.run(*WEAKSPOT, "audit", "--workers", "2", "--gpu-workers", "0", check=False)

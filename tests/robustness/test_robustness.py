@@ -78,11 +78,15 @@ def test_grid_defaults_errors_and_the_dvc_plot():
     m = methods.get("robustness")
     from ops.pipeline import method_plots
 
-    assert m.white_box and m.modalities == ("image",) and method_plots("robustness") == (("curve", "eps",
-                                                                                        ("clean", "pgd")),)
+    assert (
+        m.white_box
+        and m.modalities == ("image",)
+        and method_plots("robustness") == (("curve", "eps", ("clean", "pgd")),)
+    )
     X = np.zeros((4, 8), np.float32)
-    flat = methods.AuditTarget(name="flat", model=_Model(), classes=CLASSES, test=Dataset(X=X, y=np.zeros(4, int),
-                                                                                          classes=CLASSES))
+    flat = methods.AuditTarget(
+        name="flat", model=_Model(), classes=CLASSES, test=Dataset(X=X, y=np.zeros(4, int), classes=CLASSES)
+    )
     with pytest.raises(DataError, match="images"):
         run(flat, RobustnessParams(), Runtime(device="cpu"))
 

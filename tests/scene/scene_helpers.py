@@ -17,11 +17,22 @@ def needs_bpy(fn):
     """Mark a test that renders through bpy: the project's ``blender`` marker, skipped without bpy."""
     return pytest.mark.blender(_skip(fn))
 
-BASE = dict(sun_alpha=0.0, sun_beta=0.0, sun_zeta=0.0, sun_energy=2.5, light_energy=1500.0, light_distance=12.0,
-            light_azimuth=45.0, light_elevation=30.0, view_distance=1.9, view_azimuth=30.0, view_elevation=30.0,
-            view_roll=0.0)
+
+BASE = dict(
+    sun_alpha=0.0,
+    sun_beta=0.0,
+    sun_zeta=0.0,
+    sun_energy=2.5,
+    light_energy=1500.0,
+    light_distance=12.0,
+    light_azimuth=45.0,
+    light_elevation=30.0,
+    view_distance=1.9,
+    view_azimuth=30.0,
+    view_elevation=30.0,
+    view_roll=0.0,
+)
 
 
 def scene(cls="mug", instance=0, **factors):
     return {**BASE, **factors, "class": cls, "instance": instance}
-

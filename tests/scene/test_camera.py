@@ -24,15 +24,22 @@ def test_roll_turns_the_image_about_the_view_axis_only():
     assert np.allclose(b[:3, 0], a[:3, 1]) and np.allclose(b[:3, 1], -a[:3, 0])  # x and y turned by 90 degrees
 
 
-@pytest.mark.parametrize("args, expected", [((2.0, 0.0, 0.0), (2.0, 0.0, 0.0)), ((1.0, 90.0, 0.0), (0.0, 1.0, 0.0)),
-                                            ((3.0, 45.0, 90.0), (0.0, 0.0, 3.0)),
-                                            ((2.0, 180.0, -90.0), (0.0, 0.0, -2.0))])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ((2.0, 0.0, 0.0), (2.0, 0.0, 0.0)),
+        ((1.0, 90.0, 0.0), (0.0, 1.0, 0.0)),
+        ((3.0, 45.0, 90.0), (0.0, 0.0, 3.0)),
+        ((2.0, 180.0, -90.0), (0.0, 0.0, -2.0)),
+    ],
+)
 def test_spherical_known_points(args, expected):
     assert np.allclose(spherical(*args), expected, atol=1e-12)
 
 
 def test_the_camera_stands_where_spherical_puts_it():
     rng = np.random.default_rng(0)
-    for d, az, el, roll in zip(rng.uniform(1, 3, 20), rng.uniform(0, 360, 20), rng.uniform(-90, 90, 20),
-                               rng.uniform(0, 360, 20)):
+    for d, az, el, roll in zip(
+        rng.uniform(1, 3, 20), rng.uniform(0, 360, 20), rng.uniform(-90, 90, 20), rng.uniform(0, 360, 20)
+    ):
         assert np.allclose(camera_matrix(d, az, el, roll)[:3, 3], spherical(d, az, el))

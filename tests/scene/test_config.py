@@ -28,8 +28,9 @@ def test_overrides_and_errors():
         SceneParams(samples=0)
 
 
-@pytest.mark.parametrize("module", ["weakspot.scene.config", "weakspot.scene.space", "weakspot.scene.objects",
-                                    "weakspot.scene.dataset"])
+@pytest.mark.parametrize(
+    "module", ["weakspot.scene.config", "weakspot.scene.space", "weakspot.scene.objects", "weakspot.scene.dataset"]
+)
 def test_the_scene_params_and_data_load_no_renderer(module):
     """Only the stages that render load the renderer: a change to it reruns render, examine and the study alone."""
     from tasks.closure import module_closure

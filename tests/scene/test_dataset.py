@@ -29,8 +29,18 @@ class EchoRenderer:
 def test_table_matches_images_and_splits():
     r = EchoRenderer()
     seen = []
-    images, table = render_dataset(r, ["mug", "bowl", "can"], 3, 4, SceneSpace(), seed=5, val_instances_per_class=2,
-                                   val_views_per_instance=1, batch_size=7, progress=lambda w, d, t: seen.append((d, t)))
+    images, table = render_dataset(
+        r,
+        ["mug", "bowl", "can"],
+        3,
+        4,
+        SceneSpace(),
+        seed=5,
+        val_instances_per_class=2,
+        val_views_per_instance=1,
+        batch_size=7,
+        progress=lambda w, d, t: seen.append((d, t)),
+    )
     n = 3 * 3 * 4 + 3 * 2 * 1
     assert images.shape == (n, 4, 4, 3) and len(table) == n
     assert list(table.columns) == ["class", "label", "instance", "split", "view", *FACTORS]

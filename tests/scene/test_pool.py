@@ -90,9 +90,12 @@ def test_a_worker_that_always_dies_exhausts_the_retries(monkeypatch, caplog):
     monkeypatch.setenv(FAULT_ENV, "kill")
     r = BlenderRenderer(resolution=16, samples=1, workers=1, max_retries=1)
     with caplog.at_level(logging.WARNING, logger="weakspot.scene.pool"):
-        with pytest.raises(RenderError, match=r"worker 0 \(pid \d+\) died while rendering its chunk \(chunk 0: scenes "
-                           r"0-2 of 3: mug#0, bowl#1, cap#2\); it was killed by SIGKILL.*exit code -9; gave up after "
-                           r"1 restart\(s\) for this chunk \(max_retries=1\)"):
+        with pytest.raises(
+            RenderError,
+            match=r"worker 0 \(pid \d+\) died while rendering its chunk \(chunk 0: scenes "
+            r"0-2 of 3: mug#0, bowl#1, cap#2\); it was killed by SIGKILL.*exit code -9; gave up after "
+            r"1 restart\(s\) for this chunk \(max_retries=1\)",
+        ):
             r.render([scene(), scene("bowl", 1), scene("cap", 2)])
     assert r.restarts_ == 1 and len(caplog.records) == 1
     with pytest.raises(RenderError, match="closed"):

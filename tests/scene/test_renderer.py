@@ -71,8 +71,10 @@ def test_every_class_is_in_frame_and_centred(renderer):
 def test_lights_matter(renderer):
     dim = dict(light_energy=900.0, light_distance=20.0)
     ps = [scene("barrel", 0, sun_energy=e, **dim) for e in (0.0, 2.5, 5.0)]
-    ps += [scene("barrel", 0, sun_energy=0.0, light_energy=e, light_distance=8.0, light_azimuth=30.0,
-                 light_elevation=30.0) for e in (900.0, 3000.0)]
+    ps += [
+        scene("barrel", 0, sun_energy=0.0, light_energy=e, light_distance=8.0, light_azimuth=30.0, light_elevation=30.0)
+        for e in (900.0, 3000.0)
+    ]
     images, alpha = renderer.render(ps, return_alpha=True)
     _, lum, _ = _stats(images, alpha)
     assert lum[0] + 10 < lum[1] < lum[2] - 5  # the sun (shining down on the top the camera sees) brightens it
@@ -94,8 +96,11 @@ def test_corners_of_the_space_keep_the_object_visible(renderer):
     """Paper Sec. 2.1: g(z, s) must keep the label, so no corner of S may be black, blown out or empty."""
     space = SceneSpace()
     corners = space.corners(["sun_energy", "light_energy", "light_distance", "view_distance", "view_elevation"])
-    ps = [dict(p, sun_alpha=1.0, sun_beta=2.0, **{"class": c, "instance": 0})
-          for c in ("bowl", "chair", "airplane", "cap") for p in corners]
+    ps = [
+        dict(p, sun_alpha=1.0, sun_beta=2.0, **{"class": c, "instance": 0})
+        for c in ("bowl", "chair", "airplane", "cap")
+        for p in corners
+    ]
     images, alpha = renderer.render(ps, return_alpha=True)
     cover, lum, sat = _stats(images, alpha)
     assert cover.min() > 0.01  # at least ~10 of 1024 pixels even from far below

@@ -20,8 +20,16 @@ def test_factor_order_and_split_follow_table1():
 
 def test_unmapped_bounds_are_table1_verbatim():
     b = SceneSpace().bounds
-    for name in ("sun_alpha", "sun_energy", "light_distance", "light_azimuth", "light_elevation", "view_azimuth",
-                 "view_elevation", "view_roll"):
+    for name in (
+        "sun_alpha",
+        "sun_energy",
+        "light_distance",
+        "light_azimuth",
+        "light_elevation",
+        "view_azimuth",
+        "view_elevation",
+        "view_roll",
+    ):
         assert b[name] == PAPER_BOUNDS[name]
     assert PAPER_BOUNDS["sun_alpha"] == (0.0, 2 * math.pi)
     assert PAPER_BOUNDS["view_azimuth"] == (0.0, 180.0) and PAPER_BOUNDS["light_energy"] == (0.3, 1.0)
@@ -63,14 +71,17 @@ def test_clip_and_validate():
         s.validate(dict(p, light_energy=float("nan")))
 
 
-@pytest.mark.parametrize("bounds, match", [
-    ({"camera_height": (0, 1)}, "unknown factor 'camera_height'.*valid factors: sun_alpha"),
-    ({"view_roll": (5.0, 1.0)}, r"view_roll.*lo < hi"),
-    ({"view_roll": "wide"}, r"view_roll.*pair"),
-    ({"sun_energy": (-1.0, 2.0)}, "sun_energy.*negative"),
-    ({"view_distance": (0.2, 2.0)}, "view_distance.*inside the object"),
-    ({"view_elevation": (-100.0, 90.0)}, r"view_elevation.*\[-90, 90\]"),
-])
+@pytest.mark.parametrize(
+    "bounds, match",
+    [
+        ({"camera_height": (0, 1)}, "unknown factor 'camera_height'.*valid factors: sun_alpha"),
+        ({"view_roll": (5.0, 1.0)}, r"view_roll.*lo < hi"),
+        ({"view_roll": "wide"}, r"view_roll.*pair"),
+        ({"sun_energy": (-1.0, 2.0)}, "sun_energy.*negative"),
+        ({"view_distance": (0.2, 2.0)}, "view_distance.*inside the object"),
+        ({"view_elevation": (-100.0, 90.0)}, r"view_elevation.*\[-90, 90\]"),
+    ],
+)
 def test_bad_bounds_are_named(bounds, match):
     with pytest.raises(ConfigError, match=match):
         SceneSpace(bounds)
@@ -81,4 +92,5 @@ def test_corners_cover_every_extreme():
     c = s.corners(["sun_energy", "view_distance"])
     assert len(c) == 4
     assert {(p["sun_energy"], p["view_distance"]) for p in c} == {
-        (lo1, lo2) for lo1 in DEFAULT_BOUNDS["sun_energy"] for lo2 in DEFAULT_BOUNDS["view_distance"]}
+        (lo1, lo2) for lo1 in DEFAULT_BOUNDS["sun_energy"] for lo2 in DEFAULT_BOUNDS["view_distance"]
+    }

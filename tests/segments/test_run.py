@@ -30,8 +30,9 @@ class Planted:
 def table(n, seed, d=5):
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, (n, d)).astype(np.float32)
-    return Dataset(X=X, y=(X[:, 0] > 0).astype(np.int64), classes=["neg", "pos"],
-                   feature_names=[f"f{i}" for i in range(d)])
+    return Dataset(
+        X=X, y=(X[:, 0] > 0).astype(np.int64), classes=["neg", "pos"], feature_names=[f"f{i}" for i in range(d)]
+    )
 
 
 def test_a_planted_two_feature_rule_comes_back_as_the_top_confirmed_segment():
@@ -49,8 +50,14 @@ def test_a_planted_two_feature_rule_comes_back_as_the_top_confirmed_segment():
 
 def test_a_model_with_no_weak_spot_has_no_confirmed_segment_in_nine_of_ten_data_sets():
     nothing = lambda X: np.zeros(len(X), bool)  # noqa: E731  (only the 10% hashed noise)
-    confirmed = [bool(run(SimpleNamespace(test=table(2000, s), model=Planted(nothing, noise=0.1)),
-                          SegmentsParams(seed=s), None).confirmed) for s in range(10)]
+    confirmed = [
+        bool(
+            run(
+                SimpleNamespace(test=table(2000, s), model=Planted(nothing, noise=0.1)), SegmentsParams(seed=s), None
+            ).confirmed
+        )
+        for s in range(10)
+    ]
     assert sum(confirmed) <= 1, confirmed
 
 
@@ -83,8 +90,12 @@ def test_the_phoneme_svm_fails_where_its_training_split_left_out_the_oral_sounds
     from tests.gad.helpers import phoneme_target
 
     clf, split, _ = phoneme_target(0)
-    ds = Dataset(X=split.X_test.astype(np.float32), y=split.y_test, classes=["nasal", "oral"],
-                 feature_names=list(split.feature_names))
+    ds = Dataset(
+        X=split.X_test.astype(np.float32),
+        y=split.y_test,
+        classes=["nasal", "oral"],
+        feature_names=list(split.feature_names),
+    )
     res = run(SimpleNamespace(test=ds, model=clf), SegmentsParams(), None)
     planted = (ds.y == 1) & (ds.X[:, ds.feature_names.index("Iy")] <= 0)
     segs = [s for s in res.confirmed if s.kind == "segment"]
@@ -169,8 +180,10 @@ def test_the_label_is_named_as_the_data_name_it_and_a_feature_of_that_name_stays
         def predict_proba(self, Xq):
             return np.eye(2)[pred] * 0.8 + 0.1
 
-    for names, prov, want in [(["a", "b"], {"label": "species"}, "species = pos"),
-                              (["class", "b"], {}, "class (the label) = pos")]:
+    for names, prov, want in [
+        (["a", "b"], {"label": "species"}, "species = pos"),
+        (["class", "b"], {}, "class (the label) = pos"),
+    ]:
         ds = Dataset(X=X, y=y, classes=["neg", "pos"], feature_names=names, provenance=prov)
         res = run(SimpleNamespace(test=ds, model=Model()), SegmentsParams(), None)
         assert [s.text for s in res.confirmed if s.kind == "class"] == [want]

@@ -59,8 +59,9 @@ def _check(X: Any, y: Any, eps: float, clip: Clip, n_classes: int, who: str) -> 
     return X, y.astype(np.int64)
 
 
-def art_classifier(module: torch.nn.Module, *, input_shape: Sequence[int], n_classes: int, clip: Clip = (0.0, 1.0),
-                   device: Any = "cpu"):
+def art_classifier(
+    module: torch.nn.Module, *, input_shape: Sequence[int], n_classes: int, clip: Clip = (0.0, 1.0), device: Any = "cpu"
+):
     """Wrap a logits module as ART's ``PyTorchClassifier`` (cross-entropy loss, no optimizer, ``clip_values=clip``).
 
     Parameters
@@ -81,14 +82,31 @@ def art_classifier(module: torch.nn.Module, *, input_shape: Sequence[int], n_cla
     """
     from art.estimators.classification import PyTorchClassifier
 
-    return PyTorchClassifier(model=module, loss=torch.nn.CrossEntropyLoss(), input_shape=tuple(int(s) for s in
-                             input_shape), nb_classes=int(n_classes), optimizer=None,
-                             clip_values=(float(clip[0]), float(clip[1])), device_type=_device_type(device))
+    return PyTorchClassifier(
+        model=module,
+        loss=torch.nn.CrossEntropyLoss(),
+        input_shape=tuple(int(s) for s in input_shape),
+        nb_classes=int(n_classes),
+        optimizer=None,
+        clip_values=(float(clip[0]), float(clip[1])),
+        device_type=_device_type(device),
+    )
 
 
-def art_pgd(module: torch.nn.Module, X: Any, y: Any, *, eps: float, steps: int = 30, step_size: Optional[float] = None,
-            clip: Clip = (0.0, 1.0), n_classes: int, batch_size: int = 256, seed: int = 0,
-            device: Any = "cpu") -> np.ndarray:
+def art_pgd(
+    module: torch.nn.Module,
+    X: Any,
+    y: Any,
+    *,
+    eps: float,
+    steps: int = 30,
+    step_size: Optional[float] = None,
+    clip: Clip = (0.0, 1.0),
+    n_classes: int,
+    batch_size: int = 256,
+    seed: int = 0,
+    device: Any = "cpu",
+) -> np.ndarray:
     """ART's PGD (``art.attacks.evasion.ProjectedGradientDescent``; Madry et al. 2018), L-inf, untargeted, on the
     cross-entropy of the true labels, with no random start (``num_random_init=0``).
 
@@ -127,8 +145,17 @@ def art_pgd(module: torch.nn.Module, X: Any, y: Any, *, eps: float, steps: int =
     check_int(steps, "steps", "art_pgd")
     alpha = 2.5 * eps / int(steps) if step_size is None else float(step_size)
     clf = art_classifier(module, input_shape=X.shape[1:], n_classes=n_classes, clip=clip, device=device)
-    attack = ProjectedGradientDescent(clf, norm=np.inf, eps=float(eps), eps_step=alpha, max_iter=int(steps),
-                                      targeted=False, num_random_init=0, batch_size=int(batch_size), verbose=False)
+    attack = ProjectedGradientDescent(
+        clf,
+        norm=np.inf,
+        eps=float(eps),
+        eps_step=alpha,
+        max_iter=int(steps),
+        targeted=False,
+        num_random_init=0,
+        batch_size=int(batch_size),
+        verbose=False,
+    )
     with _seeded(seed):
         out = attack.generate(x=X, y=y)
     return np.asarray(out, dtype=np.float32)
@@ -167,7 +194,7 @@ class _seeded:
         self._np_state = np.random.get_state()
         self._fork = torch.random.fork_rng(devices=[] if not torch.cuda.is_available() else None)
         self._fork.__enter__()
-        np.random.seed(self.seed % (2 ** 32))
+        np.random.seed(self.seed % (2**32))
         torch.manual_seed(self.seed)
         return self
 
@@ -179,9 +206,20 @@ class _seeded:
         return False
 
 
-def art_autoattack(module: torch.nn.Module, X: Any, y: Any, *, eps: float, clip: Clip = (0.0, 1.0), n_classes: int,
-                   iters: int = 30, attacks: Sequence[str] = ("apgd-ce", "apgd-dlr"), seed: int = 0,
-                   batch_size: int = 256, device: Any = "cpu") -> np.ndarray:
+def art_autoattack(
+    module: torch.nn.Module,
+    X: Any,
+    y: Any,
+    *,
+    eps: float,
+    clip: Clip = (0.0, 1.0),
+    n_classes: int,
+    iters: int = 30,
+    attacks: Sequence[str] = ("apgd-ce", "apgd-dlr"),
+    seed: int = 0,
+    batch_size: int = 256,
+    device: Any = "cpu",
+) -> np.ndarray:
     """A reduced AutoAttack as IBM ART provides it: ``art.attacks.evasion.AutoAttack`` over an explicit list of
     ``AutoProjectedGradientDescent`` attacks (Croce & Hein 2020).
 
@@ -228,18 +266,40 @@ def art_autoattack(module: torch.nn.Module, X: Any, y: Any, *, eps: float, clip:
     names = [attacks] if isinstance(attacks, str) else list(attacks)
     bad = [a for a in names if a not in AUTOATTACK_LOSSES]
     if not names or bad:
-        raise ConfigError(f"art_autoattack attacks = {attacks!r}: use a non-empty list of "
-                          f"{', '.join(AUTOATTACK_LOSSES)}")
+        raise ConfigError(
+            f"art_autoattack attacks = {attacks!r}: use a non-empty list of {', '.join(AUTOATTACK_LOSSES)}"
+        )
     if "apgd-dlr" in names and n_classes < 3:
-        raise ConfigError(f"art_autoattack: APGD-DLR needs n_classes >= 3 (it uses the third-largest logit); "
-                          f"got n_classes = {n_classes}")
+        raise ConfigError(
+            f"art_autoattack: APGD-DLR needs n_classes >= 3 (it uses the third-largest logit); "
+            f"got n_classes = {n_classes}"
+        )
     clf = art_classifier(module, input_shape=X.shape[1:], n_classes=n_classes, clip=clip, device=device)
     with _seeded(seed), _multiprocess_placeholder():
-        apgd = [AutoProjectedGradientDescent(clf, norm=np.inf, eps=float(eps), eps_step=2.0 * float(eps),
-                                             max_iter=int(iters), targeted=False, nb_random_init=1,
-                                             batch_size=int(batch_size), loss_type=AUTOATTACK_LOSSES[a],
-                                             verbose=False) for a in names]
-        aa = AutoAttack(clf, norm=np.inf, eps=float(eps), eps_step=2.0 * float(eps), attacks=apgd,
-                        batch_size=int(batch_size), targeted=False, parallel_pool_size=0)
+        apgd = [
+            AutoProjectedGradientDescent(
+                clf,
+                norm=np.inf,
+                eps=float(eps),
+                eps_step=2.0 * float(eps),
+                max_iter=int(iters),
+                targeted=False,
+                nb_random_init=1,
+                batch_size=int(batch_size),
+                loss_type=AUTOATTACK_LOSSES[a],
+                verbose=False,
+            )
+            for a in names
+        ]
+        aa = AutoAttack(
+            clf,
+            norm=np.inf,
+            eps=float(eps),
+            eps_step=2.0 * float(eps),
+            attacks=apgd,
+            batch_size=int(batch_size),
+            targeted=False,
+            parallel_pool_size=0,
+        )
         out = aa.generate(x=X, y=y)
     return np.asarray(out, dtype=np.float32)

@@ -67,8 +67,15 @@ def input_grad(module: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, loss: 
     return g
 
 
-def fgsm(module: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps: float, clip: Clip = (0.0, 1.0),
-         target: Optional[torch.Tensor] = None) -> torch.Tensor:
+def fgsm(
+    module: torch.nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    eps: float,
+    clip: Clip = (0.0, 1.0),
+    target: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
     """One signed-gradient step of size ``eps`` up the cross-entropy of ``y`` (or down that of ``target``)."""
     check_number(eps, "eps", "fgsm", low=0, low_open=False)
     check_clip(clip, "fgsm")
@@ -79,9 +86,20 @@ def fgsm(module: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps: floa
     return project(x.detach() + eps * step, x.detach(), eps, clip).detach()
 
 
-def pgd(module: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps: float, steps: int = 30,
-        step_size: Optional[float] = None, random_start: bool = True, loss: str = "ce", clip: Clip = (0.0, 1.0),
-        generator: Optional[torch.Generator] = None, keep_best: bool = False) -> torch.Tensor:
+def pgd(
+    module: torch.nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    eps: float,
+    steps: int = 30,
+    step_size: Optional[float] = None,
+    random_start: bool = True,
+    loss: str = "ce",
+    clip: Clip = (0.0, 1.0),
+    generator: Optional[torch.Generator] = None,
+    keep_best: bool = False,
+) -> torch.Tensor:
     """Projected gradient ascent of ``loss`` in the L-inf ball of radius ``eps`` (clipped to ``clip``).
 
     ``step_size`` defaults to ``2.5 * eps / steps`` (Madry et al.'s rule of thumb, so the walk can cross the ball).
@@ -123,8 +141,16 @@ def pgd(module: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps: float
     return x_adv.detach()
 
 
-def batched(fn: Callable[..., torch.Tensor], module: torch.nn.Module, X: Any, y: Any, *, batch_size: int = 256,
-            device: Any = "cpu", **kwargs: Any) -> np.ndarray:
+def batched(
+    fn: Callable[..., torch.Tensor],
+    module: torch.nn.Module,
+    X: Any,
+    y: Any,
+    *,
+    batch_size: int = 256,
+    device: Any = "cpu",
+    **kwargs: Any,
+) -> np.ndarray:
     """Run an attack ``fn(module, xb, yb, **kwargs)`` over numpy arrays in batches; returns the attacked inputs as a
     float32 array. A ``generator`` in ``kwargs`` is shared by the batches (deterministic for a given batch size)."""
     X = np.asarray(X, np.float32)
@@ -136,9 +162,9 @@ def batched(fn: Callable[..., torch.Tensor], module: torch.nn.Module, X: Any, y:
     module.eval()
     out = np.empty_like(X)
     for s in range(0, len(X), int(batch_size)):
-        xb = torch.as_tensor(X[s:s + batch_size], device=device)
-        yb = torch.as_tensor(y[s:s + batch_size], dtype=torch.int64, device=device)
-        out[s:s + batch_size] = fn(module, xb, yb, **kwargs).cpu().numpy()
+        xb = torch.as_tensor(X[s : s + batch_size], device=device)
+        yb = torch.as_tensor(y[s : s + batch_size], dtype=torch.int64, device=device)
+        out[s : s + batch_size] = fn(module, xb, yb, **kwargs).cpu().numpy()
     return out
 
 
@@ -148,6 +174,10 @@ def predict(module: torch.nn.Module, X: np.ndarray, *, batch_size: int = 512, de
     preds = []
     with torch.no_grad():
         for s in range(0, len(X), int(batch_size)):
-            preds.append(module(torch.as_tensor(np.asarray(X[s:s + batch_size], np.float32), device=device))
-                         .argmax(1).cpu().numpy())
+            preds.append(
+                module(torch.as_tensor(np.asarray(X[s : s + batch_size], np.float32), device=device))
+                .argmax(1)
+                .cpu()
+                .numpy()
+            )
     return np.concatenate(preds) if preds else np.zeros(0, np.int64)

@@ -104,8 +104,10 @@ def _craft(module: torch.nn.Module, attack: Callable[[], torch.Tensor]) -> torch
 
 # ---------------------------------------------------------------- losses (usable with train_torch_classifier)
 
-def fgsm_at_loss(*, eps: float, clip: Clip = (0.0, 1.0), lam: float = KURAKIN_LAMBDA,
-                 fraction: float = KURAKIN_FRACTION) -> LossFn:
+
+def fgsm_at_loss(
+    *, eps: float, clip: Clip = (0.0, 1.0), lam: float = KURAKIN_LAMBDA, fraction: float = KURAKIN_FRACTION
+) -> LossFn:
     """Kurakin et al.'s adversarial-training loss (Sec. 3, "Adversarial machine learning at scale", ICLR 2017).
 
     The first ``k = round(fraction * m)`` examples of each batch of ``m`` (the batch order is a seeded permutation,
@@ -130,15 +132,29 @@ def fgsm_at_loss(*, eps: float, clip: Clip = (0.0, 1.0), lam: float = KURAKIN_LA
     return loss_fn
 
 
-def minmax_loss(*, eps: float, steps: int = MADRY_STEPS, step_size: Optional[float] = None,
-                clip: Clip = (0.0, 1.0)) -> LossFn:
+def minmax_loss(
+    *, eps: float, steps: int = MADRY_STEPS, step_size: Optional[float] = None, clip: Clip = (0.0, 1.0)
+) -> LossFn:
     """Madry et al.'s min-max loss: the cross-entropy of PGD examples only (``steps`` steps of ``step_size``, default
     ``2.5 * eps / steps``, from a uniform random start in the eps-ball drawn from the loop's generator; crafted in
     eval mode). Returns the adversarial examples' logits."""
 
     def loss_fn(module: torch.nn.Module, xb: torch.Tensor, yb: torch.Tensor, gen: torch.Generator):
-        x_adv = _craft(module, lambda: pgd(module, xb, yb, eps=eps, steps=steps, step_size=step_size,
-                                           random_start=True, loss="ce", clip=clip, generator=gen))
+        x_adv = _craft(
+            module,
+            lambda: pgd(
+                module,
+                xb,
+                yb,
+                eps=eps,
+                steps=steps,
+                step_size=step_size,
+                random_start=True,
+                loss="ce",
+                clip=clip,
+                generator=gen,
+            ),
+        )
         out = module(x_adv)
         return F.cross_entropy(out, yb), out
 
@@ -190,9 +206,17 @@ def soft_label_loss(teacher: torch.nn.Module, *, temperature: float) -> LossFn:
 
 # ---------------------------------------------------------------- the registered defences
 
+
 @DEFENCES.register("fgsm_at")
-def fgsm_at(fit: Fit, module: torch.nn.Module, *, eps: float, clip: Clip, lam: float = KURAKIN_LAMBDA,
-            fraction: float = KURAKIN_FRACTION) -> Dict[str, Any]:
+def fgsm_at(
+    fit: Fit,
+    module: torch.nn.Module,
+    *,
+    eps: float,
+    clip: Clip,
+    lam: float = KURAKIN_LAMBDA,
+    fraction: float = KURAKIN_FRACTION,
+) -> Dict[str, Any]:
     """FGSM adversarial training: Kurakin, Goodfellow & Bengio, "Adversarial machine learning at scale", ICLR 2017
     (arXiv 2016), Sec. 3 (seeds/002's "AdvTrain", Table 1).
 
@@ -211,13 +235,23 @@ def fgsm_at(fit: Fit, module: torch.nn.Module, *, eps: float, clip: Clip, lam: f
     lam = check_number(lam, "lam", _who("fgsm_at"), low=0)
     fraction = check_number(fraction, "fraction", _who("fgsm_at"), low=0, high=1)
     history = fit(module, fgsm_at_loss(eps=eps, clip=clip, lam=lam, fraction=fraction), "fgsm_at")
-    return {"history": history, "settings": {"eps": eps, "lam": lam, "fraction": fraction, "clip": list(clip)},
-            "label": f"FGSM adversarial training (eps {fmt(eps, 4)}, {fraction:.0%} adversarial, lambda {fmt(lam, 4)})"}
+    return {
+        "history": history,
+        "settings": {"eps": eps, "lam": lam, "fraction": fraction, "clip": list(clip)},
+        "label": f"FGSM adversarial training (eps {fmt(eps, 4)}, {fraction:.0%} adversarial, lambda {fmt(lam, 4)})",
+    }
 
 
 @DEFENCES.register("minmax")
-def minmax(fit: Fit, module: torch.nn.Module, *, eps: float, clip: Clip, steps: int = MADRY_STEPS,
-           step_size: Optional[float] = None) -> Dict[str, Any]:
+def minmax(
+    fit: Fit,
+    module: torch.nn.Module,
+    *,
+    eps: float,
+    clip: Clip,
+    steps: int = MADRY_STEPS,
+    step_size: Optional[float] = None,
+) -> Dict[str, Any]:
     """Min-max (PGD) adversarial training: Madry, Makelov, Schmidt, Tsipras & Vladu, "Towards deep learning models
     resistant to adversarial attacks", ICLR 2018 (seeds/002's "MinMax", Tables 1-3): every batch is replaced by its
     PGD examples (cross-entropy, uniform random start), and only those are trained on.
@@ -235,10 +269,18 @@ def minmax(fit: Fit, module: torch.nn.Module, *, eps: float, clip: Clip, steps: 
     steps = check_int(steps, "steps", _who("minmax"))
     alpha = 2.5 * eps / steps if step_size is None else check_number(step_size, "step_size", _who("minmax"), low=0)
     history = fit(module, minmax_loss(eps=eps, steps=steps, step_size=alpha, clip=clip), "minmax")
-    return {"history": history,
-            "settings": {"eps": eps, "steps": steps, "step_size": alpha, "random_start": True, "loss": "ce",
-                         "clip": list(clip)},
-            "label": f"PGD-{steps} min-max (eps {fmt(eps, 4)}, step {fmt(alpha, 4)})"}
+    return {
+        "history": history,
+        "settings": {
+            "eps": eps,
+            "steps": steps,
+            "step_size": alpha,
+            "random_start": True,
+            "loss": "ce",
+            "clip": list(clip),
+        },
+        "label": f"PGD-{steps} min-max (eps {fmt(eps, 4)}, step {fmt(alpha, 4)})",
+    }
 
 
 @DEFENCES.register("gradreg")
@@ -257,13 +299,23 @@ def gradreg(fit: Fit, module: torch.nn.Module, *, eps: float, clip: Clip, lam: f
     """
     lam = check_number(lam, "lam", _who("gradreg"), low=0, low_open=False)
     history = fit(module, gradreg_loss(lam=lam), "gradreg")
-    return {"history": history, "settings": {"lam": lam},
-            "label": f"input-gradient regularisation (lambda {fmt(lam, 4)})"}
+    return {
+        "history": history,
+        "settings": {"lam": lam},
+        "label": f"input-gradient regularisation (lambda {fmt(lam, 4)})",
+    }
 
 
 @DEFENCES.register("distillation")
-def distillation(fit: Fit, module: torch.nn.Module, *, eps: float, clip: Clip,
-                 temperature: float = PAPERNOT_TEMPERATURE, warm_start: bool = False) -> Dict[str, Any]:
+def distillation(
+    fit: Fit,
+    module: torch.nn.Module,
+    *,
+    eps: float,
+    clip: Clip,
+    temperature: float = PAPERNOT_TEMPERATURE,
+    warm_start: bool = False,
+) -> Dict[str, Any]:
     """Defensive distillation: Papernot, McDaniel, Wu, Jha & Swami, "Distillation as a defense to adversarial
     perturbations against deep neural networks", IEEE S&P 2016 (seeds/002's "Distillation", Table 3).
     ``eps`` and ``clip`` are not used.
@@ -291,25 +343,46 @@ def distillation(fit: Fit, module: torch.nn.Module, *, eps: float, clip: Clip,
     teacher = copy.deepcopy(module)
     teacher_history = fit(teacher, temperature_loss(temperature=t), "distillation teacher")
     history = fit(module, soft_label_loss(teacher, temperature=t), "distillation student")
-    return {"history": history, "teacher_history": teacher_history,
-            "settings": {"temperature": t, "deployed_temperature": 1.0, "warm_start": bool(warm_start)},
-            "label": f"defensive distillation (T {fmt(t, 4)}, deployed at T 1{', warm start' if warm_start else ''})"}
+    return {
+        "history": history,
+        "teacher_history": teacher_history,
+        "settings": {"temperature": t, "deployed_temperature": 1.0, "warm_start": bool(warm_start)},
+        "label": f"defensive distillation (T {fmt(t, 4)}, deployed at T 1{', warm start' if warm_start else ''})",
+    }
 
 
 def defence_options(name: str) -> Dict[str, Any]:
     """The options of defence ``name`` and their defaults (``ConfigError`` listing the valid names if unknown)."""
     fn = DEFENCES.get(name)
-    return {p.name: p.default for p in inspect.signature(fn).parameters.values()
-            if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in ("eps", "clip")}
+    return {
+        p.name: p.default
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in ("eps", "clip")
+    }
 
 
 # ---------------------------------------------------------------- entry point
 
-def train_defence(name: str, module: torch.nn.Module, X: Any, y: Any, *, eps: float, clip: Clip = (0.0, 1.0),
-                  epochs: int, lr: float, batch_size: int, seed: int, device: Any = "cpu",
-                  lr_schedule: str = "constant", augment: Optional[str] = None, weight_decay: float = 0.0,
-                  options: Optional[Mapping[str, Any]] = None,
-                  progress: Optional[Progress] = None) -> Tuple[torch.nn.Module, Dict[str, Any]]:
+
+def train_defence(
+    name: str,
+    module: torch.nn.Module,
+    X: Any,
+    y: Any,
+    *,
+    eps: float,
+    clip: Clip = (0.0, 1.0),
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    seed: int,
+    device: Any = "cpu",
+    lr_schedule: str = "constant",
+    augment: Optional[str] = None,
+    weight_decay: float = 0.0,
+    options: Optional[Mapping[str, Any]] = None,
+    progress: Optional[Progress] = None,
+) -> Tuple[torch.nn.Module, Dict[str, Any]]:
     """Train ``module`` in place with the defence ``name``; return it and what ran.
 
     Parameters
@@ -349,35 +422,64 @@ def train_defence(name: str, module: torch.nn.Module, X: Any, y: Any, *, eps: fl
     valid = defence_options(name)
     options = {} if options is None else options
     if not isinstance(options, Mapping):
-        raise ConfigError(f"defence {name!r}: options = {options!r} must be a dict of "
-                          f"{', '.join(valid) or '(no options)'}")
+        raise ConfigError(
+            f"defence {name!r}: options = {options!r} must be a dict of {', '.join(valid) or '(no options)'}"
+        )
     unknown = sorted(set(options) - set(valid))
     if unknown:
-        raise ConfigError(f"defence {name!r}: unknown option(s) {', '.join(map(repr, unknown))}; valid options: "
-                          f"{', '.join(valid) or '(none)'}")
+        raise ConfigError(
+            f"defence {name!r}: unknown option(s) {', '.join(map(repr, unknown))}; valid options: "
+            f"{', '.join(valid) or '(none)'}"
+        )
     clip = check_clip(clip, _who(name))
     check_number(eps, "eps", _who(name), low=0, low_open=False)
     if name in ("fgsm_at", "minmax"):
         Xa = np.asarray(X, dtype=np.float32)
         if Xa.size and (np.nanmin(Xa) < clip[0] or np.nanmax(Xa) > clip[1]):
-            raise DataError(f"defence {name!r}: the training inputs span [{np.nanmin(Xa):.4g}, {np.nanmax(Xa):.4g}], "
-                            f"outside clip = {clip}; give the data's range as clip")
+            raise DataError(
+                f"defence {name!r}: the training inputs span [{np.nanmin(Xa):.4g}, {np.nanmax(Xa):.4g}], "
+                f"outside clip = {clip}; give the data's range as clip"
+            )
 
     def fit(m: torch.nn.Module, loss_fn: LossFn, phase: str) -> Dict[str, Any]:
         cb = None
         if progress is not None:
+
             def cb(what: str, done: int, total: int) -> None:
                 progress(f"{phase}: {what}", done, total)
-        return train_torch_classifier(m, X, y, epochs=epochs, lr=lr, batch_size=batch_size, seed=seed,
-                                      device=device, weight_decay=weight_decay, augment=augment,
-                                      lr_schedule=lr_schedule, progress=cb, loss_fn=loss_fn)
+
+        return train_torch_classifier(
+            m,
+            X,
+            y,
+            epochs=epochs,
+            lr=lr,
+            batch_size=batch_size,
+            seed=seed,
+            device=device,
+            weight_decay=weight_decay,
+            augment=augment,
+            lr_schedule=lr_schedule,
+            progress=cb,
+            loss_fn=loss_fn,
+        )
 
     out = trainer(fit, module, eps=eps, clip=clip, **{**valid, **dict(options)})
-    training = {"epochs": int(epochs), "lr": float(lr), "batch_size": int(batch_size), "seed": int(seed),
-                "lr_schedule": lr_schedule, "augment": augment, "weight_decay": float(weight_decay)}
+    training = {
+        "epochs": int(epochs),
+        "lr": float(lr),
+        "batch_size": int(batch_size),
+        "seed": int(seed),
+        "lr_schedule": lr_schedule,
+        "augment": augment,
+        "weight_decay": float(weight_decay),
+    }
     ran = f"{int(epochs)} epoch{'s' if int(epochs) != 1 else ''}" + (" per phase" if "teacher_history" in out else "")
-    info = {"history": out["history"], "settings": {"defence": name, **out["settings"], **training},
-            "label": f"{out['label'][:-1]}, {ran})"}
+    info = {
+        "history": out["history"],
+        "settings": {"defence": name, **out["settings"], **training},
+        "label": f"{out['label'][:-1]}, {ran})",
+    }
     if "teacher_history" in out:
         info["teacher_history"] = out["teacher_history"]
     return module, info

@@ -35,9 +35,20 @@ def fresh_copy(module: Any, seed: int) -> Any:
     return m
 
 
-def train_defended(module: Any, X: np.ndarray, y: np.ndarray, defence: str, options: Dict[str, Any], eps: float,
-                   clip: List[float], init: str, train: Dict[str, Any], epochs: int, device: str,
-                   progress: Any = None) -> Dict[str, Any]:
+def train_defended(
+    module: Any,
+    X: np.ndarray,
+    y: np.ndarray,
+    defence: str,
+    options: Dict[str, Any],
+    eps: float,
+    clip: List[float],
+    init: str,
+    train: Dict[str, Any],
+    epochs: int,
+    device: str,
+    progress: Any = None,
+) -> Dict[str, Any]:
     """Train the defended copy ``defence`` of ``module`` on ``(X, y)``; ``{"state_dict": bytes, "label",
     "settings", "seconds"}``."""
     import torch
@@ -51,27 +62,46 @@ def train_defended(module: Any, X: np.ndarray, y: np.ndarray, defence: str, opti
         options = {"warm_start": True, **options}
     t0 = time.perf_counter()
     pair = cast(Tuple[float, float], tuple(clip))  # a list through the runtime's call; train_defence checks it
-    module, info = train_defence(defence, module, X, y, eps=float(eps), clip=pair, epochs=int(epochs),
-                                 lr=float(train["lr"]), batch_size=int(train["batch_size"]), seed=int(train["seed"]),
-                                 device=dev, lr_schedule=train.get("lr_schedule", "constant"),
-                                 augment=train.get("augment"), weight_decay=float(train.get("weight_decay", 0.0)),
-                                 options=options, progress=progress)
+    module, info = train_defence(
+        defence,
+        module,
+        X,
+        y,
+        eps=float(eps),
+        clip=pair,
+        epochs=int(epochs),
+        lr=float(train["lr"]),
+        batch_size=int(train["batch_size"]),
+        seed=int(train["seed"]),
+        device=dev,
+        lr_schedule=train.get("lr_schedule", "constant"),
+        augment=train.get("augment"),
+        weight_decay=float(train.get("weight_decay", 0.0)),
+        options=options,
+        progress=progress,
+    )
     seconds = time.perf_counter() - t0
     buf = io.BytesIO()
     torch.save({k: v.detach().cpu() for k, v in module.state_dict().items()}, buf)
-    return {"state_dict": buf.getvalue(), "label": info.get("label", defence), "settings": info.get("settings", {}),
-            "seconds": round(seconds, 2)}
+    return {
+        "state_dict": buf.getvalue(),
+        "label": info.get("label", defence),
+        "settings": info.get("settings", {}),
+        "seconds": round(seconds, 2),
+    }
 
 
 def target_eps(target: AuditTarget, params: IntrinsicParams) -> float:
     """``params.eps``, else Sec. 5.1's for the target's data (0.3 grey-scale, 8/255 colour, times the range)."""
     X = np.asarray(target.train.X)
-    return float(params.eps if params.eps is not None else default_eps(X.shape[1] if X.ndim == 4 else 1,
-                                                                      *image_range(X)))
+    return float(
+        params.eps if params.eps is not None else default_eps(X.shape[1] if X.ndim == 4 else 1, *image_range(X))
+    )
 
 
-def defended_models(target: AuditTarget, names: List[str], params: IntrinsicParams,
-                    runtime: Any) -> Tuple[Dict[str, Any], Dict[str, Dict[str, Any]], float]:
+def defended_models(
+    target: AuditTarget, names: List[str], params: IntrinsicParams, runtime: Any
+) -> Tuple[Dict[str, Any], Dict[str, Dict[str, Any]], float]:
     """The target's defended models ``names`` with the ``intrinsic`` section's settings: ``({name: module},
     {name: what ran}, eps)``; one runtime call per defence (cached; side by side on Dask)."""
     import torch
@@ -89,16 +119,34 @@ def defended_models(target: AuditTarget, names: List[str], params: IntrinsicPara
     calls, keys = [], []
     for d in names:
         options = params.defence_options.get(d, {})
-        calls.append(((module, X, y, d, options, eps, clip, init, train, int(epochs), runtime.device),
-                      {"progress": runtime.progress}))
-        keys.append({"target": target.digest, "defence": d, "options": options, "eps": eps, "clip": clip,
-                     "init": init, "train": train, "epochs": int(epochs)})
+        calls.append(
+            (
+                (module, X, y, d, options, eps, clip, init, train, int(epochs), runtime.device),
+                {"progress": runtime.progress},
+            )
+        )
+        keys.append(
+            {
+                "target": target.digest,
+                "defence": d,
+                "options": options,
+                "eps": eps,
+                "clip": clip,
+                "init": init,
+                "train": train,
+                "epochs": int(epochs),
+            }
+        )
     outs = runtime.map(train_defended, calls, keys=keys, labels=[f"{target.name}, {d}" for d in names])
     models, info = {}, {}
     for d, out in zip(names, outs):
         m = copy.deepcopy(module)
         m.load_state_dict(torch.load(io.BytesIO(out["state_dict"]), map_location=dev, weights_only=True))
         models[d] = m.to(dev).eval()
-        info[d] = {"label": out["label"] + (" from scratch" if init == "scratch" else " fine-tuned from the audited model"),
-                   "settings": out["settings"], "training_seconds": out["seconds"], "eps": eps}
+        info[d] = {
+            "label": out["label"] + (" from scratch" if init == "scratch" else " fine-tuned from the audited model"),
+            "settings": out["settings"],
+            "training_seconds": out["seconds"],
+            "eps": eps,
+        }
     return models, info, eps

@@ -12,10 +12,21 @@ model only).
 from weakspot.corner.config import CornerParams
 from weakspot.methods import Method, register_method
 
-METHOD = register_method(Method(
-    "corner", "Corner cases", "seeds/003 (Platon, Avrin & Chan-Hon-Tong, ECAI 2020)", params=CornerParams,
-    run="weakspot.corner.run:run", report="weakspot.corner.report:report", figures="weakspot.corner.figures:figures",
-    modalities=("image",), needs_train=True, white_box=True, order=40))
+METHOD = register_method(
+    Method(
+        "corner",
+        "Corner cases",
+        "seeds/003 (Platon, Avrin & Chan-Hon-Tong, ECAI 2020)",
+        params=CornerParams,
+        run="weakspot.corner.run:run",
+        report="weakspot.corner.report:report",
+        figures="weakspot.corner.figures:figures",
+        modalities=("image",),
+        needs_train=True,
+        white_box=True,
+        order=40,
+    )
+)
 
 #: Its headline metrics in metrics/corner/<t>.json (tasks/headline.py; the rest in plots/corner/<t>/results.json),
 #: besides its section's key metrics.

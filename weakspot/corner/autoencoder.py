@@ -44,8 +44,9 @@ def _check_images(X: Any, where: str) -> np.ndarray:
 class ConvAutoencoder(nn.Module):
     """Four conv layers each side around a ``latent_dim`` code; the decoder ends in a sigmoid (images in [0, 1])."""
 
-    def __init__(self, in_shape: Sequence[int], latent_dim: int, channels: Sequence[int] = (16, 32, 32, 64),
-                 hidden: int = 128):
+    def __init__(
+        self, in_shape: Sequence[int], latent_dim: int, channels: Sequence[int] = (16, 32, 32, 64), hidden: int = 128
+    ):
         super().__init__()
         C, H, W = (int(v) for v in in_shape)
         self.in_shape, self.latent_dim = (C, H, W), int(latent_dim)
@@ -62,7 +63,9 @@ class ConvAutoencoder(nn.Module):
         self.sizes = sizes
         h4, w4 = sizes[-1]
         flat = prev * h4 * w4
-        self.encoder = nn.Sequential(*enc, nn.Flatten(), nn.Linear(flat, hidden), nn.ReLU(), nn.Linear(hidden, latent_dim))
+        self.encoder = nn.Sequential(
+            *enc, nn.Flatten(), nn.Linear(flat, hidden), nn.ReLU(), nn.Linear(hidden, latent_dim)
+        )
         self.fc = nn.Sequential(nn.Linear(latent_dim, hidden), nn.ReLU(), nn.Linear(hidden, flat), nn.ReLU())
         dec: List[nn.Module] = []
         outs = list(channels[:-1])[::-1] + [C]
@@ -103,10 +106,15 @@ class Discriminator(nn.Module):
     def __init__(self, in_channels: int, width: int = 32):
         super().__init__()
         self.net = nn.Sequential(
-            nn.Conv2d(in_channels, width, 3, stride=2, padding=1), nn.LeakyReLU(0.2),
-            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1), nn.LeakyReLU(0.2),
-            nn.Conv2d(2 * width, 2 * width, 3, stride=2, padding=1), nn.LeakyReLU(0.2),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2 * width, 1),
+            nn.Conv2d(in_channels, width, 3, stride=2, padding=1),
+            nn.LeakyReLU(0.2),
+            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1),
+            nn.LeakyReLU(0.2),
+            nn.Conv2d(2 * width, 2 * width, 3, stride=2, padding=1),
+            nn.LeakyReLU(0.2),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(2 * width, 1),
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -152,13 +160,29 @@ class Generator:
 
     def encode_np(self, X: np.ndarray, batch: int = 1024) -> np.ndarray:
         with torch.no_grad():
-            return torch.cat([self.encode(torch.as_tensor(np.asarray(X[i:i + batch], np.float32), device=self.device))
-                              for i in range(0, len(X), batch)]).cpu().numpy()
+            return (
+                torch.cat(
+                    [
+                        self.encode(torch.as_tensor(np.asarray(X[i : i + batch], np.float32), device=self.device))
+                        for i in range(0, len(X), batch)
+                    ]
+                )
+                .cpu()
+                .numpy()
+            )
 
     def decode_np(self, S: np.ndarray, batch: int = 1024) -> np.ndarray:
         with torch.no_grad():
-            return torch.cat([self.decode(torch.as_tensor(np.asarray(S[i:i + batch], np.float32), device=self.device))
-                              for i in range(0, len(S), batch)]).cpu().numpy()
+            return (
+                torch.cat(
+                    [
+                        self.decode(torch.as_tensor(np.asarray(S[i : i + batch], np.float32), device=self.device))
+                        for i in range(0, len(S), batch)
+                    ]
+                )
+                .cpu()
+                .numpy()
+            )
 
     def reconstruct_np(self, X: np.ndarray) -> np.ndarray:
         return self.decode_np(self.encode_np(X))
@@ -170,12 +194,19 @@ class Generator:
         ae = self.ae
         blob = {
             "format": "weakspot.corner.Generator/1",
-            "arch": {"in_shape": list(ae.in_shape), "latent_dim": ae.latent_dim, "channels": list(ae.channels),
-                     "hidden": ae.hidden},
+            "arch": {
+                "in_shape": list(ae.in_shape),
+                "latent_dim": ae.latent_dim,
+                "channels": list(ae.channels),
+                "hidden": ae.hidden,
+            },
             "ae": {k: v.detach().cpu() for k, v in ae.state_dict().items()},
-            "mu": self.mu.detach().cpu(), "sd": self.sd.detach().cpu(), "codes": torch.as_tensor(self.codes),
-            "disc": None if self.discriminator is None else
-            {k: v.detach().cpu() for k, v in self.discriminator.state_dict().items()},
+            "mu": self.mu.detach().cpu(),
+            "sd": self.sd.detach().cpu(),
+            "codes": torch.as_tensor(self.codes),
+            "disc": None
+            if self.discriminator is None
+            else {k: v.detach().cpu() for k, v in self.discriminator.state_dict().items()},
             "history": {k: (list(v) if isinstance(v, list) else v) for k, v in self.history.items()},
         }
         buf = io.BytesIO()
@@ -207,14 +238,33 @@ class Generator:
             disc.to(dev).eval()
             for p in disc.parameters():
                 p.requires_grad_(False)
-        return cls(ae=ae, mu=blob["mu"].to(dev), sd=blob["sd"].to(dev), codes=blob["codes"].numpy(),
-                   discriminator=disc, history=dict(blob["history"]))
+        return cls(
+            ae=ae,
+            mu=blob["mu"].to(dev),
+            sd=blob["sd"].to(dev),
+            codes=blob["codes"].numpy(),
+            discriminator=disc,
+            history=dict(blob["history"]),
+        )
 
 
-def train_autoencoder(X: np.ndarray, *, latent_dim: int = 2, channels: Sequence[int] = (16, 32, 32, 64),
-                      hidden: int = 128, epochs: int = 40, lr: float = 3e-3, batch_size: int = 64, seed: int = 0,
-                      max_steps: Optional[int] = None, discriminator: bool = False, disc_epochs: int = 5,
-                      disc_widen: float = 2.0, device: Any = "cpu", progress: Optional[Progress] = None) -> Generator:
+def train_autoencoder(
+    X: np.ndarray,
+    *,
+    latent_dim: int = 2,
+    channels: Sequence[int] = (16, 32, 32, 64),
+    hidden: int = 128,
+    epochs: int = 40,
+    lr: float = 3e-3,
+    batch_size: int = 64,
+    seed: int = 0,
+    max_steps: Optional[int] = None,
+    discriminator: bool = False,
+    disc_epochs: int = 5,
+    disc_widen: float = 2.0,
+    device: Any = "cpu",
+    progress: Optional[Progress] = None,
+) -> Generator:
     """Train the generator on images ``X`` ``(n, C, H, W)`` in [0, 1], without labels (Sec. 4.2).
 
     Adam on the per-pixel mean squared reconstruction error. With ``discriminator``, a :class:`Discriminator` is then
@@ -243,7 +293,7 @@ def train_autoencoder(X: np.ndarray, *, latent_dim: int = 2, channels: Sequence[
             perm = torch.randperm(n, generator=gen).to(dev)
             total = 0.0
             for start in range(0, n, int(batch_size)):
-                xb = Xt[perm[start:start + int(batch_size)]]
+                xb = Xt[perm[start : start + int(batch_size)]]
                 loss = nn.functional.mse_loss(ae(xb), xb)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
@@ -257,24 +307,33 @@ def train_autoencoder(X: np.ndarray, *, latent_dim: int = 2, channels: Sequence[
         for p in ae.parameters():
             p.requires_grad_(False)
         with torch.no_grad():
-            raw = torch.cat([ae.encode(Xt[i:i + 1024]) for i in range(0, n, 1024)])
+            raw = torch.cat([ae.encode(Xt[i : i + 1024]) for i in range(0, n, 1024)])
             # share of the images' variance (around the mean image) the reconstructions explain: 1 = perfect, 0 =
             # no better than drawing the mean image (what a generator that decodes blurred blobs scores near)
-            sse = sum(float(((ae.decode(raw[i:i + 1024]) - Xt[i:i + 1024]) ** 2).sum()) for i in range(0, n, 1024))
+            sse = sum(float(((ae.decode(raw[i : i + 1024]) - Xt[i : i + 1024]) ** 2).sum()) for i in range(0, n, 1024))
             sst = float(((Xt - Xt.mean(0, keepdim=True)) ** 2).sum())
             history["r2"] = 1.0 - sse / max(sst, 1e-12)
         mu = raw.mean(0)
         sd = raw.std(0).clamp_min(1e-6)
         g = Generator(ae=ae, mu=mu, sd=sd, codes=((raw - mu) / sd).cpu().numpy(), history=history)
         if discriminator:
-            g.discriminator = _train_discriminator(g, Xt, gen, epochs=disc_epochs, widen=disc_widen,
-                                                   batch_size=batch_size, progress=progress)
+            g.discriminator = _train_discriminator(
+                g, Xt, gen, epochs=disc_epochs, widen=disc_widen, batch_size=batch_size, progress=progress
+            )
     history["seconds"] = time.perf_counter() - t0
     return g
 
 
-def _train_discriminator(g: Generator, Xt: torch.Tensor, gen: torch.Generator, *, epochs: int, widen: float,
-                         batch_size: int, progress: Optional[Progress]) -> Discriminator:
+def _train_discriminator(
+    g: Generator,
+    Xt: torch.Tensor,
+    gen: torch.Generator,
+    *,
+    epochs: int,
+    widen: float,
+    batch_size: int,
+    progress: Optional[Progress],
+) -> Discriminator:
     dev = Xt.device
     n = Xt.shape[0]
     d = Discriminator(Xt.shape[1]).to(dev)
@@ -286,7 +345,7 @@ def _train_discriminator(g: Generator, Xt: torch.Tensor, gen: torch.Generator, *
         perm = torch.randperm(n, generator=gen).to(dev)
         hits = seen = 0
         for start in range(0, n, int(batch_size)):
-            idx = perm[start:start + int(batch_size)]
+            idx = perm[start : start + int(batch_size)]
             with torch.no_grad():
                 real = g.decode(codes[idx])
                 fake = g.decode(widen * torch.randn(len(idx), g.latent_dim, generator=gen).to(dev))

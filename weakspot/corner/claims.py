@@ -48,9 +48,12 @@ def margin_row(claim: str, p: Optional[Dict[str, Any]], step: str) -> Dict[str, 
         return {"claim": claim, "criterion": crit, "numbers": "n/a", "holds": "not tested (paper_lr_seeds is 0)"}
     mb, ma = p["margin_before"], p["margin_after"]
     r = mb / ma if ma > 0 else float("inf")
-    return {"claim": claim, "criterion": crit,
-            "numbers": f"median logit margin {fmt(mb)} -> {fmt(ma)} (x{fmt(r)}) over {p['n_seeds']} seeds",
-            "holds": "yes" if r >= MARGIN_FACTOR else "no"}
+    return {
+        "claim": claim,
+        "criterion": crit,
+        "numbers": f"median logit margin {fmt(mb)} -> {fmt(ma)} (x{fmt(r)}) over {p['n_seeds']} seeds",
+        "holds": "yes" if r >= MARGIN_FACTOR else "no",
+    }
 
 
 def realism_row(m: Dict[str, Any]) -> Dict[str, str]:
@@ -59,16 +62,24 @@ def realism_row(m: Dict[str, Any]) -> Dict[str, str]:
     crit_gate = "the generator's gate holds (the model's accuracy on reconstructions of held-out images at least "
     row = {"claim": "corner cases are realistic (Sec. 1, 4.4: within the original distribution)"}
     if g is None or j is None:
-        return {**row, "criterion": crit_gate + "a share of its accuracy on the images) and the independent judge "
-                "passes more corner cases than random codes", "numbers": "n/a",
-                "holds": "not tested (no held-out images)"}
+        return {
+            **row,
+            "criterion": crit_gate + "a share of its accuracy on the images) and the independent judge "
+            "passes more corner cases than random codes",
+            "numbers": "n/a",
+            "holds": "not tested (no held-out images)",
+        }
     c, r = j["corner"], j["random"]
     above = c["interval"] is not None and r["interval"] is not None and c["interval"][0] > r["interval"][1]
-    row["criterion"] = (crit_gate + f"{g['gate']:.0%} of its accuracy on the images) and the independent judge's "
-                        "pass share among corner cases has its 95% interval above random codes'")
-    row["numbers"] = (f"reconstructions {g['model_on_reconstructions']:.1%} vs images {g['model_on_images']:.1%} "
-                      f"(ratio {g['ratio']:.2f}); judge passes corner cases {set_text(c)}, random codes "
-                      f"{set_text(r)}")
+    row["criterion"] = (
+        crit_gate + f"{g['gate']:.0%} of its accuracy on the images) and the independent judge's "
+        "pass share among corner cases has its 95% interval above random codes'"
+    )
+    row["numbers"] = (
+        f"reconstructions {g['model_on_reconstructions']:.1%} vs images {g['model_on_images']:.1%} "
+        f"(ratio {g['ratio']:.2f}); judge passes corner cases {set_text(c)}, random codes "
+        f"{set_text(r)}"
+    )
     row["holds"] = "yes" if g["holds"] and above else "no"
     return row
 
@@ -76,28 +87,33 @@ def realism_row(m: Dict[str, Any]) -> Dict[str, str]:
 def fgsm_row(m: Dict[str, Any]) -> Dict[str, str]:
     """Sec. 4.5: a latent step gives less noisy images than FGSM of the same length."""
     ok = m["tv_corner"] < m["tv_fgsm"] and m["manifold_corner"] < m["manifold_fgsm"]
-    return {"claim": "corner cases are less noisy than FGSM's images (Sec. 4.5)",
-            "criterion": "total variation and distance to the manifold (through the generator's own autoencoder) of "
-                         "one latent step both below FGSM's at the same eps",
-            "numbers": f"TV {m['tv_corner']:.3f} vs {m['tv_fgsm']:.3f}; manifold distance {m['manifold_corner']:.3f} "
-                       f"vs {m['manifold_fgsm']:.3f}",
-            "holds": "yes" if ok else "no"}
+    return {
+        "claim": "corner cases are less noisy than FGSM's images (Sec. 4.5)",
+        "criterion": "total variation and distance to the manifold (through the generator's own autoencoder) of "
+        "one latent step both below FGSM's at the same eps",
+        "numbers": f"TV {m['tv_corner']:.3f} vs {m['tv_fgsm']:.3f}; manifold distance {m['manifold_corner']:.3f} "
+        f"vs {m['manifold_fgsm']:.3f}",
+        "holds": "yes" if ok else "no",
+    }
 
 
 def yield_row(m: Dict[str, Any]) -> Dict[str, str]:
     """Ours: the search finds judged-realistic boundary inputs more often per try than random codes."""
     y = m.get("yield_vs_random")
-    crit = ("inputs within the boundary margin that the judge passes, per seed searched against per random code: "
-            "the lift's 95% interval above 1")
+    crit = (
+        "inputs within the boundary margin that the judge passes, per seed searched against per random code: "
+        "the lift's 95% interval above 1"
+    )
     claim = "the search yields realistic boundary inputs more often than random codes (ours)"
     if y is None:
         return {"claim": claim, "criterion": crit, "numbers": "n/a", "holds": "not tested (no held-out images)"}
     lo, hi = y["lift_interval"]
-    nums = (f"search {pct_ci(y['search_share'], y['search_interval'], y['search'], y['n_seeds'])}, random codes "
-            f"{pct_ci(y['random_share'], y['random_interval'], y['random'], y['n_random'])}; lift {fmt(y['lift'])} "
-            f"(95% {fmt(lo)}-{fmt(hi)})")
-    return {"claim": claim, "criterion": crit, "numbers": nums,
-            "holds": "yes" if lo is not None and lo > 1 else "no"}
+    nums = (
+        f"search {pct_ci(y['search_share'], y['search_interval'], y['search'], y['n_seeds'])}, random codes "
+        f"{pct_ci(y['random_share'], y['random_interval'], y['random'], y['n_random'])}; lift {fmt(y['lift'])} "
+        f"(95% {fmt(lo)}-{fmt(hi)})"
+    )
+    return {"claim": claim, "criterion": crit, "numbers": nums, "holds": "yes" if lo is not None and lo > 1 else "no"}
 
 
 def claims(m: Dict[str, Any], params: Any) -> Any:
@@ -107,10 +123,19 @@ def claims(m: Dict[str, Any], params: Any) -> Any:
     ours = f"lr {params.lr}" + (", annealed to 0 on a cosine" if params.lr_schedule == "cosine" else ", constant")
     p = m.get("paper_lr")
     lr0 = PAPER_SETTINGS["lr"][0]
-    rows = [margin_row("the hardness falls by two orders of magnitude in 50 steps (Sec. 4.3), at the paper's step",
-                       p, f"the paper's lr {lr0}, constant, {params.steps} steps, on the first seeds"),
-            margin_row("the same, at this audit's step (ours)",
-                       {"margin_before": m["margin_before"], "margin_after": m["margin_after"],
-                        "n_seeds": m["n_seeds"]}, f"{ours}, {params.steps} steps"),
-            realism_row(m), fgsm_row(m), yield_row(m)]
+    rows = [
+        margin_row(
+            "the hardness falls by two orders of magnitude in 50 steps (Sec. 4.3), at the paper's step",
+            p,
+            f"the paper's lr {lr0}, constant, {params.steps} steps, on the first seeds",
+        ),
+        margin_row(
+            "the same, at this audit's step (ours)",
+            {"margin_before": m["margin_before"], "margin_after": m["margin_after"], "n_seeds": m["n_seeds"]},
+            f"{ours}, {params.steps} steps",
+        ),
+        realism_row(m),
+        fgsm_row(m),
+        yield_row(m),
+    ]
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -42,7 +42,9 @@ class CornerParams(BaseModel):
     # Sec. 4.1: MNIST "can be scattered in 2D", so 2 for grey-scale; "auto" = 2 when C == 1, 8 when C == 3 (ours:
     # rendered RGB scenes do not fit a 2-D code)
     latent_dim: Union[int, Literal["auto"]] = "auto"
-    channels: List[int] = Field(default_factory=lambda: [16, 32, 32, 64], min_length=4, max_length=4)  # ours (widths not given)
+    channels: List[int] = Field(
+        default_factory=lambda: [16, 32, 32, 64], min_length=4, max_length=4
+    )  # ours (widths not given)
     hidden: int = Field(128, ge=2, le=4096)  # ours: one dense layer between the convolutions and the code
     epochs: int = Field(40, ge=1, le=10_000)  # ours: CPU budget (the paper trains on 50,000 MNIST images)
     # ours: CPU budget, caps epochs so that epochs * ceil(n / batch_size) <= this (1259 digits: 25 epochs; 4000
@@ -55,7 +57,9 @@ class CornerParams(BaseModel):
     discriminator: Union[bool, Literal["auto"]] = "auto"  # "auto" = use it when the images have 3 channels (ours)
     disc_alpha: float = Field(1.0, gt=0)  # Sec. 3's alpha (hardness/realism trade-off); value ours
     disc_epochs: int = Field(3, ge=1, le=1000)  # ours (CPU budget)
-    disc_widen: float = Field(2.0, gt=1)  # ours: negatives are decoded from a Gaussian this many times wider than the codes
+    disc_widen: float = Field(
+        2.0, gt=1
+    )  # ours: negatives are decoded from a Gaussian this many times wider than the codes
 
     # Search (Sec. 4.3)
     n_seeds: int = Field(200, ge=1, le=100_000)  # ours (the paper shows a handful)
@@ -63,11 +67,15 @@ class CornerParams(BaseModel):
     steps: int = Field(50, ge=1, le=100_000)  # Sec. 4.3: "only 50 gradient step (Adam, lr=0.001)"
     lr: float = Field(0.001, gt=0, le=10)  # Sec. 4.3: Adam, lr = 0.001
     lr_schedule: Literal["constant", "cosine"] = "constant"  # Sec. 4.3: constant; "cosine" anneals to 0 (ours)
-    realism_weight: float = Field(1.0, ge=0)  # ours: weight of the hinge on the latent log-density (0 = paper's 2-D setup)
+    realism_weight: float = Field(
+        1.0, ge=0
+    )  # ours: weight of the hinge on the latent log-density (0 = paper's 2-D setup)
 
     # Realism score (independent of the classifier)
     kde_bandwidth: Union[float, Literal["scott"]] = "scott"  # Scott's rule n^(-1/(d+4)) in standardised latent units
-    realism_quantile: float = Field(0.05, gt=0, lt=1)  # ours: realistic = log-density >= this quantile of the training codes'
+    realism_quantile: float = Field(
+        0.05, gt=0, lt=1
+    )  # ours: realistic = log-density >= this quantile of the training codes'
     boundary_margin: float = Field(0.05, gt=0, lt=1)  # ours: near the boundary = p_top1 - p_top2 < this
 
     # Independent realism judge (ours, issue 24): neither the audited model nor the autoencoder

@@ -52,13 +52,28 @@ def counts(v: Dict[str, np.ndarray]) -> Dict[str, Any]:
     """A verdict's counts: ``n``, ``pair``, ``near``, ``sharp``, ``passed``, ``share`` and its 95% Wilson ``interval``."""
     n, k = int(len(v["passed"])), int(np.sum(v["passed"]))
     ci = wilson(k, n)
-    return {"n": n, "pair": int(np.sum(v["pair"])), "near": int(np.sum(v["near"])), "sharp": int(np.sum(v["sharp"])),
-            "passed": k,
-            "share": k / n if n else None, "interval": list(ci) if ci else None}
+    return {
+        "n": n,
+        "pair": int(np.sum(v["pair"])),
+        "near": int(np.sum(v["near"])),
+        "sharp": int(np.sum(v["sharp"])),
+        "passed": k,
+        "share": k / n if n else None,
+        "interval": list(ci) if ci else None,
+    }
 
 
-def judged_sets(clf: Any, g: Any, judge: RealismJudge, search: Any, corner: np.ndarray, X_real: np.ndarray,
-                n_random: int, boundary_margin: float, seed: int) -> Dict[str, Any]:
+def judged_sets(
+    clf: Any,
+    g: Any,
+    judge: RealismJudge,
+    search: Any,
+    corner: np.ndarray,
+    X_real: np.ndarray,
+    n_random: int,
+    boundary_margin: float,
+    seed: int,
+) -> Dict[str, Any]:
     """The judge on the four sets and the yield against random codes.
 
     Returns
@@ -81,15 +96,28 @@ def judged_sets(clf: Any, g: Any, judge: RealismJudge, search: Any, corner: np.n
     real_tt = top_two(clf, X_real)
     real = judge.verdict(X_real, real_tt["a"], real_tt["b"])
     corner = np.asarray(corner, bool)
-    sets = {"corner": counts({k: v[corner] for k, v in after.items()}), "seeds": counts(before),
-            "random": counts(rand), "real": counts(real)}
+    sets = {
+        "corner": counts({k: v[corner] for k, v in after.items()}),
+        "seeds": counts(before),
+        "random": counts(rand),
+        "real": counts(real),
+    }
     k_search = int(np.sum(after["passed"] & corner))
     k_random = int(np.sum(rand["passed"] & (rand_tt["margin"] < boundary_margin)))
     ev = compare(k_search, int(search.n), k_random, int(n_random))
-    yld = {"search": k_search, "n_seeds": int(search.n), "random": k_random, "n_random": int(n_random),
-           "search_share": k_search / search.n if search.n else None, "random_share": k_random / n_random,
-           "search_interval": _list(wilson(k_search, int(search.n))), "random_interval": _list(wilson(k_random, n_random)),
-           "lift": ev.lift, "lift_interval": [ev.lift_lo, ev.lift_hi], "random_near": int(np.sum(rand_tt["margin"] < boundary_margin))}
+    yld = {
+        "search": k_search,
+        "n_seeds": int(search.n),
+        "random": k_random,
+        "n_random": int(n_random),
+        "search_share": k_search / search.n if search.n else None,
+        "random_share": k_random / n_random,
+        "search_interval": _list(wilson(k_search, int(search.n))),
+        "random_interval": _list(wilson(k_random, n_random)),
+        "lift": ev.lift,
+        "lift_interval": [ev.lift_lo, ev.lift_hi],
+        "random_near": int(np.sum(rand_tt["margin"] < boundary_margin)),
+    }
     return {"sets": sets, "passed": after["passed"], "yield": yld}
 
 
@@ -97,15 +125,21 @@ def _list(ci: Optional[tuple]) -> Optional[list]:
     return list(ci) if ci else None
 
 
-def generator_gate(clf: Any, judge: Optional[RealismJudge], g: Any, X: np.ndarray, y: np.ndarray,
-                   gate: float) -> Dict[str, Any]:
+def generator_gate(
+    clf: Any, judge: Optional[RealismJudge], g: Any, X: np.ndarray, y: np.ndarray, gate: float
+) -> Dict[str, Any]:
     """The generator's quality gate on held-out images ``X`` (labels ``y``): the audited model's (and the reference's)
     accuracy on the images and on their reconstructions; ``holds`` when the model's ratio reaches ``gate``."""
     X, y = np.asarray(X, np.float32), np.asarray(y, np.int64)
     r = g.reconstruct_np(X)
     on_x, on_r = float(np.mean(clf.predict(X) == y)), float(np.mean(clf.predict(r) == y))
-    out = {"n": int(len(X)), "model_on_images": on_x, "model_on_reconstructions": on_r,
-           "ratio": on_r / on_x if on_x > 0 else 0.0, "gate": float(gate)}
+    out = {
+        "n": int(len(X)),
+        "model_on_images": on_x,
+        "model_on_reconstructions": on_r,
+        "ratio": on_r / on_x if on_x > 0 else 0.0,
+        "gate": float(gate),
+    }
     if judge is not None:
         out["reference_on_images"] = float(np.mean(judge.reference.predict(X) == y))
         out["reference_on_reconstructions"] = float(np.mean(judge.reference.predict(r) == y))
@@ -113,8 +147,9 @@ def generator_gate(clf: Any, judge: Optional[RealismJudge], g: Any, X: np.ndarra
     return out
 
 
-def paper_lr_margins(clf: Any, g: Any, seeds: np.ndarray, density: Any, params: Any,
-                     use_disc: bool) -> Optional[Dict[str, Any]]:
+def paper_lr_margins(
+    clf: Any, g: Any, seeds: np.ndarray, density: Any, params: Any, use_disc: bool
+) -> Optional[Dict[str, Any]]:
     """The search rerun at lr 0.001, constant, on the first ``params.paper_lr_seeds`` seeds (None for 0 seeds):
     the medians of the logit margin before and after and their ratio."""
     from weakspot.corner.search import search_corner_cases
@@ -122,10 +157,25 @@ def paper_lr_margins(clf: Any, g: Any, seeds: np.ndarray, density: Any, params: 
     k = min(int(params.paper_lr_seeds), len(seeds))
     if k == 0:
         return None
-    s = search_corner_cases(clf, g, seeds[:k], steps=params.steps, lr=PAPER_LR, density=density,
-                            realism_weight=params.realism_weight, use_discriminator=use_disc,
-                            disc_alpha=params.disc_alpha, schedule="constant")
+    s = search_corner_cases(
+        clf,
+        g,
+        seeds[:k],
+        steps=params.steps,
+        lr=PAPER_LR,
+        density=density,
+        realism_weight=params.realism_weight,
+        use_discriminator=use_disc,
+        disc_alpha=params.disc_alpha,
+        schedule="constant",
+    )
     mb, ma = float(np.median(s.margin_before)), float(np.median(s.margin_after))
-    return {"n_seeds": k, "lr": PAPER_LR, "steps": int(params.steps), "margin_before": mb, "margin_after": ma,
-            "margin_reduction": mb / ma if ma > 0 else float("inf"),
-            "near_boundary_share": float(np.mean(s.prob_margin_after < params.boundary_margin))}
+    return {
+        "n_seeds": k,
+        "lr": PAPER_LR,
+        "steps": int(params.steps),
+        "margin_before": mb,
+        "margin_after": ma,
+        "margin_reduction": mb / ma if ma > 0 else float("inf"),
+        "near_boundary_share": float(np.mean(s.prob_margin_after < params.boundary_margin)),
+    }

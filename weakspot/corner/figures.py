@@ -34,8 +34,9 @@ def figures(result: CornerResult, params: CornerParams, target: AuditTarget) -> 
     with single_thread(g.device):
         return {
             "reconstructions": reconstructions_figure(g, X, params.seed),
-            "optimisation_paths": paths_figure(clf, g, search, path_seeds(search, result.flags, params.n_paths),
-                                               classes),
+            "optimisation_paths": paths_figure(
+                clf, g, search, path_seeds(search, result.flags, params.n_paths), classes
+            ),
             "latent_plane": latent_plane_figure(clf, g, search, result.flags["corner"], y, classes),
             "fgsm_vs_latent": fgsm_figure(result.comparison, classes),
             "margin_curve": margin_figure(search),
@@ -82,15 +83,20 @@ def paths_figure(clf: Any, g: Generator, search: CornerSearch, chosen: List[int]
     """Fig. 4-5: decoded images at six steps of each ``chosen`` seed's path, with the top two classes and margin."""
     steps = search.path.shape[0] - 1
     snaps = sorted(set(np.linspace(0, steps, 6).round().astype(int).tolist()))
-    fig, axes = pyplot().subplots(len(chosen), len(snaps), figsize=(1.3 * len(snaps) + 0.5, 1.45 * len(chosen) + 0.4),
-                                  squeeze=False)
+    fig, axes = pyplot().subplots(
+        len(chosen), len(snaps), figsize=(1.3 * len(snaps) + 0.5, 1.45 * len(chosen) + 0.4), squeeze=False
+    )
     for r, i in enumerate(chosen):
         imgs = g.decode_np(np.stack([search.path[t, i] for t in snaps]))
         p = clf.predict_proba(imgs)
         for c, t in enumerate(snaps):
             top = np.argsort(-p[c])[:2]
-            _show(axes[r, c], imgs[c], f"step {t}: {classes[top[0]]}/{classes[top[1]]}\n"
-                       f"margin {search.margin_path[t, i]:.2g}", fontsize=6)
+            _show(
+                axes[r, c],
+                imgs[c],
+                f"step {t}: {classes[top[0]]}/{classes[top[1]]}\nmargin {search.margin_path[t, i]:.2g}",
+                fontsize=6,
+            )
     fig.suptitle("Optimisation paths of seeds (predicted top-1/top-2 class, logit margin)", fontsize=8)
     fig.tight_layout()
     return fig
@@ -105,8 +111,9 @@ def _plane(codes: np.ndarray):
     return centre, vt[:2].T, "PC 1 of the codes", "PC 2 of the codes"
 
 
-def latent_plane_figure(clf: Any, g: Generator, search: CornerSearch, corner: np.ndarray, y: np.ndarray,
-                        classes: List[str]) -> Any:
+def latent_plane_figure(
+    clf: Any, g: Generator, search: CornerSearch, corner: np.ndarray, y: np.ndarray, classes: List[str]
+) -> Any:
     """Fig. 6: the training codes coloured by class, the seeds' trajectories and, for a 2-D code, the classifier's
     decision regions on the decoded plane."""
     codes = g.codes
@@ -120,26 +127,40 @@ def latent_plane_figure(clf: Any, g: Generator, search: CornerSearch, corner: np
         gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], 120), np.linspace(lo[1], hi[1], 120))
         grid = np.stack([gx.ravel(), gy.ravel()], 1).astype(np.float32)
         region = clf.predict_proba(g.decode_np(grid)).argmax(1).reshape(gx.shape)
-        ax.imshow(region, origin="lower", extent=(lo[0], hi[0], lo[1], hi[1]), cmap=cmap, alpha=0.18,
-                  vmin=0, vmax=max(len(classes) - 1, 1) if len(classes) <= 10 else None, aspect="auto",
-                  interpolation="nearest")
+        ax.imshow(
+            region,
+            origin="lower",
+            extent=(lo[0], hi[0], lo[1], hi[1]),
+            cmap=cmap,
+            alpha=0.18,
+            vmin=0,
+            vmax=max(len(classes) - 1, 1) if len(classes) <= 10 else None,
+            aspect="auto",
+            interpolation="nearest",
+        )
     sc = ax.scatter(pc[:, 0], pc[:, 1], c=y, cmap=cmap, s=4, alpha=0.6, vmin=0, vmax=max(len(classes) - 1, 1))
     paths = (search.path - centre) @ proj  # (steps + 1, n, 2)
     for i in range(search.n):
         ax.plot(paths[:, i, 0], paths[:, i, 1], color="k", lw=0.6, alpha=0.6)
     ax.scatter(paths[0, :, 0], paths[0, :, 1], s=10, facecolors="none", edgecolors="k", lw=0.5, label="seed (start)")
-    ax.scatter(paths[-1, ~corner, 0], paths[-1, ~corner, 1], s=10, marker="x", color="0.3", lw=0.7,
-               label="optimised seed")
-    ax.scatter(paths[-1, corner, 0], paths[-1, corner, 1], s=16, marker="x", color="red", lw=1.0,
-               label="realistic corner case")
+    ax.scatter(
+        paths[-1, ~corner, 0], paths[-1, ~corner, 1], s=10, marker="x", color="0.3", lw=0.7, label="optimised seed"
+    )
+    ax.scatter(
+        paths[-1, corner, 0], paths[-1, corner, 1], s=16, marker="x", color="red", lw=1.0, label="realistic corner case"
+    )
     handles = sc.legend_elements(num=None)[0]
     present = [classes[int(v)] for v in np.unique(y)][: len(handles)]
-    leg1 = ax.legend(handles, present, fontsize=6, title="class (real codes)", title_fontsize=6,
-                     loc="upper right", markerscale=0.8)
+    leg1 = ax.legend(
+        handles, present, fontsize=6, title="class (real codes)", title_fontsize=6, loc="upper right", markerscale=0.8
+    )
     ax.add_artist(leg1)
     ax.legend(fontsize=6, loc="lower left")
-    ax.set(xlabel=xlabel, ylabel=ylabel,
-           title="Real codes (coloured by class) and seed trajectories" + (" (PCA projection)" if d > 2 else ""))
+    ax.set(
+        xlabel=xlabel,
+        ylabel=ylabel,
+        title="Real codes (coloured by class) and seed trajectories" + (" (PCA projection)" if d > 2 else ""),
+    )
     return fig
 
 
@@ -148,13 +169,20 @@ def fgsm_figure(comparison: FgsmComparison, classes: List[str]) -> Any:
     k = min(8, len(comparison.images))
     fig, axes = pyplot().subplots(3, k, figsize=(1.25 * k + 0.8, 4.3), squeeze=False)
     names = ["G(s)", f"FGSM eps={comparison.eps}", f"latent step {comparison.eps}"]
-    for r, (imgs, preds) in enumerate(((comparison.images, comparison.pred), (comparison.fgsm, comparison.pred_fgsm),
-                                       (comparison.latent, comparison.pred_latent))):
+    for r, (imgs, preds) in enumerate(
+        (
+            (comparison.images, comparison.pred),
+            (comparison.fgsm, comparison.pred_fgsm),
+            (comparison.latent, comparison.pred_latent),
+        )
+    ):
         for c in range(k):
             _show(axes[r, c], imgs[c], classes[int(preds[c])], fontsize=7)
         _row_label(axes[r, 0], names[r])
-    fig.suptitle("FGSM on decoded seeds (middle) against one latent step of the same size (bottom); title = prediction",
-                 fontsize=8)
+    fig.suptitle(
+        "FGSM on decoded seeds (middle) against one latent step of the same size (bottom); title = prediction",
+        fontsize=8,
+    )
     fig.tight_layout()
     return fig
 

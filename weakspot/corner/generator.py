@@ -19,8 +19,19 @@ from weakspot.device import resolve_device, single_thread
 from weakspot.errors import ConfigError, DataError
 from weakspot.progress import Progress
 
-GENERATOR_KEYS = ("seed", "latent_dim", "channels", "hidden", "epochs", "max_ae_steps", "lr_ae", "batch_size",
-                  "discriminator", "disc_epochs", "disc_widen")
+GENERATOR_KEYS = (
+    "seed",
+    "latent_dim",
+    "channels",
+    "hidden",
+    "epochs",
+    "max_ae_steps",
+    "lr_ae",
+    "batch_size",
+    "discriminator",
+    "disc_epochs",
+    "disc_widen",
+)
 """The params the generator depends on (its cache key, with the training images)."""
 
 
@@ -37,8 +48,13 @@ def generator_params(params: CornerParams) -> Dict[str, Any]:
     return {k: v for k, v in params.model_dump(mode="json").items() if k in GENERATOR_KEYS}
 
 
-def train_generator(train_X: np.ndarray, params: Union[CornerParams, Dict[str, Any], None] = None, *,
-                    device: Any = "cpu", progress: Optional[Progress] = None) -> Generator:
+def train_generator(
+    train_X: np.ndarray,
+    params: Union[CornerParams, Dict[str, Any], None] = None,
+    *,
+    device: Any = "cpu",
+    progress: Optional[Progress] = None,
+) -> Generator:
     """The generator (autoencoder, and discriminator where used) of ``params`` on training images ``(n, C, H, W)``.
 
     Depends on the images and the generator's params only (not on any classifier): one per data set.
@@ -47,10 +63,21 @@ def train_generator(train_X: np.ndarray, params: Union[CornerParams, Dict[str, A
     X = check_images(train_X)
     C = int(X.shape[1])
     return train_autoencoder(
-        X, latent_dim=params.resolved_latent_dim(C), channels=params.channels, hidden=params.hidden,
-        epochs=params.epochs, lr=params.lr_ae, batch_size=params.batch_size, seed=params.seed,
-        max_steps=params.max_ae_steps, discriminator=params.uses_discriminator(C), disc_epochs=params.disc_epochs,
-        disc_widen=params.disc_widen, device=device, progress=progress)
+        X,
+        latent_dim=params.resolved_latent_dim(C),
+        channels=params.channels,
+        hidden=params.hidden,
+        epochs=params.epochs,
+        lr=params.lr_ae,
+        batch_size=params.batch_size,
+        seed=params.seed,
+        max_steps=params.max_ae_steps,
+        discriminator=params.uses_discriminator(C),
+        disc_epochs=params.disc_epochs,
+        disc_widen=params.disc_widen,
+        device=device,
+        progress=progress,
+    )
 
 
 def check_generator(g: Generator, image_shape: Sequence[int], params: CornerParams) -> None:
@@ -59,12 +86,16 @@ def check_generator(g: Generator, image_shape: Sequence[int], params: CornerPara
     latent, use_disc = params.resolved_latent_dim(C), params.uses_discriminator(C)
     has_disc = g.discriminator is not None
     if tuple(g.ae.in_shape) != tuple(image_shape) or g.latent_dim != latent or has_disc != use_disc:
-        raise ConfigError(f"corner: the given generator (images {tuple(g.ae.in_shape)}, latent {g.latent_dim}, "
-                          f"discriminator {has_disc}) does not match the data "
-                          f"{tuple(image_shape)} and params (latent {latent}, discriminator {use_disc})")
+        raise ConfigError(
+            f"corner: the given generator (images {tuple(g.ae.in_shape)}, latent {g.latent_dim}, "
+            f"discriminator {has_disc}) does not match the data "
+            f"{tuple(image_shape)} and params (latent {latent}, discriminator {use_disc})"
+        )
 
 
-def generator_bytes(X: np.ndarray, generator_params: Dict[str, Any], device: str, progress: Any = None) -> Dict[str, Any]:
+def generator_bytes(
+    X: np.ndarray, generator_params: Dict[str, Any], device: str, progress: Any = None
+) -> Dict[str, Any]:
     """Train the generator on images ``X``; ``{"generator": bytes, "seconds": s}``: the runtime call the corner stage
     caches (keyed on the pixels and the generator's params, and on this module's code only, so an edit to the search
     or the report reuses the generator)."""

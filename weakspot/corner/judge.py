@@ -69,8 +69,10 @@ class RealismJudge:
         x = np.asarray(images, np.float32)
         a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
         if x.ndim != 4 or x.shape[1:] != self.train.shape[1:] or a.shape != (len(x),) or b.shape != (len(x),):
-            raise DataError(f"judge: images {x.shape} must be (n, *{self.train.shape[1:]}) with one class pair each "
-                            f"(got {a.shape} and {b.shape})")
+            raise DataError(
+                f"judge: images {x.shape} must be (n, *{self.train.shape[1:]}) with one class pair each "
+                f"(got {a.shape} and {b.shape})"
+            )
         if not len(x):
             z = np.zeros(0, bool)
             return {"pair": z, "near": z, "sharp": z, "passed": z, "distance": np.zeros(0)}
@@ -95,8 +97,9 @@ def train_reference(X: np.ndarray, y: np.ndarray, n_classes: int, *, epochs: int
     from weakspot.models import LeNet, Normalize, TorchClassifier, train_torch_classifier
 
     if X.ndim != 4 or X.shape[2] != X.shape[3] or len(X) != len(y):
-        raise DataError(f"judge: the reference needs square images (n, C, S, S) and one label each, got {X.shape} "
-                        f"and {np.shape(y)}")
+        raise DataError(
+            f"judge: the reference needs square images (n, C, S, S) and one label each, got {X.shape} and {np.shape(y)}"
+        )
     with torch.random.fork_rng(devices=[]):  # seeded weights without touching the caller's random state
         torch.manual_seed(int(seed))
         m = torch.nn.Sequential(Normalize(), LeNet(int(X.shape[1]), int(n_classes), int(X.shape[2])))
@@ -107,12 +110,22 @@ def train_reference(X: np.ndarray, y: np.ndarray, n_classes: int, *, epochs: int
 def split_heldout(n: int, seed: int) -> Tuple[np.ndarray, np.ndarray]:
     """Two disjoint seeded halves of ``n`` held-out rows: (calibration, control)."""
     perm = np.random.default_rng([int(seed) % (2**32), 11]).permutation(int(n))
-    return np.sort(perm[: n // 2]), np.sort(perm[n // 2:])
+    return np.sort(perm[: n // 2]), np.sort(perm[n // 2 :])
 
 
-def fit_judge(X: np.ndarray, y: np.ndarray, X_held: np.ndarray, y_held: np.ndarray, n_classes: int, *,
-              train: int = 4000, epochs: int = 20, max_steps: int = 600, quantile: float = 0.95,
-              seed: int = 0) -> RealismJudge:
+def fit_judge(
+    X: np.ndarray,
+    y: np.ndarray,
+    X_held: np.ndarray,
+    y_held: np.ndarray,
+    n_classes: int,
+    *,
+    train: int = 4000,
+    epochs: int = 20,
+    max_steps: int = 600,
+    quantile: float = 0.95,
+    seed: int = 0,
+) -> RealismJudge:
     """The judge of images like ``X`` (real training images, labels ``y``), calibrated on real held-out images.
 
     The held-out rows are split in two seeded halves (:func:`split_heldout`): the nearness threshold is the
@@ -128,8 +141,10 @@ def fit_judge(X: np.ndarray, y: np.ndarray, X_held: np.ndarray, y_held: np.ndarr
     X, X_held = np.asarray(X, np.float32), np.asarray(X_held, np.float32)
     y, y_held = np.asarray(y, np.int64), np.asarray(y_held, np.int64)
     if len(X_held) < 10 or X_held.shape[1:] != X.shape[1:] or len(y_held) != len(X_held):
-        raise DataError(f"judge: needs at least 10 labelled held-out images like the training images {X.shape[1:]}, "
-                        f"got {X_held.shape} with {len(y_held)} labels")
+        raise DataError(
+            f"judge: needs at least 10 labelled held-out images like the training images {X.shape[1:]}, "
+            f"got {X_held.shape} with {len(y_held)} labels"
+        )
     rows = np.sort(np.random.default_rng([int(seed) % (2**32), 13]).permutation(len(X))[:train])
     ep = reference_epochs(len(rows), epochs, max_steps)
     ref = train_reference(X[rows], y[rows], n_classes, epochs=ep, seed=int(seed) + 1)
@@ -137,8 +152,15 @@ def fit_judge(X: np.ndarray, y: np.ndarray, X_held: np.ndarray, y_held: np.ndarr
     d = nearest_train_distance(X_held[cal], X)
     acc = float(np.mean(ref.predict(X_held[ctl]) == y_held[ctl]))
     tv = total_variation(X_held[cal])
-    return RealismJudge(reference=ref, train=X, near_threshold=float(np.quantile(d, quantile)), calibration=d,
-                        sharp_threshold=float(np.quantile(tv, 1.0 - quantile)), accuracy=acc, epochs=ep)
+    return RealismJudge(
+        reference=ref,
+        train=X,
+        near_threshold=float(np.quantile(d, quantile)),
+        calibration=d,
+        sharp_threshold=float(np.quantile(tv, 1.0 - quantile)),
+        accuracy=acc,
+        epochs=ep,
+    )
 
 
 def wilson(k: int, n: int) -> Optional[Tuple[float, float]]:

@@ -52,7 +52,7 @@ class LatentDensity:
         z = torch.as_tensor(np.asarray(z, np.float64))
         c = torch.as_tensor(self.codes, dtype=torch.float64)
         with torch.no_grad():
-            out = [_kde(z[i:i + batch], c, self.bandwidth) for i in range(0, len(z), batch)]
+            out = [_kde(z[i : i + batch], c, self.bandwidth) for i in range(0, len(z), batch)]
         return torch.cat(out).numpy() if out else np.zeros(0)
 
     def realistic(self, z: Any) -> np.ndarray:
@@ -103,8 +103,13 @@ def latent_density(codes: Any, *, bandwidth: Union[float, str] = "scott", quanti
     ct = torch.as_tensor(c)
     with torch.no_grad():
         own = torch.cat([_kde_loo_rows(ct, i, min(i + 2048, len(c)), h) for i in range(0, len(c), 2048)]).numpy()
-    return LatentDensity(codes=c.astype(np.float32), bandwidth=h, threshold=float(np.quantile(own, quantile)),
-                         train_scores=own, quantile=float(quantile))
+    return LatentDensity(
+        codes=c.astype(np.float32),
+        bandwidth=h,
+        threshold=float(np.quantile(own, quantile)),
+        train_scores=own,
+        quantile=float(quantile),
+    )
 
 
 def _kde_loo_rows(c: torch.Tensor, lo: int, hi: int, h: float) -> torch.Tensor:
@@ -121,7 +126,7 @@ def nearest_train_distance(x: np.ndarray, train: np.ndarray, batch: int = 512) -
     a = torch.as_tensor(np.asarray(x, np.float32).reshape(len(x), -1))
     b = torch.as_tensor(np.asarray(train, np.float32).reshape(len(train), -1))
     with torch.no_grad():
-        out = [torch.cdist(a[i:i + batch], b).min(dim=1).values for i in range(0, len(a), batch)]
+        out = [torch.cdist(a[i : i + batch], b).min(dim=1).values for i in range(0, len(a), batch)]
     d = a.shape[1]
     return (torch.cat(out).numpy() / math.sqrt(d)).astype(np.float64) if out else np.zeros(0)
 

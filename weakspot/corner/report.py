@@ -25,16 +25,24 @@ from weakspot.methods import AuditTarget, MethodReport
 from weakspot.fmt import fmt, rounded
 from weakspot.result import StageResult
 
-SEVERITY_PAIR = ("number of corner cases (optimised seeds with top-two probabilities within {bm} and a "
-                 "latent density above the realism threshold) whose two top classes are this pair")
+SEVERITY_PAIR = (
+    "number of corner cases (optimised seeds with top-two probabilities within {bm} and a "
+    "latent density above the realism threshold) whose two top classes are this pair"
+)
 SEVERITY_INPUT = "1 - (p_top1 - p_top2) after the search: 1 = exactly on the decision boundary"
-SEVERITY_PAIR_LIFT = ("lift: the share of held-out inputs of the two classes the model misclassifies, over that of the "
-                      "other classes' held-out inputs")
-CONFIRM_PAIR = (" (held-out inputs of class {a} or {b}, which the search never saw, against the other held-out "
-                "inputs; an input fails when misclassified)")
+SEVERITY_PAIR_LIFT = (
+    "lift: the share of held-out inputs of the two classes the model misclassifies, over that of the "
+    "other classes' held-out inputs"
+)
+CONFIRM_PAIR = (
+    " (held-out inputs of class {a} or {b}, which the search never saw, against the other held-out "
+    "inputs; an input fails when misclassified)"
+)
 NO_HELDOUT = "not checked: the target has no held-out inputs to confirm the pair on"
-NOT_CHECKED_INPUT = ("not checked: one generated corner case is the search's own output (an example); its class pair "
-                     "is checked on held-out inputs above")
+NOT_CHECKED_INPUT = (
+    "not checked: one generated corner case is the search's own output (an example); its class pair "
+    "is checked on held-out inputs above"
+)
 #: the cards: no "realistic" one, since realism is said only where the generator's gate holds (the prose says which)
 KEY_METRICS = ["margin_before", "margin_after", "margin_reduction", "n_corner_cases", "tv_corner", "tv_fgsm"]
 
@@ -46,21 +54,33 @@ def report(result: CornerResult, params: CornerParams, target: AuditTarget) -> M
     classes = [str(c) for c in target.classes]
     m = metrics_of(result, classes)
     tables = tables_of(result, classes, params)
-    tables["settings"] = settings_table(params, result.latent_dim, result.use_discriminator, result.n_train,
-                                        m["autoencoder_epochs"], m)
+    tables["settings"] = settings_table(
+        params, result.latent_dim, result.use_discriminator, result.n_train, m["autoencoder_epochs"], m
+    )
     tables["claims"] = claims(m, params)
     if "judge" in m:
         tables["judge"] = judge_table(m)
     differ = [r for r in tables["settings"].to_dict("records") if r["differs"]]
     findings = findings_of(result, classes, params)
     section = StageResult(
-        metrics=m, tables=tables, title=f"Corner cases: generated inputs on the decision boundary ({target.name})",
+        metrics=m,
+        tables=tables,
+        title=f"Corner cases: generated inputs on the decision boundary ({target.name})",
         summary=summary_of(m, params, result.use_discriminator, differ),
-        items=items_of(m, result.latent_dim, params), headline=headline_of(m, params), key_metrics=KEY_METRICS,
-        sample=(f"{m['n_seeds']} random latent seeds (seed {params.seed}) decoded by an autoencoder fitted on "
-                f"{result.n_train} training images (corner.train_sample: at most {params.train_sample}, a seeded "
-                "sample)" + (f"; the weak class pairs confirmed on all "
-                f"{len(result.heldout['y'])} test inputs" if result.heldout is not None else "")))
+        items=items_of(m, result.latent_dim, params),
+        headline=headline_of(m, params),
+        key_metrics=KEY_METRICS,
+        sample=(
+            f"{m['n_seeds']} random latent seeds (seed {params.seed}) decoded by an autoencoder fitted on "
+            f"{result.n_train} training images (corner.train_sample: at most {params.train_sample}, a seeded "
+            "sample)"
+            + (
+                f"; the weak class pairs confirmed on all {len(result.heldout['y'])} test inputs"
+                if result.heldout is not None
+                else ""
+            )
+        ),
+    )
     times = {**result.seconds, "report": time.perf_counter() - t0}
     times["total"] = sum(times.values())
     _seconds_table(section, times)
@@ -75,8 +95,13 @@ def _seconds_table(section: StageResult, times: Dict[str, float]) -> None:
     # timings go to a table, not the metrics: metrics are byte-identical across reruns
     seconds = [rounded(v, 2) for v in times.values()]
     section.tables["seconds"] = pd.DataFrame({"phase": list(times), "seconds": seconds})
-    section.items.append({"table": "seconds", "caption": "Wall-clock seconds per phase of this run (the generator's "
-                          "phase is 0 when a cached generator of the same data and params was reused)."})
+    section.items.append(
+        {
+            "table": "seconds",
+            "caption": "Wall-clock seconds per phase of this run (the generator's "
+            "phase is 0 when a cached generator of the same data and params was reused).",
+        }
+    )
 
 
 def class_pairs(search: CornerSearch, mask: np.ndarray) -> List[Tuple[int, int, int]]:
@@ -146,8 +171,12 @@ def metrics_of(result: CornerResult, classes: List[str]) -> Dict[str, Any]:
 
 
 #: the sets the independent judge is run on, as the metrics name them, with the words the report uses
-JUDGED = {"corner": "corner cases (after the search)", "seeds": "seeds before the search",
-          "random": "random codes (uniform in the codes' box)", "real": "real held-out images (control half)"}
+JUDGED = {
+    "corner": "corner cases (after the search)",
+    "seeds": "seeds before the search",
+    "random": "random codes (uniform in the codes' box)",
+    "real": "real held-out images (control half)",
+}
 
 
 def _finite(v: Any) -> Any:
@@ -168,8 +197,18 @@ def judge_table(m: Dict[str, Any]) -> Any:
     import pandas as pd
 
     j = m["judge"]
-    rows = [{"set": JUDGED[k], "n": j[k]["n"], "pair_agrees": j[k]["pair"], "near_the_data": j[k]["near"],
-             "sharp": j[k]["sharp"], "passes": j[k]["passed"], "share_95ci": set_text(j[k])} for k in JUDGED]
+    rows = [
+        {
+            "set": JUDGED[k],
+            "n": j[k]["n"],
+            "pair_agrees": j[k]["pair"],
+            "near_the_data": j[k]["near"],
+            "sharp": j[k]["sharp"],
+            "passes": j[k]["passed"],
+            "share_95ci": set_text(j[k]),
+        }
+        for k in JUDGED
+    ]
     return pd.DataFrame(rows)
 
 
@@ -180,35 +219,61 @@ def tables_of(result: CornerResult, classes: List[str], params: CornerParams) ->
     search, comparison, flags = result.search, result.comparison, result.flags
     n = max(search.n, 1)
     rows: List[Tuple[str, int, Optional[int]]] = [("seeds", search.n, search.n)]
-    rows.append((f"near the boundary before the search (p1 - p2 < {params.boundary_margin})",
-                 int(flags["near_before"].sum()), int(flags["realistic_before"].sum())))
+    rows.append(
+        (
+            f"near the boundary before the search (p1 - p2 < {params.boundary_margin})",
+            int(flags["near_before"].sum()),
+            int(flags["realistic_before"].sum()),
+        )
+    )
     rows.append((f"near the boundary after (p1 - p2 < {params.boundary_margin})", int(flags["near"].sum()), None))
     rows.append(("inside the latent density after: log-density >= threshold", int(flags["kde_ok"].sum()), None))
     if result.use_discriminator:
         rows.append(("inside after: discriminator D(G(s)) > 0", int(flags["disc_ok"].sum()), None))
     rows.append(("corner cases (near and inside)", int(flags["corner"].sum()), None))
-    yield_t = pd.DataFrame({"what": [r[0] for r in rows], "count": [r[1] for r in rows],
-                            "share": [r[1] / n for r in rows]})
+    yield_t = pd.DataFrame(
+        {"what": [r[0] for r in rows], "count": [r[1] for r in rows], "share": [r[1] / n for r in rows]}
+    )
     pairs = class_pairs(search, flags["corner"])
-    pair_t = pd.DataFrame([{"class_a": classes[a], "class_b": classes[b], "corner_cases": c} for a, b, c in pairs],
-                          columns=["class_a", "class_b", "corner_cases"])
-    comp = pd.DataFrame({
-        "images": ["decoded seeds G(s)", f"FGSM, eps = {comparison.eps} (pixels)",
-                   f"latent step, eps = {comparison.eps} (standardised latent units)"],
-        "total_variation": [comparison.tv.mean(), comparison.tv_fgsm.mean(), comparison.tv_latent.mean()],
-        "distance_to_manifold": [comparison.manifold.mean(), comparison.manifold_fgsm.mean(),
-                                 comparison.manifold_latent.mean()],
-        "prediction_changed": [0.0, np.mean(comparison.pred_fgsm != comparison.pred),
-                               np.mean(comparison.pred_latent != comparison.pred)],
-    })
+    pair_t = pd.DataFrame(
+        [{"class_a": classes[a], "class_b": classes[b], "corner_cases": c} for a, b, c in pairs],
+        columns=["class_a", "class_b", "corner_cases"],
+    )
+    comp = pd.DataFrame(
+        {
+            "images": [
+                "decoded seeds G(s)",
+                f"FGSM, eps = {comparison.eps} (pixels)",
+                f"latent step, eps = {comparison.eps} (standardised latent units)",
+            ],
+            "total_variation": [comparison.tv.mean(), comparison.tv_fgsm.mean(), comparison.tv_latent.mean()],
+            "distance_to_manifold": [
+                comparison.manifold.mean(),
+                comparison.manifold_fgsm.mean(),
+                comparison.manifold_latent.mean(),
+            ],
+            "prediction_changed": [
+                0.0,
+                np.mean(comparison.pred_fgsm != comparison.pred),
+                np.mean(comparison.pred_latent != comparison.pred),
+            ],
+        }
+    )
     mp = search.margin_path
-    curve = pd.DataFrame({"step": np.arange(len(mp)), "margin_median": np.median(mp, axis=1),
-                          "margin_q25": np.quantile(mp, 0.25, axis=1), "margin_q75": np.quantile(mp, 0.75, axis=1)})
+    curve = pd.DataFrame(
+        {
+            "step": np.arange(len(mp)),
+            "margin_median": np.median(mp, axis=1),
+            "margin_q25": np.quantile(mp, 0.25, axis=1),
+            "margin_q75": np.quantile(mp, 0.75, axis=1),
+        }
+    )
     return {"yield": yield_t, "class_pairs": pair_t, "fgsm_comparison": comp, "margin_curve": curve}
 
 
-def settings_table(params: CornerParams, latent: int, use_disc: bool, n_train: int, ae_epochs: int,
-                   m: Optional[Dict[str, Any]] = None) -> Any:
+def settings_table(
+    params: CornerParams, latent: int, use_disc: bool, n_train: int, ae_epochs: int, m: Optional[Dict[str, Any]] = None
+) -> Any:
     """What ran next to the paper's setting, one row per setting the paper gives (Sec. 4.1-4.5), and, with the
     metrics ``m``, the margin's fall at this audit's step against the paper's step rerun on the first seeds."""
     import pandas as pd
@@ -217,21 +282,40 @@ def settings_table(params: CornerParams, latent: int, use_disc: bool, n_train: i
     for key, (paper, where) in PAPER_SETTINGS.items():
         ran = getattr(params, key)
         rows.append({"setting": key, "ran": str(ran), "paper": f"{paper} ({where})", "differs": ran != paper})
-    rows.append({"setting": "latent_dim", "ran": str(latent), "paper": "2 for MNIST (Sec. 4.1)", "differs": latent != 2})
-    rows.append({"setting": "discriminator", "ran": str(use_disc), "paper": "not needed for 2-D MNIST (Sec. 4.1, 4.3)",
-                 "differs": bool(use_disc)})
-    rows.append({"setting": "autoencoder training", "ran": f"{ae_epochs} epochs on {n_train} training images",
-                 "paper": "MNIST training set (epochs not given)", "differs": True})
-    rows.append({"setting": "n_seeds", "ran": str(params.n_seeds), "paper": "not given (a handful shown)", "differs": False})
+    rows.append(
+        {"setting": "latent_dim", "ran": str(latent), "paper": "2 for MNIST (Sec. 4.1)", "differs": latent != 2}
+    )
+    rows.append(
+        {
+            "setting": "discriminator",
+            "ran": str(use_disc),
+            "paper": "not needed for 2-D MNIST (Sec. 4.1, 4.3)",
+            "differs": bool(use_disc),
+        }
+    )
+    rows.append(
+        {
+            "setting": "autoencoder training",
+            "ran": f"{ae_epochs} epochs on {n_train} training images",
+            "paper": "MNIST training set (epochs not given)",
+            "differs": True,
+        }
+    )
+    rows.append(
+        {"setting": "n_seeds", "ran": str(params.n_seeds), "paper": "not given (a handful shown)", "differs": False}
+    )
     p = (m or {}).get("paper_lr")
     if p is not None:
         assert m is not None  # p is one of its entries
-        rows.append({"setting": "margin fall in the search (result)",
-                     "ran": f"x{fmt(m['margin_reduction'])} at lr {params.lr} ({params.lr_schedule}), {m['n_seeds']} "
-                            "seeds",
-                     "paper": f"two orders of magnitude (Sec. 4.3); x{fmt(p['margin_reduction'])} here at lr "
-                              f"{p['lr']} (constant) on the first {p['n_seeds']} seeds",
-                     "differs": params.lr != p["lr"] or params.lr_schedule != "constant"})
+        rows.append(
+            {
+                "setting": "margin fall in the search (result)",
+                "ran": f"x{fmt(m['margin_reduction'])} at lr {params.lr} ({params.lr_schedule}), {m['n_seeds']} seeds",
+                "paper": f"two orders of magnitude (Sec. 4.3); x{fmt(p['margin_reduction'])} here at lr "
+                f"{p['lr']} (constant) on the first {p['n_seeds']} seeds",
+                "differs": params.lr != p["lr"] or params.lr_schedule != "constant",
+            }
+        )
     return pd.DataFrame(rows, columns=["setting", "ran", "paper", "differs"])
 
 
@@ -258,40 +342,74 @@ def findings_of(result: CornerResult, classes: List[str], params: CornerParams) 
         before = Counter(int(search.pred_before[i]) for i in members).most_common(1)[0][0]
         after = Counter(int(search.pred_after[i]) for i in members).most_common(1)[0][0]
         ev = pair_evidence(result, a, b, params)
-        rows.append({
-            "weak_spot": f"{kind_of} inputs between classes {classes[a]} and {classes[b]}", "kind": "class_pair",
-            "severity": float(np.nan_to_num(ev.lift, nan=0.0)) if ev is not None else float(n_pair),
-            "severity_meaning": (SEVERITY_PAIR_LIFT.format(bm=params.boundary_margin) if ev is not None
-                                 else SEVERITY_PAIR.format(bm=params.boundary_margin)),
-            **(ev.columns() if ev is not None else {}),
-            "confirmation": (ev.sentence("inputs") + CONFIRM_PAIR.format(a=classes[a], b=classes[b],
-                                                                         bm=params.boundary_margin)
-                             if ev is not None else NO_HELDOUT),
-            "label": None, "prediction": classes[after],  # generated inputs have no true class
-            "confidence": float(np.mean(search.confidence_after[members])),
-            "example": json.dumps({"corner cases": int(n_pair), "judge passes": int(np.sum(passed[members])),
-                                   "most seeds started as": classes[before],
-                                   "mean p1 - p2": rounded(np.mean(pm[members]), 4)}),
-            "image": to_png(search.images_after[best]),
-        })
+        rows.append(
+            {
+                "weak_spot": f"{kind_of} inputs between classes {classes[a]} and {classes[b]}",
+                "kind": "class_pair",
+                "severity": float(np.nan_to_num(ev.lift, nan=0.0)) if ev is not None else float(n_pair),
+                "severity_meaning": (
+                    SEVERITY_PAIR_LIFT.format(bm=params.boundary_margin)
+                    if ev is not None
+                    else SEVERITY_PAIR.format(bm=params.boundary_margin)
+                ),
+                **(ev.columns() if ev is not None else {}),
+                "confirmation": (
+                    ev.sentence("inputs") + CONFIRM_PAIR.format(a=classes[a], b=classes[b], bm=params.boundary_margin)
+                    if ev is not None
+                    else NO_HELDOUT
+                ),
+                "label": None,
+                "prediction": classes[after],  # generated inputs have no true class
+                "confidence": float(np.mean(search.confidence_after[members])),
+                "example": json.dumps(
+                    {
+                        "corner cases": int(n_pair),
+                        "judge passes": int(np.sum(passed[members])),
+                        "most seeds started as": classes[before],
+                        "mean p1 - p2": rounded(np.mean(pm[members]), 4),
+                    }
+                ),
+                "image": to_png(search.images_after[best]),
+            }
+        )
     for i in sorted(corner, key=lambda i: (pm[i], i))[: params.max_findings]:
         a, b = sorted((int(search.pred_after[i]), int(search.second_after[i])))
-        rows.append({
-            "weak_spot": (f"{'realistic' if gate and passed[i] else 'generated'} input between classes {classes[a]} "
-                          f"and {classes[b]}" + ("" if c is None else
-                                                 f" (independent judge: {'passes' if passed[i] else 'fails'})")),
-            "kind": "input",
-            "severity": float(1.0 - pm[i]), "severity_meaning": SEVERITY_INPUT,
-            "label": None, "prediction": classes[int(search.pred_after[i])],
-            "confidence": float(search.confidence_after[i]),
-            "example": json.dumps({"seed started as": classes[int(search.pred_before[i])],
-                                   "runner-up": classes[int(search.second_after[i])],
-                                   "p1 - p2": rounded(pm[i], 4)}),
-            "image": to_png(search.images_after[i]),
-        })
+        rows.append(
+            {
+                "weak_spot": (
+                    f"{'realistic' if gate and passed[i] else 'generated'} input between classes {classes[a]} "
+                    f"and {classes[b]}"
+                    + ("" if c is None else f" (independent judge: {'passes' if passed[i] else 'fails'})")
+                ),
+                "kind": "input",
+                "severity": float(1.0 - pm[i]),
+                "severity_meaning": SEVERITY_INPUT,
+                "label": None,
+                "prediction": classes[int(search.pred_after[i])],
+                "confidence": float(search.confidence_after[i]),
+                "example": json.dumps(
+                    {
+                        "seed started as": classes[int(search.pred_before[i])],
+                        "runner-up": classes[int(search.second_after[i])],
+                        "p1 - p2": rounded(pm[i], 4),
+                    }
+                ),
+                "image": to_png(search.images_after[i]),
+            }
+        )
     from weakspot.findings import UNCHECKED
 
-    cols = ["weak_spot", "kind", "severity", "severity_meaning", "label", "prediction", "confidence", "example", "image"]
+    cols = [
+        "weak_spot",
+        "kind",
+        "severity",
+        "severity_meaning",
+        "label",
+        "prediction",
+        "confidence",
+        "example",
+        "image",
+    ]
     rows = [{**UNCHECKED, "confirmation": NOT_CHECKED_INPUT, **r} for r in rows]
     df = pd.DataFrame(rows, columns=cols + list(UNCHECKED))
     df["confirmed"] = df["confirmed"].astype(bool)
@@ -314,32 +432,66 @@ def items_of(m: Dict[str, Any], latent: int, params: CornerParams) -> List[Dict[
     """The section's tables and figures in reading order, with their captions."""
     return [
         {"table": "settings", "caption": "What ran against the paper's settings (Sec. 4.1-4.5)."},
-        {"table": "claims", "caption": "The paper's claims (and ours), each with its pass rule, the measured numbers "
-         "and whether it holds on this target."},
-        {"figure": "reconstructions", "caption": f"The generator ({latent}-D code, {m['autoencoder_epochs']} epochs): "
-         f"training images and their reconstructions. The model recognises "
-         f"{m['model_accuracy_on_reconstructions']:.0%} of the reconstructions as their class "
-         f"({m['model_accuracy_on_training_images']:.0%} of the images); they explain {m['autoencoder_r2']:.0%} of "
-         "the images' variance around the mean image."},
-        *([{"table": "judge", "caption": "Realism judged independently of the generator: a reference classifier's "
-            "top two classes agree with the image's pair under the audited model, the image is no farther from its "
-            "nearest training image and no blurrier than most real held-out images; share passing all three with "
-            "its 95% Wilson interval. Random codes and the seeds before the search are the controls."}]
-          if "judge" in m else []),
-        {"table": "yield", "caption": "Yield: how many seeds end near the decision boundary, how many stay inside the "
-         "generator's latent density, and the corner cases (both)."},
-        {"figure": "optimisation_paths", "caption": "Fig. 4-5: decoded images along the optimisation of a few seeds "
-         "(corner cases first), with the top two classes and the logit margin."},
-        {"figure": "latent_plane", "caption": "Fig. 6: codes of the training images coloured by class"
-         + (", the classifier's decision regions on the decoded plane in the background," if latent == 2 else
-            " (projected on their first two principal components),")
-         + " and the seeds' trajectories (start: circle, end: cross; red: corner case)."},
-        {"figure": "margin_curve", "caption": "Median and interquartile logit margin of the seeds over the Adam steps "
-         "(log scale)."},
+        {
+            "table": "claims",
+            "caption": "The paper's claims (and ours), each with its pass rule, the measured numbers "
+            "and whether it holds on this target.",
+        },
+        {
+            "figure": "reconstructions",
+            "caption": f"The generator ({latent}-D code, {m['autoencoder_epochs']} epochs): "
+            f"training images and their reconstructions. The model recognises "
+            f"{m['model_accuracy_on_reconstructions']:.0%} of the reconstructions as their class "
+            f"({m['model_accuracy_on_training_images']:.0%} of the images); they explain {m['autoencoder_r2']:.0%} of "
+            "the images' variance around the mean image.",
+        },
+        *(
+            [
+                {
+                    "table": "judge",
+                    "caption": "Realism judged independently of the generator: a reference classifier's "
+                    "top two classes agree with the image's pair under the audited model, the image is no farther from its "
+                    "nearest training image and no blurrier than most real held-out images; share passing all three with "
+                    "its 95% Wilson interval. Random codes and the seeds before the search are the controls.",
+                }
+            ]
+            if "judge" in m
+            else []
+        ),
+        {
+            "table": "yield",
+            "caption": "Yield: how many seeds end near the decision boundary, how many stay inside the "
+            "generator's latent density, and the corner cases (both).",
+        },
+        {
+            "figure": "optimisation_paths",
+            "caption": "Fig. 4-5: decoded images along the optimisation of a few seeds "
+            "(corner cases first), with the top two classes and the logit margin.",
+        },
+        {
+            "figure": "latent_plane",
+            "caption": "Fig. 6: codes of the training images coloured by class"
+            + (
+                ", the classifier's decision regions on the decoded plane in the background,"
+                if latent == 2
+                else " (projected on their first two principal components),"
+            )
+            + " and the seeds' trajectories (start: circle, end: cross; red: corner case).",
+        },
+        {
+            "figure": "margin_curve",
+            "caption": "Median and interquartile logit margin of the seeds over the Adam steps (log scale).",
+        },
         {"table": "class_pairs", "caption": "Class pairs the corner cases sit between."},
-        {"figure": "fgsm_vs_latent", "caption": f"Fig. 7: decoded seeds (top), FGSM at eps = {params.fgsm_eps} "
-         "(middle) and one latent step of the same length (bottom), with the model's predictions."},
-        {"table": "fgsm_comparison", "caption": "Sec. 4.5: total variation (mean absolute difference of neighbouring "
-         "pixels) and distance to the data manifold (RMS reconstruction error through the autoencoder) of decoded "
-         "seeds, FGSM images and latent-step images, and how often each changed the prediction."},
+        {
+            "figure": "fgsm_vs_latent",
+            "caption": f"Fig. 7: decoded seeds (top), FGSM at eps = {params.fgsm_eps} "
+            "(middle) and one latent step of the same length (bottom), with the model's predictions.",
+        },
+        {
+            "table": "fgsm_comparison",
+            "caption": "Sec. 4.5: total variation (mean absolute difference of neighbouring "
+            "pixels) and distance to the data manifold (RMS reconstruction error through the autoencoder) of decoded "
+            "seeds, FGSM images and latent-step images, and how often each changed the prediction.",
+        },
     ]

@@ -123,8 +123,15 @@ def run(target: AuditTarget, params: CornerParams, runtime: Any) -> CornerResult
     gp = generator_params(params)
     # keyed on the pixels, not the target: two targets on the same training images share one generator
     pixels = hashlib.sha256(str(X.shape).encode() + X.tobytes()).hexdigest()
-    gen = runtime.cached(generator_bytes, X, gp, runtime.device, key={"pixels": pixels, "generator": gp},
-                         label=f"generator for {target.name}'s training images", progress=runtime.progress)
+    gen = runtime.cached(
+        generator_bytes,
+        X,
+        gp,
+        runtime.device,
+        key={"pixels": pixels, "generator": gp},
+        label=f"generator for {target.name}'s training images",
+        progress=runtime.progress,
+    )
     g = Generator.from_bytes(gen["generator"], device=resolve_device(runtime.device))
     seconds = time.perf_counter() - t0
     result = corner_cases(target.model, X, y, g, params, progress=runtime.progress)
@@ -140,8 +147,9 @@ def run(target: AuditTarget, params: CornerParams, runtime: Any) -> CornerResult
     return result
 
 
-def judge_controls(clf: Any, X: np.ndarray, y: np.ndarray, X_held: Any, y_held: Any, result: CornerResult,
-                   params: CornerParams) -> Dict[str, Any]:
+def judge_controls(
+    clf: Any, X: np.ndarray, y: np.ndarray, X_held: Any, y_held: Any, result: CornerResult, params: CornerParams
+) -> Dict[str, Any]:
     """The independent judge (:func:`weakspot.corner.judge.fit_judge`, trained on ``X``, ``y``, calibrated on half
     the held-out images), its verdicts on the corner cases and the controls
     (:func:`weakspot.corner.controls.judged_sets`, the other half as the real images) and the generator's gate on
@@ -150,17 +158,40 @@ def judge_controls(clf: Any, X: np.ndarray, y: np.ndarray, X_held: Any, y_held: 
     from weakspot.corner.judge import fit_judge, split_heldout
 
     Xh, yh = np.asarray(X_held, np.float32), np.asarray(y_held).astype(np.int64)
-    judge = fit_judge(X, y, Xh, yh, clf.n_classes, train=params.reference_train, epochs=params.reference_epochs,
-                      max_steps=params.reference_max_steps, quantile=params.near_quantile, seed=params.seed)
+    judge = fit_judge(
+        X,
+        y,
+        Xh,
+        yh,
+        clf.n_classes,
+        train=params.reference_train,
+        epochs=params.reference_epochs,
+        max_steps=params.reference_max_steps,
+        quantile=params.near_quantile,
+        seed=params.seed,
+    )
     _, control = split_heldout(len(Xh), params.seed)
-    out = judged_sets(clf, result.generator, judge, result.search, result.flags["corner"], Xh[control],
-                      params.n_random, params.boundary_margin, params.seed)
+    out = judged_sets(
+        clf,
+        result.generator,
+        judge,
+        result.search,
+        result.flags["corner"],
+        Xh[control],
+        params.n_random,
+        params.boundary_margin,
+        params.seed,
+    )
     out["gate"] = generator_gate(clf, judge, result.generator, Xh, yh, params.gate)
-    out["judge"] = {"reference_accuracy": judge.accuracy, "reference_epochs": judge.epochs,
-                    "reference_train": int(min(params.reference_train, len(X))),
-                    "near_threshold": judge.near_threshold, "sharp_threshold": judge.sharp_threshold,
-                    "n_calibration": int(len(judge.calibration)),
-                    "near_quantile": float(params.near_quantile)}
+    out["judge"] = {
+        "reference_accuracy": judge.accuracy,
+        "reference_epochs": judge.epochs,
+        "reference_train": int(min(params.reference_train, len(X))),
+        "near_threshold": judge.near_threshold,
+        "sharp_threshold": judge.sharp_threshold,
+        "n_calibration": int(len(judge.calibration)),
+        "near_quantile": float(params.near_quantile),
+    }
     return out
 
 
@@ -168,8 +199,10 @@ def heldout_margins(clf: Any, X: Any, y: Any) -> Dict[str, np.ndarray]:
     """The true class, the prediction and the top-two probability margin of each held-out input."""
     p = np.asarray(clf.predict_proba(np.asarray(X, np.float32)), np.float64)
     if p.ndim != 2 or len(p) != len(y) or not np.isfinite(p).all():
-        raise DataError(f"corner: the model's probabilities on the {len(y)} held-out inputs have shape {p.shape} (or "
-                        "are not finite)")
+        raise DataError(
+            f"corner: the model's probabilities on the {len(y)} held-out inputs have shape {p.shape} (or "
+            "are not finite)"
+        )
     top2 = np.sort(p, axis=1)[:, -2:] if p.shape[1] > 1 else np.concatenate([np.zeros_like(p), p], 1)
     return {"y": np.asarray(y).astype(np.int64), "pred": p.argmax(1), "margin": top2[:, 1] - top2[:, 0]}
 
@@ -184,8 +217,9 @@ def draw_seeds(g: Generator, density: LatentDensity, params: CornerParams) -> np
     return rng.multivariate_normal(mu, cov, size=params.n_seeds, method="cholesky").astype(np.float32)
 
 
-def corner_cases(clf: Any, X: np.ndarray, y: np.ndarray, g: Generator, params: CornerParams, *,
-                 progress: Optional[Progress] = None) -> CornerResult:
+def corner_cases(
+    clf: Any, X: np.ndarray, y: np.ndarray, g: Generator, params: CornerParams, *, progress: Optional[Progress] = None
+) -> CornerResult:
     """Search for corner cases of ``clf`` through generator ``g`` and measure them.
 
     Parameters
@@ -208,9 +242,18 @@ def corner_cases(clf: Any, X: np.ndarray, y: np.ndarray, g: Generator, params: C
         dens = latent_density(g.codes, bandwidth=params.kde_bandwidth, quantile=params.realism_quantile)
         seeds = draw_seeds(g, dens, params)
         search = search_corner_cases(
-            clf, g, seeds, steps=params.steps, lr=params.lr, density=dens, realism_weight=params.realism_weight,
-            use_discriminator=use_disc, disc_alpha=params.disc_alpha, schedule=params.lr_schedule,
-            progress=progress)
+            clf,
+            g,
+            seeds,
+            steps=params.steps,
+            lr=params.lr,
+            density=dens,
+            realism_weight=params.realism_weight,
+            use_discriminator=use_disc,
+            disc_alpha=params.disc_alpha,
+            schedule=params.lr_schedule,
+            progress=progress,
+        )
         times["search"] = time.perf_counter() - t1
         t2 = time.perf_counter()
         comparison = fgsm_vs_latent(clf, g, seeds, eps=params.fgsm_eps)
@@ -225,18 +268,36 @@ def corner_cases(clf: Any, X: np.ndarray, y: np.ndarray, g: Generator, params: C
         paper = paper_lr_margins(clf, g, seeds, dens, params, use_disc)
         times["paper_lr"] = time.perf_counter() - t3
     return CornerResult(
-        search=search, comparison=comparison, flags=corner_flags(search, dens, params, use_disc), generator=g,
-        density=dens, use_discriminator=use_disc, n_train=len(X), accuracy_on_training_images=on_images,
-        accuracy_on_reconstructions=on_reconstructions, nearest_train_before=before, nearest_train_after=after,
-        seconds=times, paper_lr=paper)
+        search=search,
+        comparison=comparison,
+        flags=corner_flags(search, dens, params, use_disc),
+        generator=g,
+        density=dens,
+        use_discriminator=use_disc,
+        n_train=len(X),
+        accuracy_on_training_images=on_images,
+        accuracy_on_reconstructions=on_reconstructions,
+        nearest_train_before=before,
+        nearest_train_after=after,
+        seconds=times,
+        paper_lr=paper,
+    )
 
 
-def corner_flags(search: CornerSearch, dens: LatentDensity, params: CornerParams, use_disc: bool) -> Dict[str, np.ndarray]:
+def corner_flags(
+    search: CornerSearch, dens: LatentDensity, params: CornerParams, use_disc: bool
+) -> Dict[str, np.ndarray]:
     """Per seed after the search: ``near`` (boundary), ``realistic`` (KDE, and discriminator where used), ``corner``."""
     near = search.prob_margin_after < params.boundary_margin
     kde_ok = search.log_density_after >= dens.threshold
     disc_ok = (search.disc_after > 0) if (use_disc and search.disc_after is not None) else np.ones_like(kde_ok)
     realistic = kde_ok & disc_ok
-    return {"near": near, "kde_ok": kde_ok, "disc_ok": disc_ok, "realistic": realistic, "corner": near & realistic,
-            "near_before": search.prob_margin_before < params.boundary_margin,
-            "realistic_before": search.log_density_before >= dens.threshold}
+    return {
+        "near": near,
+        "kde_ok": kde_ok,
+        "disc_ok": disc_ok,
+        "realistic": realistic,
+        "corner": near & realistic,
+        "near_before": search.prob_margin_before < params.boundary_margin,
+        "realistic_before": search.log_density_before >= dens.threshold,
+    }

@@ -70,8 +70,10 @@ def _margins(logits: torch.Tensor):
 
 def _check_clf(clf: Any) -> None:
     if not (hasattr(clf, "module") and callable(getattr(clf, "logits", None))):
-        raise ConfigError("corner cases need a white-box classifier (weakspot.models.TorchClassifier with .module "
-                          f"and .logits); got {type(clf).__name__}")
+        raise ConfigError(
+            "corner cases need a white-box classifier (weakspot.models.TorchClassifier with .module "
+            f"and .logits); got {type(clf).__name__}"
+        )
 
 
 def _evaluate(clf: Any, g: Generator, s: torch.Tensor, batch: int = 1024):
@@ -79,7 +81,7 @@ def _evaluate(clf: Any, g: Generator, s: torch.Tensor, batch: int = 1024):
     with torch.no_grad():
         xs, ls = [], []
         for i in range(0, len(s), batch):
-            x = g.decode(s[i:i + batch])
+            x = g.decode(s[i : i + batch])
             xs.append(x)
             ls.append(clf.logits(x).float())
         x = torch.cat(xs)
@@ -87,10 +89,20 @@ def _evaluate(clf: Any, g: Generator, s: torch.Tensor, batch: int = 1024):
     return x, lg, torch.softmax(lg, dim=1)
 
 
-def search_corner_cases(clf: Any, g: Generator, seeds: Any, *, steps: int = 50, lr: float = 0.001,
-                        density: Optional[LatentDensity] = None, realism_weight: float = 0.0,
-                        use_discriminator: bool = False, disc_alpha: float = 1.0, schedule: str = "constant",
-                        progress: Optional[Progress] = None) -> CornerSearch:
+def search_corner_cases(
+    clf: Any,
+    g: Generator,
+    seeds: Any,
+    *,
+    steps: int = 50,
+    lr: float = 0.001,
+    density: Optional[LatentDensity] = None,
+    realism_weight: float = 0.0,
+    use_discriminator: bool = False,
+    disc_alpha: float = 1.0,
+    schedule: str = "constant",
+    progress: Optional[Progress] = None,
+) -> CornerSearch:
     """Optimise latent ``seeds`` ``(n, d)`` (standardised units) towards the classifier's decision boundary.
 
     Parameters
@@ -169,15 +181,23 @@ def search_corner_cases(clf: Any, g: Generator, seeds: Any, *, steps: int = 50, 
     ld_b = density.score(s0.cpu().numpy()) if density is not None else np.full(len(s0), np.nan)
     ld_a = density.score(s1.cpu().numpy()) if density is not None else np.full(len(s0), np.nan)
     return CornerSearch(
-        seeds=s0.cpu().numpy(), final=s1.cpu().numpy(), path=np.stack(path), margin_path=np.stack(mpath),
-        images_before=xb.cpu().numpy(), images_after=xa.cpu().numpy(),
-        margin_before=mb.cpu().numpy().astype(np.float64), margin_after=ma.cpu().numpy().astype(np.float64),
+        seeds=s0.cpu().numpy(),
+        final=s1.cpu().numpy(),
+        path=np.stack(path),
+        margin_path=np.stack(mpath),
+        images_before=xb.cpu().numpy(),
+        images_after=xa.cpu().numpy(),
+        margin_before=mb.cpu().numpy().astype(np.float64),
+        margin_after=ma.cpu().numpy().astype(np.float64),
         prob_margin_before=(ptb[:, 0] - ptb[:, 1]).cpu().numpy().astype(np.float64),
         prob_margin_after=(pta[:, 0] - pta[:, 1]).cpu().numpy().astype(np.float64),
-        pred_before=ib[:, 0].cpu().numpy().astype(np.int64), pred_after=ia[:, 0].cpu().numpy().astype(np.int64),
+        pred_before=ib[:, 0].cpu().numpy().astype(np.int64),
+        pred_after=ia[:, 0].cpu().numpy().astype(np.int64),
         second_after=ia[:, 1].cpu().numpy().astype(np.int64),
         confidence_after=pta[:, 0].cpu().numpy().astype(np.float64),
-        log_density_before=ld_b, log_density_after=ld_a, disc_after=disc_after,
+        log_density_before=ld_b,
+        log_density_after=ld_a,
+        disc_after=disc_after,
     )
 
 
@@ -225,8 +245,17 @@ def fgsm_vs_latent(clf: Any, g: Generator, seeds: Any, *, eps: float = 0.25) -> 
         pl = clf.logits(x_l).argmax(1)
     a, b, c = (t.cpu().numpy() for t in (x0, x_f, x_l))
     return FgsmComparison(
-        images=a, fgsm=b, latent=c, pred=p0.cpu().numpy(), pred_fgsm=pf.cpu().numpy(), pred_latent=pl.cpu().numpy(),
-        tv=total_variation(a), tv_fgsm=total_variation(b), tv_latent=total_variation(c),
-        manifold=manifold_distance(g, a), manifold_fgsm=manifold_distance(g, b), manifold_latent=manifold_distance(g, c),
+        images=a,
+        fgsm=b,
+        latent=c,
+        pred=p0.cpu().numpy(),
+        pred_fgsm=pf.cpu().numpy(),
+        pred_latent=pl.cpu().numpy(),
+        tv=total_variation(a),
+        tv_fgsm=total_variation(b),
+        tv_latent=total_variation(c),
+        manifold=manifold_distance(g, a),
+        manifold_fgsm=manifold_distance(g, b),
+        manifold_latent=manifold_distance(g, c),
         eps=float(eps),
     )

@@ -63,7 +63,9 @@ class BiasRule:
     def cut(self, X: pd.DataFrame) -> float:
         """The cut in the feature's units (the quantile is taken over all rows of ``X``)."""
         if self.feature not in X.columns:
-            raise ConfigError(f"bias rule: feature {self.feature!r} is not a column; columns: {', '.join(map(str, X.columns))}")
+            raise ConfigError(
+                f"bias rule: feature {self.feature!r} is not a column; columns: {', '.join(map(str, X.columns))}"
+            )
         if self.threshold is not None:
             return float(self.threshold)
         assert self.quantile is not None  # __post_init__: exactly one of threshold and quantile is set
@@ -203,7 +205,9 @@ def biased_split_indices(
     """
     X, y = validate_tabular(X, y, where=name)
     if not np.any(y == class_of_interest):
-        raise ConfigError(f"{name}: class_of_interest={class_of_interest!r} is not among the labels {sorted(set(y.tolist()))[:10]}")
+        raise ConfigError(
+            f"{name}: class_of_interest={class_of_interest!r} is not among the labels {sorted(set(y.tolist()))[:10]}"
+        )
     n = len(X)
     n_test = int(round(0.4 * n)) if n_test is None else int(n_test)
     if not 0 < n_test < n:
@@ -219,7 +223,9 @@ def biased_split_indices(
         train_pool = rng.choice(train_pool, size=int(n_train), replace=False)
     train_idx = np.sort(train_pool)
     if len(np.unique(y[train_idx])) < 2:
-        raise DataError(f"{name}: the biased training split holds a single class ({len(train_idx)} rows); loosen the bias rules")
+        raise DataError(
+            f"{name}: the biased training split holds a single class ({len(train_idx)} rows); loosen the bias rules"
+        )
     coi = y == class_of_interest
     info = {
         "n_train": int(len(train_idx)),

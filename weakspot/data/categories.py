@@ -28,8 +28,10 @@ def is_text(col: Any) -> bool:
 def texts_of(col: Any, *, where: str) -> List[str]:
     """The sorted distinct texts of a column (a ``DataError`` naming it and ``where`` for an empty cell)."""
     if col.isna().any():
-        raise DataError(f"{where}: categorical column {str(col.name)!r} has {int(col.isna().sum())} empty cells; "
-                        "fill them (e.g. with 'missing') first")
+        raise DataError(
+            f"{where}: categorical column {str(col.name)!r} has {int(col.isna().sum())} empty cells; "
+            "fill them (e.g. with 'missing') first"
+        )
     return sorted(set(col.astype(str).tolist()))
 
 

@@ -102,8 +102,10 @@ class Dataset:
                 raise DataError(f"Dataset.categories names column {col!r}, which is not a feature ({names[:10]})")
             codes = self.X[:, names.index(col)]
             if len(codes) and (np.any(np.mod(codes, 1) != 0) or codes.min() < 0 or codes.max() >= len(vals)):
-                raise DataError(f"Dataset column {col!r} is categorical with {len(vals)} categories; it must hold "
-                                f"codes 0..{len(vals) - 1}")
+                raise DataError(
+                    f"Dataset column {col!r} is categorical with {len(vals)} categories; it must hold "
+                    f"codes 0..{len(vals) - 1}"
+                )
 
     @property
     def categorical(self) -> List[int]:

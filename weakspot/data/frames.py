@@ -96,7 +96,9 @@ def from_frame(df: "Any") -> Dataset:
         shape = tuple(int(s) for s in meta["image_shape"])
         expected = [f"{PIXEL_PREFIX}{i}" for i in range(int(np.prod(shape)))]
         if [str(c) for c in features] != expected:
-            raise DataError(f"image frame must have columns px_0..px_{len(expected) - 1} then {LABEL!r} for image shape {shape}")
+            raise DataError(
+                f"image frame must have columns px_0..px_{len(expected) - 1} then {LABEL!r} for image shape {shape}"
+            )
         X = df[expected].to_numpy(dtype=np.float32).reshape((len(df),) + shape)
         feature_names = None
     else:
@@ -123,8 +125,15 @@ def from_frame(df: "Any") -> Dataset:
         classes = [str(u) for u in uniq]
         provenance = {}
     categories = dict((meta or {}).get("categories") or {})
-    return Dataset(X=X, y=y.astype(np.int64), classes=classes, feature_names=feature_names, image_shape=shape,
-                   provenance=provenance, categories=categories)
+    return Dataset(
+        X=X,
+        y=y.astype(np.int64),
+        classes=classes,
+        feature_names=feature_names,
+        image_shape=shape,
+        provenance=provenance,
+        categories=categories,
+    )
 
 
 def write_split_parquet(path: "os.PathLike | str", df: "Any") -> Path:

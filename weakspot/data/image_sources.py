@@ -39,8 +39,9 @@ def source_path(spec: str, arg: str, root: Optional[PathLike]) -> Path:
     return path
 
 
-def load_imagefolder(arg: str, *, label: Optional[str] = None, root: Optional[PathLike] = None,
-                     size: Optional[int] = None) -> Dataset:
+def load_imagefolder(
+    arg: str, *, label: Optional[str] = None, root: Optional[PathLike] = None, size: Optional[int] = None
+) -> Dataset:
     """Images in one sub-folder per class (PNG, JPEG, ...), resized to ``size`` x ``size`` when given."""
     from PIL import Image, UnidentifiedImageError
 
@@ -71,8 +72,10 @@ def load_imagefolder(arg: str, *, label: Optional[str] = None, root: Optional[Pa
             raise DataError(f"{spec}: cannot read image {f}: {exc}") from None
     sizes = sorted({im.size for im in images})
     if size is None and len(sizes) > 1:
-        raise DataError(f"{spec}: images of {len(sizes)} sizes ({', '.join(f'{w}x{h}' for w, h in sizes[:4])}"
-                        f"{' ...' if len(sizes) > 4 else ''}); state the size to resize them to (data.image_size)")
+        raise DataError(
+            f"{spec}: images of {len(sizes)} sizes ({', '.join(f'{w}x{h}' for w, h in sizes[:4])}"
+            f"{' ...' if len(sizes) > 4 else ''}); state the size to resize them to (data.image_size)"
+        )
     mode = "L" if grey else "RGB"
     arrays = []
     for im in images:
@@ -82,12 +85,19 @@ def load_imagefolder(arg: str, *, label: Optional[str] = None, root: Optional[Pa
         a = np.asarray(im, dtype=np.float32) / np.float32(255.0)
         arrays.append(a[None] if a.ndim == 2 else a.transpose(2, 0, 1))
     X = np.stack(arrays)
-    return Dataset(X=X, y=np.asarray(labels, np.int64), classes=[d.name for d in class_dirs],
-                   image_shape=tuple(X.shape[1:]),
-                   provenance={"spec": spec, "files": {str(f): sha256_file(f) for f in files},
-                               "description": f"{folder}: {len(files)} images in {len(class_dirs)} class folders, "
-                                              f"{'grey' if grey else 'RGB'} {X.shape[2]}x{X.shape[3]}"
-                                              + (f" (resized to {size}x{size})" if size is not None else "")})
+    return Dataset(
+        X=X,
+        y=np.asarray(labels, np.int64),
+        classes=[d.name for d in class_dirs],
+        image_shape=tuple(X.shape[1:]),
+        provenance={
+            "spec": spec,
+            "files": {str(f): sha256_file(f) for f in files},
+            "description": f"{folder}: {len(files)} images in {len(class_dirs)} class folders, "
+            f"{'grey' if grey else 'RGB'} {X.shape[2]}x{X.shape[3]}"
+            + (f" (resized to {size}x{size})" if size is not None else ""),
+        },
+    )
 
 
 def _image_array(spec: str, x: np.ndarray) -> np.ndarray:
@@ -97,8 +107,10 @@ def _image_array(spec: str, x: np.ndarray) -> np.ndarray:
     elif x.ndim == 4 and x.shape[-1] in (1, 3) and x.shape[1] not in (1, 3):
         x = x.transpose(0, 3, 1, 2)
     elif not (x.ndim == 4 and x.shape[1] in (1, 3)):
-        raise DataError(f"{spec}: x has shape {x.shape}; expected images (n, H, W), (n, H, W, C) or (n, C, H, W) "
-                        "with 1 or 3 channels (a table goes in csv: or parquet:)")
+        raise DataError(
+            f"{spec}: x has shape {x.shape}; expected images (n, H, W), (n, H, W, C) or (n, C, H, W) "
+            "with 1 or 3 channels (a table goes in csv: or parquet:)"
+        )
     if x.dtype == np.uint8:
         return x.astype(np.float32) / np.float32(255.0)
     if not np.issubdtype(x.dtype, np.number):
@@ -107,13 +119,16 @@ def _image_array(spec: str, x: np.ndarray) -> np.ndarray:
     if not np.isfinite(x).all():
         raise DataError(f"{spec}: x holds NaN or infinite values")
     if x.min() < 0 or x.max() > 1:
-        raise DataError(f"{spec}: x holds values in [{x.min():g}, {x.max():g}]; float images must lie in [0, 1] "
-                        "(or store uint8 pixels)")
+        raise DataError(
+            f"{spec}: x holds values in [{x.min():g}, {x.max():g}]; float images must lie in [0, 1] "
+            "(or store uint8 pixels)"
+        )
     return x
 
 
-def load_npz(arg: str, *, label: Optional[str] = None, root: Optional[PathLike] = None,
-             size: Optional[int] = None) -> Dataset:
+def load_npz(
+    arg: str, *, label: Optional[str] = None, root: Optional[PathLike] = None, size: Optional[int] = None
+) -> Dataset:
     """A NumPy ``.npz`` archive with ``x`` (images), ``y`` (class codes or names) and optionally ``classes``."""
     spec = f"npz:{arg}"
     path = source_path(spec, arg, root)
@@ -126,8 +141,9 @@ def load_npz(arg: str, *, label: Optional[str] = None, root: Optional[PathLike] 
         raise DataError(f"{spec}: cannot read {path} as an .npz archive: {exc}") from None
     missing = [k for k in ("x", "y") if k not in arrays]
     if missing:
-        raise DataError(f"{spec}: {path} lacks array(s) {missing}; it holds {sorted(arrays)} (expected x, y, "
-                        "optionally classes)")
+        raise DataError(
+            f"{spec}: {path} lacks array(s) {missing}; it holds {sorted(arrays)} (expected x, y, optionally classes)"
+        )
     x, y = arrays["x"], np.asarray(arrays["y"]).reshape(-1)
     if len(x) != len(y):
         raise DataError(f"{spec}: x has {len(x)} rows but y {len(y)}")
@@ -135,8 +151,13 @@ def load_npz(arg: str, *, label: Optional[str] = None, root: Optional[PathLike] 
     if size is not None and X.shape[2:] != (size, size):
         import torch
 
-        X = torch.nn.functional.interpolate(torch.from_numpy(X), size=(int(size), int(size)), mode="bilinear",
-                                            align_corners=False).clamp(0, 1).numpy()
+        X = (
+            torch.nn.functional.interpolate(
+                torch.from_numpy(X), size=(int(size), int(size)), mode="bilinear", align_corners=False
+            )
+            .clamp(0, 1)
+            .numpy()
+        )
     if "classes" in arrays:
         classes = [str(c) for c in np.asarray(arrays["classes"]).reshape(-1)]
         if np.issubdtype(y.dtype, np.integer):
@@ -151,7 +172,14 @@ def load_npz(arg: str, *, label: Optional[str] = None, root: Optional[PathLike] 
         classes = [str(u) for u in uniq]
     if len(codes) and (codes.min() < 0 or codes.max() >= len(classes)):
         raise DataError(f"{spec}: y holds codes in [{codes.min()}, {codes.max()}] but there are {len(classes)} classes")
-    return Dataset(X=X, y=codes, classes=classes, image_shape=tuple(X.shape[1:]),
-                   provenance={"spec": spec, "files": {str(path): sha256_file(path)},
-                               "description": f"{path.name}: {len(X)} images of shape {tuple(X.shape[1:])}, "
-                                              f"{len(classes)} classes"})
+    return Dataset(
+        X=X,
+        y=codes,
+        classes=classes,
+        image_shape=tuple(X.shape[1:]),
+        provenance={
+            "spec": spec,
+            "files": {str(path): sha256_file(path)},
+            "description": f"{path.name}: {len(X)} images of shape {tuple(X.shape[1:])}, {len(classes)} classes",
+        },
+    )

@@ -85,8 +85,10 @@ def _merged_categories(parts: Dict[str, Dataset]) -> Tuple[Dict[str, List[str]],
     for name, ds in parts.items():
         numeric = [c for c in columns if c not in ds.categories]
         if numeric:
-            raise DataError(f"data.{name}: column(s) {numeric} are numbers there but text in another part; "
-                            "give every part the same column types")
+            raise DataError(
+                f"data.{name}: column(s) {numeric} are numbers there but text in another part; "
+                "give every part the same column types"
+            )
 
     def recode(ds: Dataset) -> np.ndarray:
         X = np.array(ds.X, np.float32)
@@ -105,15 +107,24 @@ def concat_parts(parts: Dict[str, Dataset]) -> Tuple[Dataset, Dict[str, np.ndarr
     first_name, first = next(iter(parts.items()))
     for name, ds in parts.items():
         if (ds.image_shape is None) != (first.image_shape is None):
-            raise DataError(f"data.{name} holds {'images' if ds.image_shape else 'a table'} but data.{first_name} "
-                            f"holds {'images' if first.image_shape else 'a table'}")
-        if (ds.image_shape is not None and first.image_shape is not None
-                and tuple(ds.image_shape) != tuple(first.image_shape)):
-            raise DataError(f"data.{name} has images of shape {tuple(ds.image_shape)}, data.{first_name} "
-                            f"{tuple(first.image_shape)}: every part must have the same size")
+            raise DataError(
+                f"data.{name} holds {'images' if ds.image_shape else 'a table'} but data.{first_name} "
+                f"holds {'images' if first.image_shape else 'a table'}"
+            )
+        if (
+            ds.image_shape is not None
+            and first.image_shape is not None
+            and tuple(ds.image_shape) != tuple(first.image_shape)
+        ):
+            raise DataError(
+                f"data.{name} has images of shape {tuple(ds.image_shape)}, data.{first_name} "
+                f"{tuple(first.image_shape)}: every part must have the same size"
+            )
         if ds.image_shape is None and list(ds.feature_names or []) != list(first.feature_names or []):
-            raise DataError(f"data.{name} has columns {ds.feature_names}, data.{first_name} {first.feature_names}: "
-                            "every part must have the same feature columns")
+            raise DataError(
+                f"data.{name} has columns {ds.feature_names}, data.{first_name} {first.feature_names}: "
+                "every part must have the same feature columns"
+            )
     classes = _merged_classes(parts)
     categories, recode = _merged_categories(parts)
     X, y, idx, start = [], [], {}, 0
@@ -125,17 +136,29 @@ def concat_parts(parts: Dict[str, Dataset]) -> Tuple[Dataset, Dict[str, np.ndarr
         idx[name] = np.arange(start, start + len(ds), dtype=np.int64)
         start += len(ds)
         files.update(ds.provenance.get("files") or {})
-    desc = "; ".join(f"{name}: {ds.provenance.get('description', ds.provenance.get('spec'))}" for name, ds in parts.items())
-    ds = Dataset(X=np.concatenate(X), y=np.concatenate(y), classes=classes, feature_names=first.feature_names,
-                 image_shape=first.image_shape, categories=categories,
-                 provenance={"spec": ", ".join(f"{k} {v.provenance.get('spec')}" for k, v in parts.items()),
-                             "files": files, "description": desc,
-                             **({"label": first.provenance["label"]} if first.provenance.get("label") else {})})
+    desc = "; ".join(
+        f"{name}: {ds.provenance.get('description', ds.provenance.get('spec'))}" for name, ds in parts.items()
+    )
+    ds = Dataset(
+        X=np.concatenate(X),
+        y=np.concatenate(y),
+        classes=classes,
+        feature_names=first.feature_names,
+        image_shape=first.image_shape,
+        categories=categories,
+        provenance={
+            "spec": ", ".join(f"{k} {v.provenance.get('spec')}" for k, v in parts.items()),
+            "files": files,
+            "description": desc,
+            **({"label": first.provenance["label"]} if first.provenance.get("label") else {}),
+        },
+    )
     return ds, idx
 
 
-def model_splits(ds: Dataset, parts: Dict[str, np.ndarray], *, trains: bool, fractions: Sequence[float], seed: int
-                 ) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
+def model_splits(
+    ds: Dataset, parts: Dict[str, np.ndarray], *, trains: bool, fractions: Sequence[float], seed: int
+) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
     """The audit's train/val/test rows from a source's parts (``train``, optional ``val``, ``test``).
 
     Returns the splits and what was done: ``val`` (given, carved from the train part, or none), ``dropped`` (test
@@ -167,10 +190,14 @@ def model_splits(ds: Dataset, parts: Dict[str, np.ndarray], *, trains: bool, fra
 def check_parts(splits: Dict[str, np.ndarray], *, trains: bool, what: str) -> None:
     """Clear errors for parts a target cannot do without."""
     if not len(splits["test"]):
-        raise DataError(f"{what}: no evaluation rows are left (the test part is empty, or every test input is also "
-                        "a training input)")
+        raise DataError(
+            f"{what}: no evaluation rows are left (the test part is empty, or every test input is also "
+            "a training input)"
+        )
     if trains and not len(splits["train"]):
-        raise ConfigError(f"{what}: weakspot trains this model (a built-in architecture without weights) but the "
-                          "data give no training rows (data.train)")
+        raise ConfigError(
+            f"{what}: weakspot trains this model (a built-in architecture without weights) but the "
+            "data give no training rows (data.train)"
+        )
     if trains and not len(splits["val"]):
         raise DataError(f"{what}: the validation split is empty; give more data, data.val, or other fractions")

@@ -43,9 +43,14 @@ def select_features(ds: Dataset, features: Optional[list]) -> Dataset:
     if missing:
         raise ConfigError(f"data.features {missing} not found; columns: {', '.join(ds.feature_names)}")
     idx = [ds.feature_names.index(f) for f in features]
-    return Dataset(X=ds.X[:, idx], y=ds.y, classes=ds.classes, feature_names=list(features),
-                   provenance=dict(ds.provenance),
-                   categories={c: v for c, v in ds.categories.items() if c in features})
+    return Dataset(
+        X=ds.X[:, idx],
+        y=ds.y,
+        classes=ds.classes,
+        feature_names=list(features),
+        provenance=dict(ds.provenance),
+        categories={c: v for c, v in ds.categories.items() if c in features},
+    )
 
 
 def scene_dataset(images: np.ndarray, table: Any, scene: Dict[str, Any]) -> Tuple[Dataset, Dict[str, np.ndarray]]:
@@ -53,11 +58,19 @@ def scene_dataset(images: np.ndarray, table: Any, scene: Dict[str, Any]) -> Tupl
     from weakspot.scene.dataset import images_to_input
 
     classes = list(scene["classes"])
-    ds = Dataset(X=images_to_input(images), y=table["label"].to_numpy(np.int64), classes=classes,
-                 image_shape=(3, images.shape[1], images.shape[2]),
-                 provenance={"spec": "scenes", "description": (
-                     f"Blender renders of {len(classes)} procedural object classes at {images.shape[1]} px "
-                     "(the render stage), m random views per instance")})
+    ds = Dataset(
+        X=images_to_input(images),
+        y=table["label"].to_numpy(np.int64),
+        classes=classes,
+        image_shape=(3, images.shape[1], images.shape[2]),
+        provenance={
+            "spec": "scenes",
+            "description": (
+                f"Blender renders of {len(classes)} procedural object classes at {images.shape[1]} px "
+                "(the render stage), m random views per instance"
+            ),
+        },
+    )
     train = np.flatnonzero((table["split"] == "train").to_numpy())
     held = table[table["split"] != "train"]
     val_rows, test_rows = [], []
@@ -67,15 +80,19 @@ def scene_dataset(images: np.ndarray, table: Any, scene: Dict[str, Any]) -> Tupl
         in_val = g["instance"].isin(first).to_numpy()
         val_rows.append(g.index.to_numpy()[in_val])
         test_rows.append(g.index.to_numpy()[~in_val] if len(inst) > 1 else g.index.to_numpy())
-    splits = {"train": train, "val": np.sort(np.concatenate(val_rows)).astype(np.int64),
-              "test": np.sort(np.concatenate(test_rows)).astype(np.int64)}
+    splits = {
+        "train": train,
+        "val": np.sort(np.concatenate(val_rows)).astype(np.int64),
+        "test": np.sort(np.concatenate(test_rows)).astype(np.int64),
+    }
     if len(splits["val"]) == 0:
         splits["val"] = splits["test"]
     return ds, splits
 
 
-def _add_unlabelled(ds: Dataset, splits: Dict[str, np.ndarray], info: Dict[str, Any], p: Any
-                    ) -> Tuple[Dataset, Dict[str, np.ndarray]]:
+def _add_unlabelled(
+    ds: Dataset, splits: Dict[str, np.ndarray], info: Dict[str, Any], p: Any
+) -> Tuple[Dataset, Dict[str, np.ndarray]]:
     """The ``unlabelled`` part appended (:mod:`weakspot.data.unlabelled`), less rows that are training inputs."""
     from weakspot.data.parts import overlapping
     from weakspot.data.unlabelled import with_unlabelled
@@ -88,8 +105,9 @@ def _add_unlabelled(ds: Dataset, splits: Dict[str, np.ndarray], info: Dict[str, 
     return ds, {**splits, "unlabelled": rows}
 
 
-def prepare_target_data(p: Any, *, class_of_interest: Any = None, scene: Any = None, trains: bool = True
-                        ) -> Tuple[Dataset, Dict[str, np.ndarray], Dict[str, Any]]:
+def prepare_target_data(
+    p: Any, *, class_of_interest: Any = None, scene: Any = None, trains: bool = True
+) -> Tuple[Dataset, Dict[str, np.ndarray], Dict[str, Any]]:
     """Load and split a target's data (a :class:`~weakspot.targets.DataParams`).
 
     ``trains``: weakspot trains the model (so it may split the data for training); a model it did not train is
@@ -113,8 +131,10 @@ def prepare_target_data(p: Any, *, class_of_interest: Any = None, scene: Any = N
         ds, splits = scene_dataset(*scene)
         info["kind"] = "scene"
     elif p.named_parts:
-        loaded = {name: select_features(load_source(spec, label=p.label, root=p.root, size=p.image_size),
-                                        p.features) for name, spec in p.named_parts.items()}
+        loaded = {
+            name: select_features(load_source(spec, label=p.label, root=p.root, size=p.image_size), p.features)
+            for name, spec in p.named_parts.items()
+        }
         ds, parts = concat_parts(loaded)
         splits, done = model_splits(ds, parts, trains=trains, fractions=p.fractions, seed=p.seed)
         info.update(kind="named", **done)
@@ -125,11 +145,15 @@ def prepare_target_data(p: Any, *, class_of_interest: Any = None, scene: Any = N
             from weakspot.data.bias import BIAS_PRESETS
 
             if p.bias.preset not in BIAS_PRESETS:
-                raise ConfigError(f"data.bias.preset {p.bias.preset!r} unknown; valid: {', '.join(sorted(BIAS_PRESETS))}")
+                raise ConfigError(
+                    f"data.bias.preset {p.bias.preset!r} unknown; valid: {', '.join(sorted(BIAS_PRESETS))}"
+                )
             preset = BIAS_PRESETS[p.bias.preset]
         if p.bias is not None and not trains:
-            raise ConfigError("data.bias builds the training split of a model weakspot trains; this model comes with "
-                              "its own weights (give its evaluation rows as data.source, or data.train and data.test)")
+            raise ConfigError(
+                "data.bias builds the training split of a model weakspot trains; this model comes with "
+                "its own weights (give its evaluation rows as data.source, or data.train and data.test)"
+            )
         features = p.features or (list(preset.features) if preset is not None and preset.features else None)
         ds = select_features(ds, features)
         official = ds.provenance.get("parts")
@@ -151,8 +175,16 @@ def prepare_target_data(p: Any, *, class_of_interest: Any = None, scene: Any = N
             if ds.feature_names is None:
                 raise ConfigError("data.bias needs tabular data (its rules name feature columns)")
             if p.bias.rules is not None:
-                rules = tuple(BiasRule(feature=r.feature, label=resolve_class(r.label, ds.classes, what="bias rule label"),
-                                       keep=r.keep, threshold=r.threshold, quantile=r.quantile) for r in p.bias.rules)
+                rules = tuple(
+                    BiasRule(
+                        feature=r.feature,
+                        label=resolve_class(r.label, ds.classes, what="bias rule label"),
+                        keep=r.keep,
+                        threshold=r.threshold,
+                        quantile=r.quantile,
+                    )
+                    for r in p.bias.rules
+                )
             else:
                 rules = tuple(preset.rules) if preset is not None else ()
             n_train = p.bias.n_train if p.bias.n_train is not None else (preset.n_train if preset else None)
@@ -160,12 +192,22 @@ def prepare_target_data(p: Any, *, class_of_interest: Any = None, scene: Any = N
             if class_of_interest is None and preset is not None:
                 class_of_interest = preset.class_of_interest
             X = pd.DataFrame(ds.X.astype(np.float64), columns=ds.feature_names)
-            train, test, binfo = biased_split_indices(X, ds.y, class_of_interest=class_of_interest if class_of_interest
-                                                      is not None else 1, rules=rules, n_train=n_train, n_test=n_test,
-                                                      seed=p.bias.seed, name=p.source)
+            train, test, binfo = biased_split_indices(
+                X,
+                ds.y,
+                class_of_interest=class_of_interest if class_of_interest is not None else 1,
+                rules=rules,
+                n_train=n_train,
+                n_test=n_test,
+                seed=p.bias.seed,
+                name=p.source,
+            )
             rest = np.setdiff1d(np.arange(len(ds)), np.concatenate([train, test]))
-            splits = {"train": np.asarray(train, np.int64), "val": rest.astype(np.int64) if len(rest) else
-                      np.asarray(test, np.int64), "test": np.asarray(test, np.int64)}
+            splits = {
+                "train": np.asarray(train, np.int64),
+                "val": rest.astype(np.int64) if len(rest) else np.asarray(test, np.int64),
+                "test": np.asarray(test, np.int64),
+            }
             info.update(kind="biased", bias=binfo, val="rows the bias or subsampling left out of training")
             if preset is not None:
                 info.update(log_mae=bool(preset.log_mae), description=preset.description, preset=p.bias.preset)

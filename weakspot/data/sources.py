@@ -69,8 +69,9 @@ def default_keel_root() -> Path:
     return Path(weakspot.__file__).resolve().parents[1] / "data" / "external" / "keel"
 
 
-def load_source(spec: str, *, label: Optional[str] = None, root: Optional[PathLike] = None,
-                size: Optional[int] = None) -> Dataset:
+def load_source(
+    spec: str, *, label: Optional[str] = None, root: Optional[PathLike] = None, size: Optional[int] = None
+) -> Dataset:
     """Load a data set from a spec string.
 
     Parameters
@@ -107,7 +108,9 @@ def load_source(spec: str, *, label: Optional[str] = None, root: Optional[PathLi
     ((1797, 1, 8, 8), 10)
     """
     if not isinstance(spec, str) or not spec.strip():
-        raise ConfigError(f"data source spec must be a non-empty string, got {spec!r}; valid forms: {', '.join(SPEC_FORMS)}")
+        raise ConfigError(
+            f"data source spec must be a non-empty string, got {spec!r}; valid forms: {', '.join(SPEC_FORMS)}"
+        )
     kind, _, arg = spec.strip().partition(":")
     if kind not in SOURCES:
         raise ConfigError(
@@ -119,8 +122,10 @@ def load_source(spec: str, *, label: Optional[str] = None, root: Optional[PathLi
     elif kind in RESIZABLE:
         ds = SOURCES.get(kind)(arg, label=label, root=root, size=int(size))
     else:
-        raise ConfigError(f"data.image_size resizes the images of {' and '.join(k + ':' for k in RESIZABLE)} sources; "
-                          f"{spec!r} is not one")
+        raise ConfigError(
+            f"data.image_size resizes the images of {' and '.join(k + ':' for k in RESIZABLE)} sources; "
+            f"{spec!r} is not one"
+        )
     if not isinstance(ds, Dataset):
         raise DataError(f"data source {kind!r} returned {type(ds).__name__}, expected weakspot.data.Dataset")
     ds.provenance.setdefault("spec", spec)
@@ -294,8 +299,11 @@ def _table_to_dataset(df: "Any", *, label: Optional[str], spec: str, path: Path,
     if pd.api.types.is_float_dtype(lab) and np.all(np.mod(values, 1) == 0):
         values = values.astype(np.int64)
     uniq, y = np.unique(values, return_inverse=True)
-    kinds = f"{len(features) - len(categories)} numeric and {len(categories)} categorical" if categories else \
-        f"{len(features)} numeric"
+    kinds = (
+        f"{len(features) - len(categories)} numeric and {len(categories)} categorical"
+        if categories
+        else f"{len(features)} numeric"
+    )
     return Dataset(
         X=X.astype(np.float32),
         y=y.astype(np.int64),
@@ -363,10 +371,24 @@ def _load_parquet(arg: str, *, label: Optional[str] = None, root: Optional[PathL
 
 # name -> (files or folder torchvision expects under root, class names when the data set has none)
 TORCHVISION_SETS: Dict[str, Tuple[Tuple[str, ...], Optional[List[str]]]] = {
-    "MNIST": (("MNIST/raw/train-images-idx3-ubyte", "MNIST/raw/train-labels-idx1-ubyte",
-               "MNIST/raw/t10k-images-idx3-ubyte", "MNIST/raw/t10k-labels-idx1-ubyte"), None),
-    "FashionMNIST": (("FashionMNIST/raw/train-images-idx3-ubyte", "FashionMNIST/raw/train-labels-idx1-ubyte",
-                      "FashionMNIST/raw/t10k-images-idx3-ubyte", "FashionMNIST/raw/t10k-labels-idx1-ubyte"), None),
+    "MNIST": (
+        (
+            "MNIST/raw/train-images-idx3-ubyte",
+            "MNIST/raw/train-labels-idx1-ubyte",
+            "MNIST/raw/t10k-images-idx3-ubyte",
+            "MNIST/raw/t10k-labels-idx1-ubyte",
+        ),
+        None,
+    ),
+    "FashionMNIST": (
+        (
+            "FashionMNIST/raw/train-images-idx3-ubyte",
+            "FashionMNIST/raw/train-labels-idx1-ubyte",
+            "FashionMNIST/raw/t10k-images-idx3-ubyte",
+            "FashionMNIST/raw/t10k-labels-idx1-ubyte",
+        ),
+        None,
+    ),
     "CIFAR10": (("cifar-10-batches-py",), None),
     "SVHN": (("train_32x32.mat", "test_32x32.mat"), [str(i) for i in range(10)]),
 }
@@ -381,7 +403,9 @@ def _load_torchvision(arg: str, *, label: Optional[str] = None, root: Optional[P
     """
     spec = f"torchvision:{arg}"
     if arg not in TORCHVISION_SETS:
-        raise ConfigError(f"unknown torchvision data set {spec!r}; valid: {', '.join('torchvision:' + k for k in TORCHVISION_SETS)}")
+        raise ConfigError(
+            f"unknown torchvision data set {spec!r}; valid: {', '.join('torchvision:' + k for k in TORCHVISION_SETS)}"
+        )
     if root is None:
         raise ConfigError(f"{spec}: root=FOLDER is required (the folder holding a local copy; nothing is downloaded)")
     root = Path(root).expanduser()
@@ -402,7 +426,9 @@ def _load_torchvision(arg: str, *, label: Optional[str] = None, root: Optional[P
             else:
                 parts.append(getattr(tvd, arg)(str(root), train=(part == "train"), download=False))
     except RuntimeError as exc:  # torchvision's "Dataset not found or corrupted"
-        raise DataError(f"{spec}: torchvision could not read the copy under {root} ({exc}); expected {', '.join(str(root / e) for e in expected)}") from None
+        raise DataError(
+            f"{spec}: torchvision could not read the copy under {root} ({exc}); expected {', '.join(str(root / e) for e in expected)}"
+        ) from None
 
     xs, ys = [], []
     for ds in parts:

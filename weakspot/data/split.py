@@ -42,9 +42,7 @@ def split_counts(n: int, fractions: Union[Sequence[float], np.ndarray]) -> np.nd
     return counts
 
 
-def split_dataset(
-    y: np.ndarray, *, fractions: Sequence[float] = (0.7, 0.15, 0.15), seed: int
-) -> Dict[str, np.ndarray]:
+def split_dataset(y: np.ndarray, *, fractions: Sequence[float] = (0.7, 0.15, 0.15), seed: int) -> Dict[str, np.ndarray]:
     """Stratified, seeded split of sample indices into train, validation and test.
 
     Parameters
@@ -84,8 +82,12 @@ def split_dataset(
     class_sizes = np.bincount(codes) if codes.size else np.zeros(0, dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(class_sizes)[:-1]]) if class_sizes.size else np.zeros(0, dtype=np.int64)
     # counts[c, s]: samples of class c going to split s
-    counts = np.stack([split_counts(int(n), f) for n in class_sizes]) if class_sizes.size else np.zeros((0, 3), np.int64)
-    bounds = starts[:, None] + np.concatenate([np.zeros((len(class_sizes), 1), np.int64), np.cumsum(counts, axis=1)], axis=1)
+    counts = (
+        np.stack([split_counts(int(n), f) for n in class_sizes]) if class_sizes.size else np.zeros((0, 3), np.int64)
+    )
+    bounds = starts[:, None] + np.concatenate(
+        [np.zeros((len(class_sizes), 1), np.int64), np.cumsum(counts, axis=1)], axis=1
+    )
     # position of each element of by_class within its class block -> which split it falls in
     pos_class = np.repeat(np.arange(len(class_sizes)), class_sizes)
     split_of = np.zeros(y.shape[0], dtype=np.int64)

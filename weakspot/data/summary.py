@@ -10,8 +10,9 @@ from weakspot.data.dataset import Dataset
 from weakspot.result import StageResult
 
 
-def data_section(target: str, source: str, ds: Dataset, splits: Dict[str, np.ndarray], info: Dict[str, Any]
-                 ) -> StageResult:
+def data_section(
+    target: str, source: str, ds: Dataset, splits: Dict[str, np.ndarray], info: Dict[str, Any]
+) -> StageResult:
     """Class counts per split, the split's kind (stratified, biased, scene) and the files' sha256."""
     import pandas as pd
 
@@ -24,35 +25,48 @@ def data_section(target: str, source: str, ds: Dataset, splits: Dict[str, np.nda
     how = {
         "stratified": "a stratified random split",
         "scene": "the render's instances: training instances train, held-out instances split between validation "
-                 "and test (no test object was seen in training)",
+        "and test (no test object was seen in training)",
         "biased": "the GAD paper's biased split (seeds/001 Sec. V-A): a uniform test draw, a training split that "
-                  "keeps only the rows passing the bias rules, and as validation the rows the bias left out",
+        "keeps only the rows passing the bias rules, and as validation the rows the bias left out",
         "official": "the source's official parts: its train part is what the model trained on, its test part what "
-                    f"it is judged on; validation rows: {info.get('val', 'none')}",
+        f"it is judged on; validation rows: {info.get('val', 'none')}",
         "named": f"the parts as given (data.train / data.val / data.test); validation rows: {info.get('val', 'none')}",
         "evaluation": "all rows are evaluation data (one source for a model weakspot did not train: nothing of it "
-                      "is trained on or tuned on)",
+        "is trained on or tuned on)",
     }[info["kind"]]
-    summary = [f"Target {target}: source {source}, {len(ds)} samples, {ds.n_classes} classes, {shape}; {how}: "
-               f"{counts['train']} train, {counts['val']} validation, {counts['test']} test rows."
-               + (f" Files: {files}." if files else "")]
+    summary = [
+        f"Target {target}: source {source}, {len(ds)} samples, {ds.n_classes} classes, {shape}; {how}: "
+        f"{counts['train']} train, {counts['val']} validation, {counts['test']} test rows."
+        + (f" Files: {files}." if files else "")
+    ]
     if "unlabelled" in counts:
-        summary.append(f"Unlabelled rows (data.unlabelled, no labels): {counts['unlabelled']}; GAD's to-label list "
-                       "ranks them for labelling.")
+        summary.append(
+            f"Unlabelled rows (data.unlabelled, no labels): {counts['unlabelled']}; GAD's to-label list "
+            "ranks them for labelling."
+        )
     if info.get("dropped"):
         left = ", ".join(f"{n} {k}" for k, n in info["dropped"].items())
-        summary.append(f"Left out of the evaluation: {left} rows whose input is byte-identical to a training row "
-                       "(a model is never judged on an input it trained on).")
+        summary.append(
+            f"Left out of the evaluation: {left} rows whose input is byte-identical to a training row "
+            "(a model is never judged on an input it trained on)."
+        )
     if info.get("trains") is False:
         summary.append(
             "The model came trained: weakspot judges it on the test rows only"
-            + (", and the methods that model the data distribution (corner cases, HDA, intrinsic robustness) fit "
-               f"their generators on the {counts['train']} train rows, never judging on them."
-               if counts["train"] else "; the methods that need its training rows (corner cases, HDA, intrinsic "
-               "robustness) do not run (give data.train to run them)."))
+            + (
+                ", and the methods that model the data distribution (corner cases, HDA, intrinsic robustness) fit "
+                f"their generators on the {counts['train']} train rows, never judging on them."
+                if counts["train"]
+                else "; the methods that need its training rows (corner cases, HDA, intrinsic "
+                "robustness) do not run (give data.train to run them)."
+            )
+        )
     if info.get("bias"):
-        rules = "; ".join(f"class {ds.classes[int(r['label'])] if str(r['label']).isdigit() else r['label']} kept only with "
-                          f"{r['feature']} {r['keep']} {r['cut']:.4g}" for r in info["bias"].get("rules", []))
+        rules = "; ".join(
+            f"class {ds.classes[int(r['label'])] if str(r['label']).isdigit() else r['label']} kept only with "
+            f"{r['feature']} {r['keep']} {r['cut']:.4g}"
+            for r in info["bias"].get("rules", [])
+        )
         summary.append(f"Bias rules: {rules or 'none'}. Class of interest (GAD): {info['class_of_interest_name']}.")
     if ds.provenance.get("description"):
         summary.append(str(ds.provenance["description"]))

@@ -18,8 +18,9 @@ from weakspot.errors import DataError
 from weakspot.hashing import sha256_file
 
 
-def load_unlabelled(spec: str, like: Dataset, *, root: Optional[Any] = None
-                    ) -> Tuple[np.ndarray, Dict[str, List[str]], Dict[str, Any]]:
+def load_unlabelled(
+    spec: str, like: Dataset, *, root: Optional[Any] = None
+) -> Tuple[np.ndarray, Dict[str, List[str]], Dict[str, Any]]:
     """The rows of ``spec`` as ``like``'s features: ``(X float32 (n, d), like's categories extended by new texts,
     provenance)``.
 
@@ -56,7 +57,7 @@ def load_unlabelled(spec: str, like: Dataset, *, root: Optional[Any] = None
             X[:, j] = col.to_numpy(np.float64)
     if not np.isfinite(X).all():
         raise DataError(f"data.unlabelled {spec}: {int((~np.isfinite(X)).any(axis=1).sum())} rows hold infinite values")
-    new = {c: cats[c][len(like.categories[c]):] for c in cats if len(cats[c]) > len(like.categories[c])}
+    new = {c: cats[c][len(like.categories[c]) :] for c in cats if len(cats[c]) > len(like.categories[c])}
     desc = f"unlabelled: {path.name}, {len(df)} rows without labels"
     if ignored:
         desc += f" (columns left out: {', '.join(ignored[:8])})"
@@ -71,7 +72,12 @@ def with_unlabelled(ds: Dataset, spec: str, *, root: Optional[Any] = None) -> Tu
     assert ds.feature_names is not None  # load_unlabelled raised for images
     files = {**(ds.provenance.get("files") or {}), **prov["files"]}
     desc = "; ".join(d for d in (ds.provenance.get("description"), prov["description"]) if d)
-    out = Dataset(X=np.concatenate([ds.X, X]), y=np.concatenate([ds.y, np.zeros(len(X), np.int64)]),
-                  classes=list(ds.classes), feature_names=list(ds.feature_names), categories=cats,
-                  provenance={**ds.provenance, "files": files, "description": desc})
+    out = Dataset(
+        X=np.concatenate([ds.X, X]),
+        y=np.concatenate([ds.y, np.zeros(len(X), np.int64)]),
+        classes=list(ds.classes),
+        feature_names=list(ds.feature_names),
+        categories=cats,
+        provenance={**ds.provenance, "files": files, "description": desc},
+    )
     return out, np.arange(len(ds), len(out), dtype=np.int64)

@@ -16,16 +16,33 @@ instances), ``sessions`` (the examination engine), ``run`` (a target's examinati
 from weakspot.examine.config import ExamineParams
 from weakspot.methods import Method, register_method
 
-METHOD = register_method(Method(
-    "examine", "Adversarial examiner", "seeds/000 (Shu et al., AAAI 2020)", params=ExamineParams,
-    run="weakspot.examine.run:run", report="weakspot.examine.report:report",
-    figures="weakspot.examine.figures:figures", modalities=("image",), scene=True, order=20,
-    target_keys=("class_map",), skip_keys=("study",)))
+METHOD = register_method(
+    Method(
+        "examine",
+        "Adversarial examiner",
+        "seeds/000 (Shu et al., AAAI 2020)",
+        params=ExamineParams,
+        run="weakspot.examine.run:run",
+        report="weakspot.examine.report:report",
+        figures="weakspot.examine.figures:figures",
+        modalities=("image",),
+        scene=True,
+        order=20,
+        target_keys=("class_map",),
+        skip_keys=("study",),
+    )
+)
 
 #: Tables of its section that are curves, declared in dvc.yaml's plots by ops/pipeline.py: (table, x, y columns;
 #: "params:<key>" = the columns its section's key lists).
 PLOTS = (("curve", "iteration", ("params:examiners", "T0")),)
 
 #: Its headline metrics in metrics/examine/<t>.json (tasks/headline.py; the rest in plots/examine/<t>/results.json).
-HEADLINE = ("bo.T*", "classes_t0_below_half", "regions.proposed", "regions.confirmed", "repeats.*.mean",
-            "repeats.bo.checkpoint")
+HEADLINE = (
+    "bo.T*",
+    "classes_t0_below_half",
+    "regions.proposed",
+    "regions.confirmed",
+    "repeats.*.mean",
+    "repeats.bo.checkpoint",
+)

@@ -86,7 +86,6 @@ class ArtificialWeaknessParams(_Section):
     tsne_class: Optional[str] = "can"  # Fig. 4 shows "can"; an unexamined name falls back to the first class
 
 
-
 class MStudyParams(_Section):
     """Sec. 4.3 / Table 3: training-set size m (images per training instance)."""
 
@@ -95,7 +94,6 @@ class MStudyParams(_Section):
     examiners: ExaminerNames = ["rl", "bo"]  # Table 3
     T: int = Field(200, ge=1)  # Table 3: T = 200
     classes: Optional[List[str]] = None  # None: every examined class
-
 
     @model_validator(mode="after")
     def _positive(self):
@@ -160,12 +158,13 @@ class ExamineParams(_Section):
     n_worst: int = Field(3, ge=1)  # worst images shown per examiner
     render_chunk: int = Field(512, ge=1)  # scenes per renderer call
     seed: int = 0
-    repeats: int = Field(1, ge=1)  # examinations per class, each with its own seeds and sun (paper: one; params.yaml: 3)
+    repeats: int = Field(
+        1, ge=1
+    )  # examinations per class, each with its own seeds and sun (paper: one; params.yaml: 3)
     rl: RLParams = RLParams()
     bo: BOParams = BOParams()
     regions: RegionsParams = RegionsParams()
     study: StudyParams = StudyParams()
-
 
     @model_validator(mode="after")
     def _checkpoints(self):

@@ -287,15 +287,18 @@ class BayesianOptimizationExaminer(Examiner):
         if self.n_restarts_optimizer < 0 or self.n_smart < 0 or self.kappa < 0:
             raise ConfigError("bo: n_restarts_optimizer, n_smart and kappa must be >= 0")
         if int(self.n_local) < 1 or int(self.n_seeds) < 1 or any(not (0 < float(v) <= 1) for v in self.local_scales):
-            raise ConfigError(f"bo: n_local and n_seeds must be >= 1 and local_scales in (0, 1], got "
-                              f"{self.n_local}, {self.n_seeds}, {list(self.local_scales)}")
+            raise ConfigError(
+                f"bo: n_local and n_seeds must be >= 1 and local_scales in (0, 1], got "
+                f"{self.n_local}, {self.n_seeds}, {list(self.local_scales)}"
+            )
         pbounds = {f"u{i}": (0.0, 1.0) for i in range(len(self.names_))}
         self.rs_ = np.random.RandomState(self.seed % (2**32))
         self.opt_ = BayesianOptimization(
             f=None,
             pbounds=pbounds,
             acquisition_function=acquisition.UpperConfidenceBound(
-                kappa=self.kappa, exploration_decay=self.exploration_decay, random_state=self.rs_),
+                kappa=self.kappa, exploration_decay=self.exploration_decay, random_state=self.rs_
+            ),
             random_state=self.rs_,
             verbose=0,
             allow_duplicate_points=True,
@@ -349,8 +352,14 @@ class BayesianOptimizationExaminer(Examiner):
             warnings.simplefilter("ignore")
             if self.stock or int(self.n_smart) > 0:
                 n_random, n_smart = (10_000, 10) if self.stock else (int(self.n_random), int(self.n_smart))
-                x = acq.suggest(gp=self.opt_._gp, target_space=space, n_random=n_random, n_smart=n_smart,
-                                fit_gp=False, random_state=self.rs_)
+                x = acq.suggest(
+                    gp=self.opt_._gp,
+                    target_space=space,
+                    n_random=n_random,
+                    n_smart=n_smart,
+                    fit_gp=False,
+                    random_state=self.rs_,
+                )
             else:
                 x = self._random_local_argmax(acq)
                 acq.i += 1
@@ -502,8 +511,9 @@ class RLExaminer(Examiner):
         self.gen_ = torch.Generator(device="cpu").manual_seed(int(self.seed))
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(self.seed))
-            self.policy_ = _Policy(len(self.names_), int(self.bins), int(self.embedding_size),
-                                   int(self.hidden_size)).to(self.device_)
+            self.policy_ = _Policy(
+                len(self.names_), int(self.bins), int(self.embedding_size), int(self.hidden_size)
+            ).to(self.device_)
         self.optim_ = torch.optim.Adam(self.policy_.parameters(), lr=float(self.lr))
         self.baseline_: Optional[float] = None
         self.grid_ = np.linspace(0.0, 1.0, int(self.bins))
@@ -528,11 +538,11 @@ class RLExaminer(Examiner):
         r = objective * float(self.reward_scale)
         bs = int(self.batch_size)
         for s in range(0, len(r), bs):  # one policy-gradient step per batch of B (Eq. 5)
-            rb = r[s:s + bs]
+            rb = r[s : s + bs]
             mean_r = float(rb.mean())
             base = mean_r if self.baseline_ is None else self.baseline_
             adv = torch.as_tensor(rb - base, dtype=torch.float32, device=self.device_)
-            logp = self.policy_.log_prob(torch.as_tensor(idx[s:s + bs], device=self.device_))  # (b,)
+            logp = self.policy_.log_prob(torch.as_tensor(idx[s : s + bs], device=self.device_))  # (b,)
             loss = -(logp * adv).mean()
             self.optim_.zero_grad()
             loss.backward()
@@ -546,8 +556,6 @@ class RLExaminer(Examiner):
 
         with torch.no_grad():
             return self.policy_.greedy_probs(self.device_).cpu().numpy()
-
-
 
 
 def _policy_module():
@@ -593,7 +601,7 @@ def _policy_module():
                 h, cc = self._step(tok, state)
                 state = (h, cc)
                 logits = h @ self.heads[c] + self.bias[c]
-                total = total + torch.log_softmax(logits, -1).gather(1, idx[:, c:c + 1]).squeeze(1)
+                total = total + torch.log_softmax(logits, -1).gather(1, idx[:, c : c + 1]).squeeze(1)
                 tok = 1 + c * self.K + idx[:, c]
             return total
 

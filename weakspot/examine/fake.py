@@ -30,9 +30,18 @@ SHAPES = ("disc", "square", "triangle", "cross", "ring")
 
 #: Neutral values for factors a scene dict leaves out (mid-range of the scene space's defaults).
 _NEUTRAL: Dict[str, float] = {
-    "sun_energy": 3.0, "light_energy": 650.0, "light_distance": 14.0, "light_azimuth": 0.0, "light_elevation": 0.0,
-    "view_distance": 2.3, "view_azimuth": 90.0, "view_elevation": 0.0, "view_roll": 0.0,
-    "sun_alpha": 0.0, "sun_beta": 0.0, "sun_zeta": 0.0,
+    "sun_energy": 3.0,
+    "light_energy": 650.0,
+    "light_distance": 14.0,
+    "light_azimuth": 0.0,
+    "light_elevation": 0.0,
+    "view_distance": 2.3,
+    "view_azimuth": 90.0,
+    "view_elevation": 0.0,
+    "view_roll": 0.0,
+    "sun_alpha": 0.0,
+    "sun_beta": 0.0,
+    "sun_zeta": 0.0,
 }
 
 
@@ -91,21 +100,26 @@ class FakeRenderer:
         size = np.clip(0.75 * 2.3 / np.maximum(dist, 0.5), 0.2, 1.2)
         rot = np.deg2rad(self._col(scenes, "view_roll") + 0.5 * self._col(scenes, "view_azimuth"))
         squash = np.maximum(np.abs(np.cos(np.deg2rad(self._col(scenes, "view_elevation")))), 0.06)
-        bright = (0.35 + 0.45 * np.clip(self._col(scenes, "sun_energy") / 5.0, 0, 1)
-                  + 0.2 * np.clip((self._col(scenes, "light_energy") - 300.0) / 700.0, 0, 1))
+        bright = (
+            0.35
+            + 0.45 * np.clip(self._col(scenes, "sun_energy") / 5.0, 0, 1)
+            + 0.2 * np.clip((self._col(scenes, "light_energy") - 300.0) / 700.0, 0, 1)
+        )
         g = (np.arange(H) + 0.5) / H * 2 - 1
         X, Y = np.meshgrid(g, g)  # (H, W)
         c, s = np.cos(rot)[:, None, None], np.sin(rot)[:, None, None]
         x = (c * X + s * Y) / (size * aspect)[:, None, None]
         y = (-s * X + c * Y) / (size * squash)[:, None, None]
         r = np.sqrt(x**2 + y**2)
-        masks = np.stack([
-            r < 0.8,
-            np.maximum(np.abs(x), np.abs(y)) < 0.65,
-            (y > -0.6) & (np.abs(x) < (0.7 - y) * 0.55) & (y < 0.75),
-            ((np.abs(x) < 0.22) | (np.abs(y) < 0.22)) & (np.maximum(np.abs(x), np.abs(y)) < 0.8),
-            (r < 0.8) & (r > 0.45),
-        ])  # (5, n, H, W)
+        masks = np.stack(
+            [
+                r < 0.8,
+                np.maximum(np.abs(x), np.abs(y)) < 0.65,
+                (y > -0.6) & (np.abs(x) < (0.7 - y) * 0.55) & (y < 0.75),
+                ((np.abs(x) < 0.22) | (np.abs(y) < 0.22)) & (np.maximum(np.abs(x), np.abs(y)) < 0.8),
+                (r < 0.8) & (r > 0.45),
+            ]
+        )  # (5, n, H, W)
         m = masks[shape, np.arange(n)]  # (n, H, W)
         fg = 255.0 * bright[:, None, None]
         bg = 60.0
@@ -118,8 +132,15 @@ class FakeRenderer:
         return np.repeat(img[..., None], 3, axis=-1).astype(np.uint8)
 
 
-def fake_dataset(renderer: FakeRenderer, space, *, instances_per_class: int = 6, views_per_instance: int = 10,
-                 val_instances: int = 2, seed: int = 0):
+def fake_dataset(
+    renderer: FakeRenderer,
+    space,
+    *,
+    instances_per_class: int = 6,
+    views_per_instance: int = 10,
+    val_instances: int = 2,
+    seed: int = 0,
+):
     """Render a small labelled data set like ``weakspot.scene.dataset.render_dataset`` does (same columns:
     class, label, instance, split and the 12 factors). The last ``val_instances`` of each class are validation."""
     import pandas as pd

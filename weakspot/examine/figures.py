@@ -28,10 +28,14 @@ def figures(result: ExamineResult, params: ExamineParams, target: Any = None) ->
     params = as_params(params)
     sessions = result.sessions
     per_class = per_class_table(result, params, target_metrics(result, params))
-    return {"regions": regions_figure(result.regions),
-            "curves": _fig_curves(sessions, params), "curves_renders": _fig_curves(sessions, params, by_renders=True),
-            "per_class": _fig_per_class(per_class, params.names()[-1]),
-            "tsne": _fig_tsne(sessions, params), "worst": _fig_worst(sessions, params)}
+    return {
+        "regions": regions_figure(result.regions),
+        "curves": _fig_curves(sessions, params),
+        "curves_renders": _fig_curves(sessions, params, by_renders=True),
+        "per_class": _fig_per_class(per_class, params.names()[-1]),
+        "tsne": _fig_tsne(sessions, params),
+        "worst": _fig_worst(sessions, params),
+    }
 
 
 def _fig_curves(sessions, params, by_renders: bool = False):
@@ -46,7 +50,7 @@ def _fig_curves(sessions, params, by_renders: bool = False):
         c = per_rep.mean(axis=0)
         q = params.queries_per_iteration(e) if by_renders else 1
         x = q * np.arange(1, len(c) + 1)
-        line, = ax.plot(x, c, label=f"{e} ({q} per iteration)" if by_renders else e)
+        (line,) = ax.plot(x, c, label=f"{e} ({q} per iteration)" if by_renders else e)
         if len(reps) > 1:  # the repeats' spread: the 95% t-interval of their mean
             from scipy.stats import t
 
@@ -55,12 +59,12 @@ def _fig_curves(sessions, params, by_renders: bool = False):
     ax.axhline(t0, color="grey", ls="--", label="T0 (random)")
     if by_renders:
         ax.set_xscale("log")
-    ax.set(xlabel="renders (model queries)" if by_renders else "iteration", ylabel="true-class probability",
-           ylim=(0, 1))
+    ax.set(
+        xlabel="renders (model queries)" if by_renders else "iteration", ylabel="true-class probability", ylim=(0, 1)
+    )
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
-
 
 
 def _fig_per_class(df, last):
@@ -72,14 +76,13 @@ def _fig_per_class(df, last):
         x = np.arange(len(d))
         ax.bar(x - 0.2, d["T0"], 0.4, label="T0")
         lo, hi = d.get(f"{last}_lo"), d.get(f"{last}_hi")
-        err = (np.vstack([d[last] - lo, hi - d[last]]) if lo is not None and np.isfinite(lo).all() else None)
+        err = np.vstack([d[last] - lo, hi - d[last]]) if lo is not None and np.isfinite(lo).all() else None
         ax.bar(x + 0.2, d[last], 0.4, label=last, yerr=err, capsize=2)
         ax.set_xticks(x, d["class"], rotation=60, fontsize=7)
         ax.set(title=e, ylim=(0, 1))
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
-
 
 
 def regions_figure(regions):
@@ -112,8 +115,15 @@ def _scatter(ax, Y, is_ex, wrong):
         for bad in (False, True):
             k = (is_ex == ex) & (wrong == bad)
             if k.any():
-                ax.scatter(Y[k, 0], Y[k, 1], marker=marker, alpha=0.9 if bad else 0.2, s=18,
-                           color="C3" if ex else "C0", label=f"{lab}{' (wrong)' if bad else ''}")
+                ax.scatter(
+                    Y[k, 0],
+                    Y[k, 1],
+                    marker=marker,
+                    alpha=0.9 if bad else 0.2,
+                    s=18,
+                    color="C3" if ex else "C0",
+                    label=f"{lab}{' (wrong)' if bad else ''}",
+                )
 
 
 def _fig_tsne(sessions, params):
@@ -148,8 +158,11 @@ def _fig_worst(sessions, params):
         for ax, s in zip(row, ss):
             ax.imshow(s.worst[2])
             p = s.worst[1]
-            ax.set_title(f"{s.cls} p={s.worst[0]:.2f}\nelev={p.get('view_elevation', float('nan')):.0f} "
-                         f"dist={p.get('view_distance', float('nan')):.1f}", fontsize=6)
+            ax.set_title(
+                f"{s.cls} p={s.worst[0]:.2f}\nelev={p.get('view_elevation', float('nan')):.0f} "
+                f"dist={p.get('view_distance', float('nan')):.1f}",
+                fontsize=6,
+            )
         for ax in row:
             ax.set_xticks([])
             ax.set_yticks([])

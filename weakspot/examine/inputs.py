@@ -39,8 +39,10 @@ class ExaminedModel:
         """Class probabilities ``(n, len(classes))`` of uint8 images ``(n, H, W, 3)``; a wrong shape is a ModelError."""
         p = np.asarray(self.clf.predict_proba(images_to_input(images)), dtype=np.float64)
         if p.shape != (len(images), len(self.classes)):
-            raise ModelError(f"predict_proba returned shape {p.shape} for {len(images)} images; expected "
-                             f"({len(images)}, {len(self.classes)}) (one column per name in classes)")
+            raise ModelError(
+                f"predict_proba returned shape {p.shape} for {len(images)} images; expected "
+                f"({len(images)}, {len(self.classes)}) (one column per name in classes)"
+            )
         return p
 
 
@@ -107,8 +109,9 @@ def unseen_rows(meta):
     return meta[meta["split"].astype(str) != "train"]
 
 
-def select_instances(clf: Any, classes: Sequence[str], images: np.ndarray, meta,
-                     examined: Optional[Sequence[str]] = None) -> Dict[str, int]:
+def select_instances(
+    clf: Any, classes: Sequence[str], images: np.ndarray, meta, examined: Optional[Sequence[str]] = None
+) -> Dict[str, int]:
     """For each examined class, the unseen instance (``split != "train"``) with the highest mean true-class
     probability (paper Sec. 4.1: "the validation instance the model is most sure of"); ties go to the lower id.
 
@@ -144,16 +147,16 @@ def select_instances(clf: Any, classes: Sequence[str], images: np.ndarray, meta,
     return out
 
 
-
-
 def examined_classes(wanted: Optional[Sequence[str]], model: ExaminedModel, meta) -> List[str]:
     """``wanted`` (checked) or every class of the model with an unseen instance in the scene data, model order."""
     in_scene = set(unseen_rows(meta)["class"].astype(str))
     if wanted is None:
         classes = [c for c in model.classes if c in in_scene]
         if not classes:
-            raise DataError(f"no class of the model ({model.classes}) has an unseen instance (split != 'train') "
-                            f"in the scene data (classes there: {sorted(in_scene)})")
+            raise DataError(
+                f"no class of the model ({model.classes}) has an unseen instance (split != 'train') "
+                f"in the scene data (classes there: {sorted(in_scene)})"
+            )
         return classes
     unknown = [c for c in wanted if c not in model.classes]
     if unknown:

@@ -93,8 +93,9 @@ def scenes_of(sessions: Sequence[Session], names: Sequence[str]) -> Tuple[np.nda
     return np.asarray(X, np.float64).reshape(-1, len(names)), np.asarray(failed, bool)
 
 
-def propose(sessions: Sequence[Session], names: Sequence[str], max_depth: int, min_fraction: float, seed: int
-            ) -> Tuple[Optional[Tuple[Rule, int, int]], int, int, str]:
+def propose(
+    sessions: Sequence[Session], names: Sequence[str], max_depth: int, min_fraction: float, seed: int
+) -> Tuple[Optional[Tuple[Rule, int, int]], int, int, str]:
     """The box of the sessions' scenes that fails most often: ``((rule, rows, failures) or None, failures, scenes,
     note)``; None (with the note) when every scene or none failed, or no leaf fails more often than the scenes."""
     from sklearn.tree import DecisionTreeClassifier
@@ -119,8 +120,15 @@ def _inside(rule: Rule, scene: dict) -> bool:
     return all((a is None or scene[k] > a) and (b is None or scene[k] <= b) for k, (a, b) in rule.ranges.items())
 
 
-def _draw(rule: Optional[Rule], space: Any, instances: Sequence[int], cls: str, n: int,
-          rng: np.random.Generator, outside: Optional[Rule] = None) -> List[dict]:
+def _draw(
+    rule: Optional[Rule],
+    space: Any,
+    instances: Sequence[int],
+    cls: str,
+    n: int,
+    rng: np.random.Generator,
+    outside: Optional[Rule] = None,
+) -> List[dict]:
     """``n`` scenes of ``cls`` on ``instances``: the factors of ``rule`` uniform within its box (clipped to the
     space's bounds), every other factor, the sun's too, uniform within its bounds; with ``outside``, uniform over
     the space less that box (a draw inside it is drawn again: the control is disjoint from the region)."""
@@ -147,8 +155,16 @@ def other_unseen(meta: Any, cls: str, examined: int) -> List[int]:
     return inst or [int(examined)]
 
 
-def find_regions(sessions: Sequence[Session], space: Any, meta: Any, renderer: Any,
-                 models: Mapping[str, ExaminedModel], params: Any, seed: int, render: Any) -> List[Region]:
+def find_regions(
+    sessions: Sequence[Session],
+    space: Any,
+    meta: Any,
+    renderer: Any,
+    models: Mapping[str, ExaminedModel],
+    params: Any,
+    seed: int,
+    render: Any,
+) -> List[Region]:
     """One region per (model, class) of ``sessions`` (their T = 0 scenes included), each confirmed on fresh renders.
 
     Parameters
@@ -184,7 +200,7 @@ def find_regions(sessions: Sequence[Session], space: Any, meta: Any, renderer: A
     for r in regions:
         if r.rule is None:
             continue
-        imgs, qs = images[at:at + 2 * k], scenes[at:at + 2 * k]
+        imgs, qs = images[at : at + 2 * k], scenes[at : at + 2 * k]
         at += 2 * k
         pred = models[r.model].proba(imgs).argmax(1)
         fail = pred != r.label

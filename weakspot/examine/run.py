@@ -20,8 +20,14 @@ import numpy as np
 
 from weakspot.errors import DataError
 from weakspot.examine.config import ExamineParams
-from weakspot.examine.inputs import (as_params, check_meta, check_space, examined_classes, examined_model,
-                                     select_instances)
+from weakspot.examine.inputs import (
+    as_params,
+    check_meta,
+    check_space,
+    examined_classes,
+    examined_model,
+    select_instances,
+)
 from weakspot.examine.regions import Region, find_regions
 from weakspot.examine.sessions import Session, make_sessions, render_scenes, run_sessions
 from weakspot.methods import AuditTarget
@@ -56,8 +62,17 @@ class ExamineResult:
     regions: List[Region] = field(default_factory=list)
 
 
-def examine_target(renderer, space, clf: Any, classes: Sequence[str], images: np.ndarray, meta,
-                   params: ExamineParams, *, progress: Optional[Progress] = None) -> ExamineResult:
+def examine_target(
+    renderer,
+    space,
+    clf: Any,
+    classes: Sequence[str],
+    images: np.ndarray,
+    meta,
+    params: ExamineParams,
+    *,
+    progress: Optional[Progress] = None,
+) -> ExamineResult:
     """Examine one classifier per class with every examiner of ``params.examiners`` (paper Table 2, Fig. 1-3).
 
     Parameters
@@ -92,12 +107,24 @@ def examine_target(renderer, space, clf: Any, classes: Sequence[str], images: np
     examined = examined_classes(params.classes, model, meta)
     models = {TARGET: model}
     instances = {TARGET: select_instances(model, model.classes, images, meta, examined)}
-    sessions = make_sessions(params, space, models, instances, examined, "main", TARGET, params.examiners, params.T,
-                             repeats=params.repeats)
+    sessions = make_sessions(
+        params, space, models, instances, examined, "main", TARGET, params.examiners, params.T, repeats=params.repeats
+    )
     run_sessions(sessions, renderer, models, params.render_chunk, progress)
-    regions = (find_regions(sessions, space, meta, renderer, models, params.regions, params.seed,
-                            lambda r, scenes: render_scenes(r, scenes, params.render_chunk))
-               if params.regions.enabled else [])
+    regions = (
+        find_regions(
+            sessions,
+            space,
+            meta,
+            renderer,
+            models,
+            params.regions,
+            params.seed,
+            lambda r, scenes: render_scenes(r, scenes, params.render_chunk),
+        )
+        if params.regions.enabled
+        else []
+    )
     return ExamineResult(sessions=sessions, classes=list(model.classes), space=space, regions=regions)
 
 
@@ -106,8 +133,16 @@ def run(target: AuditTarget, params: ExamineParams, runtime: Any) -> ExamineResu
     if target.scene is None:
         raise DataError(f"{target.name}: the examiner needs the rendered scene data set (run the render stage)")
     sp = SceneParams.model_validate(target.scene.settings)
-    class_map = (getattr(target.params, "class_map", None) or {})
+    class_map = getattr(target.params, "class_map", None) or {}
     classes = [class_map.get(c, c) for c in target.classes]
     with renderer_for(sp, device=runtime.device) as renderer:
-        return examine_target(renderer, sp.space(), target.model, classes, target.scene.images, target.scene.table,
-                              params, progress=runtime.progress)
+        return examine_target(
+            renderer,
+            sp.space(),
+            target.model,
+            classes,
+            target.scene.images,
+            target.scene.table,
+            params,
+            progress=runtime.progress,
+        )

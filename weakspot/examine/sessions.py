@@ -118,11 +118,12 @@ class Session:
 
     def at(self, t: int, window: int) -> float:
         """Mean probability of the queries of iterations (t - window, t] (1-based)."""
-        seg = self.probs[max(0, t - window):t]
+        seg = self.probs[max(0, t - window) : t]
         return float(np.concatenate(seg).mean())
 
-    def record(self, queries: List[dict], p: np.ndarray, images: np.ndarray, preds: np.ndarray,
-               confs: np.ndarray) -> None:
+    def record(
+        self, queries: List[dict], p: np.ndarray, images: np.ndarray, preds: np.ndarray, confs: np.ndarray
+    ) -> None:
         """One iteration: tell the examiner the true-class probabilities ``p`` of its ``queries`` (rendered as
         ``images``, predicted ``preds`` with probability ``confs``) and keep what the report needs."""
         self.examiner.observe(queries, p)
@@ -161,14 +162,15 @@ def _examiner_options(name: str, params: ExamineParams) -> Tuple[dict, int]:
 
 def render_scenes(renderer, scenes: List[dict], chunk: int) -> np.ndarray:
     """The renderer's images of ``scenes``, asked for ``chunk`` at a time."""
-    imgs = np.concatenate([np.asarray(renderer.render(scenes[a:a + chunk])) for a in range(0, len(scenes), chunk)])
+    imgs = np.concatenate([np.asarray(renderer.render(scenes[a : a + chunk])) for a in range(0, len(scenes), chunk)])
     if imgs.shape[0] != len(scenes) or imgs.ndim != 4:
         raise DataError(f"renderer returned shape {imgs.shape} for {len(scenes)} scenes; need (n, H, W, 3)")
     return imgs
 
 
-def _score(active: List[Session], owner: np.ndarray, imgs: np.ndarray, models: Mapping[str, ExaminedModel]
-           ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _score(
+    active: List[Session], owner: np.ndarray, imgs: np.ndarray, models: Mapping[str, ExaminedModel]
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """True-class probability, predicted output and its probability of each image, one model call per model."""
     probs = np.empty(len(imgs))
     preds = np.empty(len(imgs), dtype=int)
@@ -184,8 +186,9 @@ def _score(active: List[Session], owner: np.ndarray, imgs: np.ndarray, models: M
     return probs, preds, confs
 
 
-def run_sessions(sessions: List[Session], renderer, models: Mapping[str, ExaminedModel], chunk: int,
-                 progress: Optional[Progress]) -> None:
+def run_sessions(
+    sessions: List[Session], renderer, models: Mapping[str, ExaminedModel], chunk: int, progress: Optional[Progress]
+) -> None:
     """Advance every session to its T, in lockstep: each round renders all active sessions' queries in one call.
 
     ``models`` maps a session's ``model`` key to its classifier; ``progress("examine", done, total)`` after each
@@ -216,11 +219,24 @@ def run_sessions(sessions: List[Session], renderer, models: Mapping[str, Examine
             progress("examine", done, total)
 
 
-def make_sessions(params: ExamineParams, space, models: Mapping[str, ExaminedModel],
-                  instances: Mapping[str, Mapping[str, int]], classes_of: Sequence[str], group: str, model: str,
-                  examiners: Sequence[str], T: int, *, mode: str = "weakness", order: Optional[Sequence[str]] = None,
-                  sun_key: int = 0, tail: Optional[int] = None, repeats: int = 1, seed_offset: int = 0
-                  ) -> List[Session]:
+def make_sessions(
+    params: ExamineParams,
+    space,
+    models: Mapping[str, ExaminedModel],
+    instances: Mapping[str, Mapping[str, int]],
+    classes_of: Sequence[str],
+    group: str,
+    model: str,
+    examiners: Sequence[str],
+    T: int,
+    *,
+    mode: str = "weakness",
+    order: Optional[Sequence[str]] = None,
+    sun_key: int = 0,
+    tail: Optional[int] = None,
+    repeats: int = 1,
+    seed_offset: int = 0,
+) -> List[Session]:
     """The sessions of one experiment on one model: every examiner on every class of ``classes_of``, and each
     class's T = 0 protocol (group ``<group>_t0``: ``n_random`` uniform scenes with the same sun).
 
@@ -252,27 +268,65 @@ def make_sessions(params: ExamineParams, space, models: Mapping[str, ExaminedMod
         for ci, c in enumerate(classes_of):
             label = models[model].classes.index(c)
             rng = np.random.default_rng([params.seed, mi, ci, sun_key] + ([rep] if rep else []))
-            sun = {k: float(space.bounds[k][0] + rng.random() * (space.bounds[k][1] - space.bounds[k][0]))
-                   for k in fixed}
+            sun = {
+                k: float(space.bounds[k][0] + rng.random() * (space.bounds[k][1] - space.bounds[k][0])) for k in fixed
+            }
             base = int(params.seed * 7919 + mi * 1009 + ci * 101) + rep * 1_000_003 + int(seed_offset)
             for ei, name in enumerate(examiners):
                 opts, batch = _examiner_options(name, params)
                 if order is not None and name == "rl":
                     opts = {**opts, "order": order}
                 ex = make_examiner(name, bounds=bounds, seed=base + ei, mode=mode, **opts)
-                out.append(Session(group=group, model=model, examiner_name=name, cls=c, label=label,
-                                   instance=instances[model][c], sun=sun, examiner=ex, T=T, batch=batch, tail=tail,
-                                   rep=rep))
+                out.append(
+                    Session(
+                        group=group,
+                        model=model,
+                        examiner_name=name,
+                        cls=c,
+                        label=label,
+                        instance=instances[model][c],
+                        sun=sun,
+                        examiner=ex,
+                        T=T,
+                        batch=batch,
+                        tail=tail,
+                        rep=rep,
+                    )
+                )
             # the T = 0 protocol: n_random uniform scenes, same sun (Table 2's T = 0, Fig. 3's 50 random)
             ex = make_examiner("random", bounds=bounds, seed=base + 99)
-            out.append(Session(group=f"{group}_t0", model=model, examiner_name="t0", cls=c, label=label,
-                               instance=instances[model][c], sun=sun, examiner=ex, T=1, batch=params.n_random,
-                               tail=params.n_random, rep=rep))
+            out.append(
+                Session(
+                    group=f"{group}_t0",
+                    model=model,
+                    examiner_name="t0",
+                    cls=c,
+                    label=label,
+                    instance=instances[model][c],
+                    sun=sun,
+                    examiner=ex,
+                    T=1,
+                    batch=params.n_random,
+                    tail=params.n_random,
+                    rep=rep,
+                )
+            )
     return out
 
 
-def group(sessions: Sequence[Session], name: str, model: Optional[str] = None, examiner: Optional[str] = None,
-          rep: Optional[int] = None) -> List[Session]:
+def group(
+    sessions: Sequence[Session],
+    name: str,
+    model: Optional[str] = None,
+    examiner: Optional[str] = None,
+    rep: Optional[int] = None,
+) -> List[Session]:
     """The sessions of group ``name`` (of ``model``, ``examiner`` and repeat ``rep`` when given), in run order."""
-    return [s for s in sessions if s.group == name and (model is None or s.model == model)
-            and (examiner is None or s.examiner_name == examiner) and (rep is None or s.rep == rep)]
+    return [
+        s
+        for s in sessions
+        if s.group == name
+        and (model is None or s.model == model)
+        and (examiner is None or s.examiner_name == examiner)
+        and (rep is None or s.rep == rep)
+    ]

@@ -26,8 +26,15 @@ import numpy as np
 
 from weakspot.errors import ConfigError, DataError
 from weakspot.examine.config import ExamineParams
-from weakspot.examine.inputs import (ExaminedModel, as_params, check_meta, check_space, class_order, examined_classes,
-                                     select_instances)
+from weakspot.examine.inputs import (
+    ExaminedModel,
+    as_params,
+    check_meta,
+    check_space,
+    class_order,
+    examined_classes,
+    select_instances,
+)
 from weakspot.examine.regions import find_regions
 from weakspot.examine.sessions import Session, make_sessions, render_scenes, run_sessions
 from weakspot.examine.study_models import train_study_models
@@ -70,51 +77,91 @@ def _classes(params: ExamineParams, base: ExaminedModel, meta) -> Tuple[List[str
         own = examined_classes(st.classes, base, meta) if st.classes else classes
     except (ConfigError, DataError) as e:
         raise type(e)(f"study.{e}") from None
-    wanted = (set(own) | set((ms.classes or classes) if ms.enabled else [])
-              | set((aw.classes or classes) if aw.enabled else []))
+    wanted = (
+        set(own)
+        | set((ms.classes or classes) if ms.enabled else [])
+        | set((aw.classes or classes) if aw.enabled else [])
+    )
     examined_classes(sorted(wanted), base, meta)  # checks the experiments' own class lists
     return classes, own, sorted(wanted)
 
 
-def _sessions(params: ExamineParams, space, trained: Mapping[str, ExaminedModel],
-              instances: Mapping[str, Mapping[str, int]], classes: Sequence[str], own: Sequence[str]
-              ) -> List[Session]:
+def _sessions(
+    params: ExamineParams,
+    space,
+    trained: Mapping[str, ExaminedModel],
+    instances: Mapping[str, Mapping[str, int]],
+    classes: Sequence[str],
+    own: Sequence[str],
+) -> List[Session]:
     """The sessions of every enabled experiment."""
     st = params.study
     aw, ms = st.artificial_weakness, st.m_study
     arch = st.arch
     sessions: List[Session] = []
     if st.order_check or st.strength:
-        sessions += make_sessions(params, space, trained, instances, own, "main", arch,
-                                  ["rl"] if st.order_check else [], st.T)
+        sessions += make_sessions(
+            params, space, trained, instances, own, "main", arch, ["rl"] if st.order_check else [], st.T
+        )
     if st.order_check:
         from weakspot.scene.space import RL_ORDER_VIEW_FIRST
 
         # Sec. 4.5 / Fig. 6(b): viewpoint factors first; the same examiner seeds as the default-order sessions
         order = [k for k in RL_ORDER_VIEW_FIRST if k in space.searched]
-        sessions += [s for s in make_sessions(params, space, trained, instances, own, "order", arch, ["rl"],
-                                              st.T, order=order) if s.examiner_name != "t0"]
+        sessions += [
+            s
+            for s in make_sessions(params, space, trained, instances, own, "order", arch, ["rl"], st.T, order=order)
+            if s.examiner_name != "t0"
+        ]
         # its control: the default order again with other examiner seeds (the same sun), so that a difference
         # between the orders can be read against the difference a change of seed alone makes
-        sessions += [s for s in make_sessions(params, space, trained, instances, own, "order_control", arch, ["rl"],
-                                              st.T, seed_offset=500_009) if s.examiner_name != "t0"]
+        sessions += [
+            s
+            for s in make_sessions(
+                params, space, trained, instances, own, "order_control", arch, ["rl"], st.T, seed_offset=500_009
+            )
+            if s.examiner_name != "t0"
+        ]
     if st.strength:
-        sessions += [s for s in make_sessions(params, space, trained, instances, own, "strength", arch,
-                                              [st.strength_examiner], st.T, mode="strength")
-                     if s.examiner_name != "t0"]
+        sessions += [
+            s
+            for s in make_sessions(
+                params, space, trained, instances, own, "strength", arch, [st.strength_examiner], st.T, mode="strength"
+            )
+            if s.examiner_name != "t0"
+        ]
     if ms.enabled:
         for m in ms.values:
-            sessions += make_sessions(params, space, trained, instances, ms.classes or classes, "m_study",
-                                      f"{arch}_m{m}", ms.examiners, ms.T)
+            sessions += make_sessions(
+                params, space, trained, instances, ms.classes or classes, "m_study", f"{arch}_m{m}", ms.examiners, ms.T
+            )
     if aw.enabled:  # with its T = 0 sessions: the random set of the Fig. 4 t-SNE
-        sessions += make_sessions(params, space, trained, instances, aw.classes or classes, "artificial",
-                                  f"{arch}_limited", aw.examiners, aw.T, tail=aw.tail)
+        sessions += make_sessions(
+            params,
+            space,
+            trained,
+            instances,
+            aw.classes or classes,
+            "artificial",
+            f"{arch}_limited",
+            aw.examiners,
+            aw.T,
+            tail=aw.tail,
+        )
     return sessions
 
 
-def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, *, device: Any = "auto",
-              progress: Optional[Progress] = None, full_model: Optional[Tuple[Any, Sequence[str], str]] = None
-              ) -> StudyResult:
+def run_study(
+    renderer,
+    space,
+    images: np.ndarray,
+    meta,
+    params: ExamineParams,
+    *,
+    device: Any = "auto",
+    progress: Optional[Progress] = None,
+    full_model: Optional[Tuple[Any, Sequence[str], str]] = None,
+) -> StudyResult:
     """Train the study's models and run the paper's Sec. 4.3 (Table 3), 4.4 (artificial weakness), 4.5 (factor
     order) and 4.6 (strength) experiments on them.
 
@@ -147,8 +194,9 @@ def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, 
     check_space(space)
     if not (aw.enabled or ms.enabled or st.order_check or st.strength):
         raise ConfigError("study: every experiment is disabled (m_study, artificial_weakness, order_check, strength)")
-    trained, rows = train_study_models(renderer, space, images, meta, params, device=device, progress=progress,
-                                       full_model=full_model)
+    trained, rows = train_study_models(
+        renderer, space, images, meta, params, device=device, progress=progress, full_model=full_model
+    )
     classes, own, wanted = _classes(params, trained[next(iter(trained))], meta)
     all_classes = class_order(meta)
     instances = {n: select_instances(trained[n], all_classes, images, meta, wanted) for n in trained}
@@ -159,6 +207,14 @@ def run_study(renderer, space, images: np.ndarray, meta, params: ExamineParams, 
         planted = [s for s in sessions if s.group in ("artificial", "artificial_t0")]
         planted_classes = {s.cls for s in planted}
         full = [s for s in sessions if s.group in ("main", "main_t0") and s.cls in planted_classes]
-        regions = find_regions(planted + full, space, meta, renderer, trained, params.regions, params.seed,
-                               lambda r, scenes: render_scenes(r, scenes, params.render_chunk))
+        regions = find_regions(
+            planted + full,
+            space,
+            meta,
+            renderer,
+            trained,
+            params.regions,
+            params.seed,
+            lambda r, scenes: render_scenes(r, scenes, params.render_chunk),
+        )
     return StudyResult(sessions=sessions, models=pd.DataFrame(rows), space=space, regions=regions)

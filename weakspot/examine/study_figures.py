@@ -50,8 +50,9 @@ def _fig_artificial(sessions, aw):
     lo, hi = aw.train_range
     bins = np.linspace(-90, 90, 19) if aw.factor.endswith("elevation") else 18
     for e in aw.examiners:
-        vals = np.concatenate([[p[aw.factor] for p in s.tail_params] for s in group(sessions, "artificial",
-                                                                                         examiner=e)])
+        vals = np.concatenate(
+            [[p[aw.factor] for p in s.tail_params] for s in group(sessions, "artificial", examiner=e)]
+        )
         ax.hist(vals, bins=bins, histtype="step", lw=2, label=e, density=True)
     ax.axvspan(lo, hi, color="grey", alpha=0.2, label="training range")
     ax.set(xlabel=aw.factor, ylabel="density of late queries")
@@ -82,8 +83,15 @@ def _fig_artificial_tsne(sessions, aw, cls: str, seed: int):
                 for bad in (False, True):
                     k = (is_ex == ex) & (outside == out) & (wrong == bad)
                     if k.any():
-                        ax.scatter(Y[k, 0], Y[k, 1], marker=marker, s=20, color=color, alpha=0.9 if bad else 0.25,
-                                   label=f"{lab}, {'outside' if out else 'inside'}{', wrong' if bad else ''}")
+                        ax.scatter(
+                            Y[k, 0],
+                            Y[k, 1],
+                            marker=marker,
+                            s=20,
+                            color=color,
+                            alpha=0.9 if bad else 0.25,
+                            label=f"{lab}, {'outside' if out else 'inside'}{', wrong' if bad else ''}",
+                        )
         ax.set(title=f"{cls}: uniform vs {e} (last {len(x0.tail_images)})", xticks=[], yticks=[])
         ax.legend(fontsize=6)
     fig.tight_layout()
@@ -115,8 +123,9 @@ def _fig_strength(ss, params):
     """Paper Fig. 5: strength mode's curve per class and the best scenes found."""
     plt = pyplot()
     k = min(len(ss), params.n_worst)
-    fig, axes = plt.subplots(1, 1 + k, figsize=(4 + 1.8 * k, 3), squeeze=False,
-                             gridspec_kw={"width_ratios": [3] + [1] * k})
+    fig, axes = plt.subplots(
+        1, 1 + k, figsize=(4 + 1.8 * k, 3), squeeze=False, gridspec_kw={"width_ratios": [3] + [1] * k}
+    )
     ax = axes[0][0]
     for s in ss:
         ax.plot(np.arange(1, len(s.probs) + 1), s.curve(), lw=1, label=s.cls)

@@ -55,8 +55,16 @@ class _ModelSet:
         self.rows.append({**next(r for r in self.rows if r["model"] == of), "model": name, "role": role})
 
     def fit(self, name: str, imgs: np.ndarray, labels: np.ndarray, seed: int, role: str) -> None:
-        clf = train_study_model(imgs, labels, len(self.classes), self.params, seed=seed, device=self.device,
-                                name=name, progress=self.progress)
+        clf = train_study_model(
+            imgs,
+            labels,
+            len(self.classes),
+            self.params,
+            seed=seed,
+            device=self.device,
+            name=name,
+            progress=self.progress,
+        )
         self.add(name, ExaminedModel(clf=clf, classes=self.classes), role, len(labels))
 
     def fit_rows(self, name: str, rows, seed: int, role: str) -> None:
@@ -64,10 +72,17 @@ class _ModelSet:
         self.fit(name, self.images[pos], self.meta["label"].to_numpy()[pos], seed, role)
 
 
-def train_study_models(renderer, space, images: np.ndarray, meta, params: ExamineParams, *, device: Any = "auto",
-                       progress: Optional[Progress] = None,
-                       full_model: Optional[Tuple[Any, Sequence[str], str]] = None
-                       ) -> Tuple[Dict[str, ExaminedModel], List[dict]]:
+def train_study_models(
+    renderer,
+    space,
+    images: np.ndarray,
+    meta,
+    params: ExamineParams,
+    *,
+    device: Any = "auto",
+    progress: Optional[Progress] = None,
+    full_model: Optional[Tuple[Any, Sequence[str], str]] = None,
+) -> Tuple[Dict[str, ExaminedModel], List[dict]]:
     """The models the enabled experiments examine, by name, and one row per model (``model``, ``role``,
     ``n_train``, ``unseen_accuracy``, ``unseen_true_class_proba``).
 
@@ -90,8 +105,12 @@ def train_study_models(renderer, space, images: np.ndarray, meta, params: Examin
     need_full = st.order_check or st.strength or (ms.enabled and any(m >= m_max for m in ms.values))
     if need_full and full_model is not None:
         clf, names, source = full_model
-        models.add(arch, ExaminedModel(clf=clf, classes=list(names)), f"full: the audited model of target {source!r} "
-                   "(not retrained)", len(train))
+        models.add(
+            arch,
+            ExaminedModel(clf=clf, classes=list(names)),
+            f"full: the audited model of target {source!r} (not retrained)",
+            len(train),
+        )
     elif need_full:
         models.fit_rows(arch, train, params.seed, "full")
     if ms.enabled:
@@ -101,15 +120,31 @@ def train_study_models(renderer, space, images: np.ndarray, meta, params: Examin
             else:
                 models.fit_rows(f"{arch}_m{m}", train[view.to_numpy() < m], params.seed + 100 + m, "m_study")
     if aw.enabled:
-        lim_images, lim_meta = render_limited_training_set(renderer, space, train, aw.factor, aw.train_range,
-                                                           seed=params.seed, chunk=params.render_chunk,
-                                                           progress=progress)
+        lim_images, lim_meta = render_limited_training_set(
+            renderer,
+            space,
+            train,
+            aw.factor,
+            aw.train_range,
+            seed=params.seed,
+            chunk=params.render_chunk,
+            progress=progress,
+        )
         models.fit(f"{arch}_limited", lim_images, lim_meta["label"].to_numpy(), params.seed + 200, "artificial")
     return models.trained, models.rows
 
 
-def render_limited_training_set(renderer, space, train, factor: str, train_range: Sequence[float], *, seed: int = 0,
-                                chunk: int = 512, progress: Optional[Progress] = None):
+def render_limited_training_set(
+    renderer,
+    space,
+    train,
+    factor: str,
+    train_range: Sequence[float],
+    *,
+    seed: int = 0,
+    chunk: int = 512,
+    progress: Optional[Progress] = None,
+):
     """Render the training set of the artificial-weakness model (paper Sec. 4.4): one image per row of ``train``
     (same class, instance and view), every factor drawn uniformly from ``space`` with ``factor`` limited to
     ``train_range``; returns ``(images, table)`` with the drawn factors in the table.
@@ -126,8 +161,10 @@ def render_limited_training_set(renderer, space, train, factor: str, train_range
     lo, hi = (float(v) for v in train_range)
     full_lo, full_hi = space.bounds[factor]
     if not (full_lo <= lo < hi <= full_hi):
-        raise ConfigError(f"artificial_weakness.train_range: [{lo:g}, {hi:g}] must lie inside {factor}'s bounds "
-                          f"[{full_lo:g}, {full_hi:g}]")
+        raise ConfigError(
+            f"artificial_weakness.train_range: [{lo:g}, {hi:g}] must lie inside {factor}'s bounds "
+            f"[{full_lo:g}, {full_hi:g}]"
+        )
     limited = SceneSpace({**space.bounds, factor: (lo, hi)})
     rows = train[["class", "label", "instance"]].copy()
     rows["class"] = rows["class"].astype(str)
@@ -140,18 +177,30 @@ def render_limited_training_set(renderer, space, train, factor: str, train_range
     scenes = [{**d, "class": c, "instance": int(i)} for d, c, i in zip(drawn, rows["class"], rows["instance"])]
     out = []
     for a in range(0, len(scenes), chunk):
-        out.append(np.asarray(renderer.render(scenes[a:a + chunk])))
+        out.append(np.asarray(renderer.render(scenes[a : a + chunk])))
         if progress is not None:
-            progress(f"render the training set with {factor} in [{lo:g}, {hi:g}]", min(a + chunk, len(scenes)),
-                     len(scenes))
+            progress(
+                f"render the training set with {factor} in [{lo:g}, {hi:g}]", min(a + chunk, len(scenes)), len(scenes)
+            )
     images = np.concatenate(out) if out else np.empty((0, 0, 0, 3), np.uint8)
-    table = pd.concat([rows.reset_index(drop=True),
-                       pd.DataFrame([[d[f] for f in FACTORS] for d in drawn], columns=list(FACTORS))], axis=1)
+    table = pd.concat(
+        [rows.reset_index(drop=True), pd.DataFrame([[d[f] for f in FACTORS] for d in drawn], columns=list(FACTORS))],
+        axis=1,
+    )
     return images, table
 
 
-def train_study_model(images: np.ndarray, labels: np.ndarray, n_classes: int, params: ExamineParams, *, seed: int,
-                      device: Any = "auto", name: Optional[str] = None, progress: Optional[Progress] = None):
+def train_study_model(
+    images: np.ndarray,
+    labels: np.ndarray,
+    n_classes: int,
+    params: ExamineParams,
+    *,
+    seed: int,
+    device: Any = "auto",
+    name: Optional[str] = None,
+    progress: Optional[Progress] = None,
+):
     """Build ``params.study.arch`` (weights seeded by ``seed``) and train it on rendered uint8 images with
     ``train_torch_classifier``; returns a ``weakspot.models.TorchClassifier`` in eval mode."""
     import torch
@@ -173,10 +222,21 @@ def train_study_model(images: np.ndarray, labels: np.ndarray, n_classes: int, pa
 
     cb = None
     if progress is not None:
+
         def cb(what: str, done: int, total: int) -> None:
             progress(f"train {name}: {what}", done, total)
 
-    train_torch_classifier(module, x, labels.astype(np.int64), epochs=st.epochs, lr=st.learning_rate(),
-                           batch_size=st.batch_size, seed=int(seed), device=dev, augment=st.augment,
-                           lr_schedule=st.lr_schedule, progress=cb)
+    train_torch_classifier(
+        module,
+        x,
+        labels.astype(np.int64),
+        epochs=st.epochs,
+        lr=st.learning_rate(),
+        batch_size=st.batch_size,
+        seed=int(seed),
+        device=dev,
+        augment=st.augment,
+        lr_schedule=st.lr_schedule,
+        progress=cb,
+    )
     return TorchClassifier(module, n_classes=int(n_classes), device=dev)

@@ -24,8 +24,9 @@ def tsne(X: np.ndarray, seed: int) -> np.ndarray:
     return TSNE(n_components=2, perplexity=perplexity, init="pca", random_state=seed).fit_transform(X)
 
 
-def random_and_examined(random: Any, examined: Any, limit: Optional[int] = None
-                        ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def random_and_examined(
+    random: Any, examined: Any, limit: Optional[int] = None
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The last images of a T = 0 session (at most ``limit``) followed by an examining session's, as the t-SNE figures
     set them side by side: ``(images, is_examined, wrong)``, ``wrong`` where the model's prediction missed."""
     r_images, r_pred = list(random.tail_images)[:limit], list(random.tail_pred)[:limit]

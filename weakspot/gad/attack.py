@@ -137,15 +137,35 @@ def gad_attack(
     return AttackResult(x_adv=x_adv, steps=steps, flipped=flipped, original_prediction=pred0)
 
 
-def attack_distances(black_box, pseudo_model, X: np.ndarray, *, split, params, class_index: int, scale: np.ndarray,
-                     device: str = "auto", progress: Optional[Progress] = None) -> "tuple[AttackResult, np.ndarray]":
+def attack_distances(
+    black_box,
+    pseudo_model,
+    X: np.ndarray,
+    *,
+    split,
+    params,
+    class_index: int,
+    scale: np.ndarray,
+    device: str = "auto",
+    progress: Optional[Progress] = None,
+) -> "tuple[AttackResult, np.ndarray]":
     """:func:`gad_attack` on the rows ``X`` with ``params``' settings, the split's categorical columns held, and each
     row's MAE to its partner over the columns that moved (Eq. 3 in units of ``scale``)."""
     from weakspot.gad.distance import mae
 
     held = split.categorical
-    att = gad_attack(black_box, pseudo_model, X, class_index=class_index, step_size=params.step_size,
-                     max_steps=params.max_steps, scale=scale, refine_iters=params.refine_iters, device=device,
-                     progress=progress, fixed=held)
+    att = gad_attack(
+        black_box,
+        pseudo_model,
+        X,
+        class_index=class_index,
+        step_size=params.step_size,
+        max_steps=params.max_steps,
+        scale=scale,
+        refine_iters=params.refine_iters,
+        device=device,
+        progress=progress,
+        fixed=held,
+    )
     moved = np.setdiff1d(np.arange(X.shape[1]), held)
     return att, mae(X[:, moved], att.x_adv[:, moved], scale=np.asarray(scale)[moved])

@@ -69,7 +69,9 @@ class GadParams(_Model):
     min_pseudo_r2: float = Field(0.5, ge=-1, le=1)
 
     # Algorithm 2 (attack)
-    feature_scale: Literal["range", "raw"] = "range"  # ours: step and MAE in units of each feature's range (see attack.py)
+    feature_scale: Literal["range", "raw"] = (
+        "range"  # ours: step and MAE in units of each feature's range (see attack.py)
+    )
     step_size: float = Field(0.002, gt=0, le=1)  # ours: epsilon; the paper gives none
     max_steps: int = Field(1000, ge=1)  # ours: the paper's loop has no cap
     refine_iters: int = Field(8, ge=0, le=50)  # ours: bisection on the last step, so MAE is not quantised to epsilon

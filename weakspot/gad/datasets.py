@@ -74,9 +74,12 @@ class Split:
     def one_hot(self, X: np.ndarray) -> np.ndarray:
         """``X`` with each categorical column replaced by one indicator per category (what distance-based searches
         compare: a code's size means nothing)."""
-        cols = [X[:, [j]] if c not in self.categories else
-                (X[:, [j]] == np.arange(len(self.categories[c]))[None, :]).astype(X.dtype)
-                for j, c in enumerate(self.feature_names)]
+        cols = [
+            X[:, [j]]
+            if c not in self.categories
+            else (X[:, [j]] == np.arange(len(self.categories[c]))[None, :]).astype(X.dtype)
+            for j, c in enumerate(self.feature_names)
+        ]
         return np.hstack(cols) if cols else X
 
     def text_of(self, j: int, value: Any) -> Any:
@@ -111,8 +114,15 @@ def biased_split(
     arr = X.to_numpy(dtype=np.float64)
     y = np.asarray(y)
     return Split(
-        name=name, X_train=arr[train], y_train=y[train], X_test=arr[test], y_test=y[test],
-        feature_names=[str(c) for c in X.columns], log_mae=log_mae, description=description, info=info,
+        name=name,
+        X_train=arr[train],
+        y_train=y[train],
+        X_test=arr[test],
+        y_test=y[test],
+        feature_names=[str(c) for c in X.columns],
+        log_mae=log_mae,
+        description=description,
+        info=info,
         classes=list(classes or []),
     )
 
@@ -139,8 +149,12 @@ def make_preset_split(name: str, *, seed: int = 0, root: Any = None, **overrides
             raise ConfigError(f"{name}: feature(s) {missing} not found; columns: {', '.join(map(str, X.columns))}")
         X = X[list(features)]
     kw: Dict[str, Any] = dict(
-        class_of_interest=p.class_of_interest, rules=p.rules, n_train=p.n_train, n_test=p.n_test,
-        log_mae=p.log_mae, description=p.description,
+        class_of_interest=p.class_of_interest,
+        rules=p.rules,
+        n_train=p.n_train,
+        n_test=p.n_test,
+        log_mae=p.log_mae,
+        description=p.description,
     )
     kw.update({k: v for k, v in overrides.items() if v is not None})
     split = biased_split(X, ds.y, seed=seed, name=name, classes=list(ds.classes), **kw)

@@ -69,10 +69,14 @@ def _make_network(d: int, hidden: int, mean: np.ndarray, std: np.ndarray):
             self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32))
             self.register_buffer("std", torch.as_tensor(std, dtype=torch.float32))
             self.net = nn.Sequential(
-                nn.Linear(d, hidden), nn.ReLU(),
-                nn.Linear(hidden, hidden), nn.ReLU(),
-                nn.Linear(hidden, hidden), nn.ReLU(),
-                nn.Linear(hidden, hidden), nn.ReLU(),
+                nn.Linear(d, hidden),
+                nn.ReLU(),
+                nn.Linear(hidden, hidden),
+                nn.ReLU(),
+                nn.Linear(hidden, hidden),
+                nn.ReLU(),
+                nn.Linear(hidden, hidden),
+                nn.ReLU(),
                 nn.Linear(hidden, 1),
             )
 
@@ -108,7 +112,12 @@ class Extraction:
 
         dev = next(self.model.parameters()).device
         with torch.no_grad():
-            return self.model(torch.as_tensor(np.asarray(X), dtype=torch.float32, device=dev)).cpu().numpy().astype(np.float64)
+            return (
+                self.model(torch.as_tensor(np.asarray(X), dtype=torch.float32, device=dev))
+                .cpu()
+                .numpy()
+                .astype(np.float64)
+            )
 
 
 def r2_score(y: np.ndarray, yhat: np.ndarray) -> float:
@@ -172,8 +181,9 @@ def extract_pseudo_model(
     if not np.isfinite(X_eval).all():
         raise DataError("extract_pseudo_model: X_eval holds NaN/inf; impute or drop those rows first")
     if not 0 <= data_fraction < 1 or jitter < 0:
-        raise ConfigError(f"extract_pseudo_model: data_fraction = {data_fraction} must lie in [0, 1) and jitter = "
-                          f"{jitter} be >= 0")
+        raise ConfigError(
+            f"extract_pseudo_model: data_fraction = {data_fraction} must lie in [0, 1) and jitter = {jitter} be >= 0"
+        )
     dev = resolve_device(device)
     fixed = [int(j) for j in fixed]
     lo, hi = X_eval.min(axis=0), X_eval.max(axis=0)
@@ -223,7 +233,9 @@ def extract_pseudo_model(
             if progress is not None:
                 progress("extract: epochs", epoch + 1, epochs)
     model.eval()
-    ext = Extraction(model=model, r2_design=float("nan"), r2_eval=float("nan"), n_design=n_points, lo=lo, hi=hi, final_mse=last)
+    ext = Extraction(
+        model=model, r2_design=float("nan"), r2_eval=float("nan"), n_design=n_points, lo=lo, hi=hi, final_mse=last
+    )
     with single_thread(dev):
         ext.r2_design = r2_score(target[hold], ext.confidence(design[hold]))
         ext.r2_eval = r2_score(black_box.predict_proba(X_eval)[:, class_index], ext.confidence(X_eval))

@@ -63,8 +63,9 @@ def _curves(groups: Groups, colors: Dict[str, str], what: str) -> Any:
         for s in runs[0].sdr:
             if not _shown(runs, s):
                 continue
-            curves = [o.sdr[s][:, :budget] if what == "sdr" else np.cumsum(o.errors[s][:, :budget], axis=1)
-                      for o in runs]
+            curves = [
+                o.sdr[s][:, :budget] if what == "sdr" else np.cumsum(o.errors[s][:, :budget], axis=1) for o in runs
+            ]
             m, lo, hi = curve_band(curves)
             ax.plot(q, m, color=colors[s], label=search_label(s))
             ax.fill_between(q, lo, hi, color=colors[s], alpha=0.15, linewidth=0)
@@ -75,7 +76,8 @@ def _curves(groups: Groups, colors: Dict[str, str], what: str) -> Any:
                 ax.set_yscale("log")
         reps = next(iter(runs[0].errors.values())).shape[0]
         title = f"{name}: {len(runs)} seed(s) x {reps} pools of {runs[0].pool_size}" + (
-            "" if all(o.gad_reliable for o in runs) else "\n(GAD unreliable: not shown)")
+            "" if all(o.gad_reliable for o in runs) else "\n(GAD unreliable: not shown)"
+        )
         band = f"95% t over {len(runs)} seeds" if len(runs) > 1 else "95% CI over pools"
         ax.set(title=title, xlabel="queries", ylabel=f"{ylabel} ({band})")
     axes[0].legend(fontsize=7)
@@ -95,8 +97,15 @@ def _sdr_by_seed(groups: Groups, colors: Dict[str, str]) -> Any:
             offs = np.linspace(-0.15, 0.15, len(vals)) if len(vals) > 1 else np.zeros(1)
             ax.scatter(j + offs, vals, s=14, color=colors[s], alpha=0.8)
             a = acr[s]
-            ax.errorbar(j + 0.3, a["sdr"], yerr=[[a["sdr"] - a["lo"]], [a["hi"] - a["sdr"]]], fmt="o", color="k",
-                        ms=4, capsize=3)
+            ax.errorbar(
+                j + 0.3,
+                a["sdr"],
+                yerr=[[a["sdr"] - a["lo"]], [a["hi"] - a["sdr"]]],
+                fmt="o",
+                color="k",
+                ms=4,
+                capsize=3,
+            )
         ax.axhline(1.0, color="k", lw=0.8, ls="--")
         ax.set_xticks(range(len(names)), [search_label(s) for s in names], rotation=45, ha="right", fontsize=7)
         ax.set(title=f"{name}: {len(runs)} split seed(s)", ylabel=f"SDR after {budget} queries")
@@ -129,11 +138,24 @@ def _reliability(groups: Groups, params: GadParams) -> Any:
         mid = 0.5 * (e[1:] + e[:-1])
         ax.bar(e[:-1], acc, width=w, align="edge", color="C0", alpha=0.7, edgecolor="k", label="observed accuracy")
         over = ok & (acc < mid)
-        ax.bar(e[:-1][over], (mid - acc)[over], bottom=acc[over], width=w, align="edge", color="red", alpha=0.5,
-               label="overconfidence")
+        ax.bar(
+            e[:-1][over],
+            (mid - acc)[over],
+            bottom=acc[over],
+            width=w,
+            align="edge",
+            color="red",
+            alpha=0.5,
+            label="overconfidence",
+        )
         ax.plot([lo, 1], [lo, 1], "k--", lw=0.8)
-        ax.set(title=f"{o.name} seed {o.split_seed} ({o.class_name!r} predicted)", xlabel="confidence",
-               ylabel="accuracy", xlim=(lo, 1), ylim=(0, 1))
+        ax.set(
+            title=f"{o.name} seed {o.split_seed} ({o.class_name!r} predicted)",
+            xlabel="confidence",
+            ylabel="accuracy",
+            xlim=(lo, 1),
+            ylim=(0, 1),
+        )
     axes[0].legend(fontsize=7, loc="upper left")
     return fig
 
@@ -145,8 +167,13 @@ def _loess_fit(groups: Groups) -> Any:
         o = runs[0]
         ex = o.example
         if not ex or not o.gad_reliable:
-            ax.text(0.5, 0.5, "GAD unreliable here" if not o.gad_reliable else "no pool", ha="center",
-                    transform=ax.transAxes)
+            ax.text(
+                0.5,
+                0.5,
+                "GAD unreliable here" if not o.gad_reliable else "no pool",
+                ha="center",
+                transform=ax.transAxes,
+            )
             ax.set(title=o.name)
             continue
         c, y, f = ex["confidence"], ex["target"], ex["fitted"]
@@ -158,8 +185,11 @@ def _loess_fit(groups: Groups) -> Any:
         ax.scatter(c[err], y[err], s=30, marker="x", color="red", label="error")
         k = np.argsort(c)
         ax.plot(c[k], f[k], color="C0", lw=2, label="LOESS F(p)")
-        ax.set(title=f"{o.name} seed {o.split_seed}, pool 1", xlabel="confidence",
-               ylabel="log MAE" if o.split.log_mae else "MAE")
+        ax.set(
+            title=f"{o.name} seed {o.split_seed}, pool 1",
+            xlabel="confidence",
+            ylabel="log MAE" if o.split.log_mae else "MAE",
+        )
     if axes[0].get_legend_handles_labels()[0]:
         axes[0].legend(fontsize=7)
     return fig

@@ -31,15 +31,18 @@ def _feature_columns(names: List[str]) -> List[str]:
 def _example(split: Any, x: np.ndarray) -> str:
     """A row's feature values as a JSON object (7 significant digits: the data are float32; a category's text)."""
     values = [split.text_of(j, v) for j, v in enumerate(x)]
-    return json.dumps({str(c): v if isinstance(v, str) else float(f"{v:.7g}")
-                       for c, v in zip(split.feature_names, values)})
+    return json.dumps(
+        {str(c): v if isinstance(v, str) else float(f"{v:.7g}") for c, v in zip(split.feature_names, values)}
+    )
 
 
 def unreliable_reason(o: DatasetOutcome) -> str:
     """Why GAD's numbers are withheld for a run whose pseudo-model failed the R^2 gate (one clause)."""
-    return (f"the pseudo-model's R^2 is {o.pseudo_r2:.3f} on held-out design points and {o.pseudo_r2_eval:.3f} on the "
-            f"test rows (split seed {o.split_seed}; gad.min_pseudo_r2 asks both >= {o.min_pseudo_r2:g}), so it did not "
-            "learn the black box and the adversarial distances GAD ranks by mean nothing")
+    return (
+        f"the pseudo-model's R^2 is {o.pseudo_r2:.3f} on held-out design points and {o.pseudo_r2_eval:.3f} on the "
+        f"test rows (split seed {o.split_seed}; gad.min_pseudo_r2 asks both >= {o.min_pseudo_r2:g}), so it did not "
+        "learn the black box and the adversarial distances GAD ranks by mean nothing"
+    )
 
 
 def findings_of(outcome: DatasetOutcome, *, top: int = 20, ranking: Optional[Ranking] = None) -> Tuple["Any", "Any"]:
@@ -113,8 +116,7 @@ def findings_of(outcome: DatasetOutcome, *, top: int = 20, ranking: Optional[Ran
     if not o.gad_reliable:
         spots = [_caveat_spot(o, rows)]
     elif len(order):
-        in_gad_order = (to_label if chosen == "gad" and o.unlabelled is None
-                        else _to_label(o, test, order, score[order]))
+        in_gad_order = to_label if chosen == "gad" and o.unlabelled is None else _to_label(o, test, order, score[order])
         spots = [_feature_range_spot(o, rows[order], int(top)), *_input_spots(o, in_gad_order)]
     else:
         spots = []
@@ -130,10 +132,24 @@ def _view(o: DatasetOutcome, part: str) -> Dict[str, Any]:
     if part == "unlabelled":
         u = o.unlabelled
         assert u is not None  # asked for only when the outcome has unlabelled rows
-        return {"part": part, "X": o.split.X_unlabelled, "eligible": u.eligible, "prediction": u.prediction,
-                "confidence": u.confidence, "distance": u.distance, "gad": u.gad}
-    return {"part": part, "X": o.split.X_test, "eligible": o.eligible, "prediction": o.test_prediction,
-            "confidence": o.test_confidence, "distance": o.distance, "gad": o.gad}
+        return {
+            "part": part,
+            "X": o.split.X_unlabelled,
+            "eligible": u.eligible,
+            "prediction": u.prediction,
+            "confidence": u.confidence,
+            "distance": u.distance,
+            "gad": u.gad,
+        }
+    return {
+        "part": part,
+        "X": o.split.X_test,
+        "eligible": o.eligible,
+        "prediction": o.test_prediction,
+        "confidence": o.test_confidence,
+        "distance": o.distance,
+        "gad": o.gad,
+    }
 
 
 def _to_label(o: DatasetOutcome, view: Dict[str, Any], order: np.ndarray, score: np.ndarray) -> Any:
@@ -144,8 +160,12 @@ def _to_label(o: DatasetOutcome, view: Dict[str, Any], order: np.ndarray, score:
     rows = np.asarray(view["eligible"], dtype=np.int64)[order]
     X = np.asarray(view["X"], dtype=np.float64)[rows]
     cats = set(o.split.categorical)  # a category as its text, as the user's table has it
-    to_label = pd.DataFrame({c: [o.split.text_of(j, v) for v in X[:, j]] if j in cats else X[:, j]
-                             for j, c in enumerate(_feature_columns(list(o.split.feature_names)))})
+    to_label = pd.DataFrame(
+        {
+            c: [o.split.text_of(j, v) for v in X[:, j]] if j in cats else X[:, j]
+            for j, c in enumerate(_feature_columns(list(o.split.feature_names)))
+        }
+    )
     to_label.insert(0, "rank", np.arange(1, len(rows) + 1, dtype=np.int64))
     to_label["prediction"] = np.asarray(view["prediction"])[rows].astype(np.int64)
     to_label["confidence"] = np.asarray(view["confidence"])[rows]
@@ -195,16 +215,24 @@ def _feature_range_spot(o: DatasetOutcome, ranked: np.ndarray, top: int) -> Dict
     ranked_features = np.argsort(ratio, kind="stable")
     chosen = [j for j in ranked_features[:3] if ratio[j] < 0.5] or [int(ranked_features[0])]
     spot = "feature range: " + ", ".join(
-        f"{split.feature_names[j]} = {split.text_of(j, q_top[0, j])}" if j in split.categorical else
-        f"{split.feature_names[j]} in [{fmt(q_top[0, j], 4)}, {fmt(q_top[1, j], 4)}]" for j in chosen
+        f"{split.feature_names[j]} = {split.text_of(j, q_top[0, j])}"
+        if j in split.categorical
+        else f"{split.feature_names[j]} in [{fmt(q_top[0, j], 4)}, {fmt(q_top[1, j], 4)}]"
+        for j in chosen
     )
     base = float(wrong.mean())
     share = float(wrong[:k].mean())
     vals, counts = np.unique(truth[:k], return_counts=True)
-    conc = ", ".join(f"{split.feature_names[j]} " + (
-        f"= {split.text_of(j, q_top[0, j])} in {float((X[:k, j] == q_top[0, j]).mean()):.0%} of the top rows and "
-        f"{float((X[:, j] == q_top[0, j]).mean()):.0%} of the eligible rows" if j in split.categorical
-        else f"IQR {ratio[j]:.0%} of the eligible rows'") for j in chosen)
+    conc = ", ".join(
+        f"{split.feature_names[j]} "
+        + (
+            f"= {split.text_of(j, q_top[0, j])} in {float((X[:k, j] == q_top[0, j]).mean()):.0%} of the top rows and "
+            f"{float((X[:, j] == q_top[0, j]).mean()):.0%} of the eligible rows"
+            if j in split.categorical
+            else f"IQR {ratio[j]:.0%} of the eligible rows'"
+        )
+        for j in chosen
+    )
     # confirmed on the eligible rows the box was not drawn from (all but the top k) against the rest of them
     inside = np.ones(n, bool)
     for j in chosen:
@@ -242,18 +270,20 @@ def _input_spots(o: DatasetOutcome, to_label: Any) -> List[Dict[str, Any]]:
     for i in range(min(5, n)):
         if not np.isfinite(score[i]):
             break
-        spots.append({
-            "weak_spot": f"test row {int(rows[i])} (GAD rank {i + 1} of {n})",
-            "kind": "input",
-            "severity": float(score[i]),
-            "severity_meaning": (
-                f"GAD score F(p) - {units} to the adversarial partner: how much less perturbation ({units} units) "
-                "than the LOESS on confidence expects flipped this confident prediction (minus Eq. 2 of seeds/001); "
-                "higher = more likely a confident error"
-            ),
-            "label": split.class_name(np.asarray(split.y_test)[rows[i]]),
-            "prediction": split.class_name(to_label["prediction"].iloc[i]),
-            "confidence": float(to_label["confidence"].iloc[i]),
-            "example": _example(split, X[i]),
-        })
+        spots.append(
+            {
+                "weak_spot": f"test row {int(rows[i])} (GAD rank {i + 1} of {n})",
+                "kind": "input",
+                "severity": float(score[i]),
+                "severity_meaning": (
+                    f"GAD score F(p) - {units} to the adversarial partner: how much less perturbation ({units} units) "
+                    "than the LOESS on confidence expects flipped this confident prediction (minus Eq. 2 of seeds/001); "
+                    "higher = more likely a confident error"
+                ),
+                "label": split.class_name(np.asarray(split.y_test)[rows[i]]),
+                "prediction": split.class_name(to_label["prediction"].iloc[i]),
+                "confidence": float(to_label["confidence"].iloc[i]),
+                "example": _example(split, X[i]),
+            }
+        )
     return spots

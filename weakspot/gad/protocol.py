@@ -112,13 +112,14 @@ def _scale(X: np.ndarray, how: str) -> np.ndarray:
     return np.where(span > 0, span, 1.0)
 
 
-
 def _predictions(clf: Any, split: Split, class_index: Any) -> Tuple[int, float, np.ndarray, np.ndarray, np.ndarray]:
     """Check the black box and the split, then its predictions: ``(n_classes, train accuracy, test prediction, test
     confidence, test correct)`` (train accuracy NaN without training rows)."""
     k = int(getattr(clf, "n_classes", 0) or 0)
     if not callable(getattr(clf, "predict_proba", None)) or k < 2:
-        raise ConfigError(f"{split.name}: the model must offer predict_proba(X) and n_classes >= 2, got {type(clf).__name__}")
+        raise ConfigError(
+            f"{split.name}: the model must offer predict_proba(X) and n_classes >= 2, got {type(clf).__name__}"
+        )
     if isinstance(class_index, bool) or not isinstance(class_index, (int, np.integer)) or not 0 <= class_index < k:
         raise ConfigError(f"{split.name}: class_index = {class_index!r}; must be a class code in 0..{k - 1}")
     X_test = np.asarray(split.X_test, dtype=np.float64)
@@ -210,10 +211,21 @@ def run_target(
 
     t = time.perf_counter()
     ext = extract_pseudo_model(
-        clf, X_test, class_index=ci, n_points=params.design_points, epochs=params.epochs,
-        hidden=params.hidden_units, batch_size=params.batch_size, lr=params.lr,
-        holdout_fraction=params.holdout_fraction, data_fraction=params.design_data_fraction,
-        jitter=params.design_jitter, seed=seed, device=device, progress=progress, fixed=split.categorical,
+        clf,
+        X_test,
+        class_index=ci,
+        n_points=params.design_points,
+        epochs=params.epochs,
+        hidden=params.hidden_units,
+        batch_size=params.batch_size,
+        lr=params.lr,
+        holdout_fraction=params.holdout_fraction,
+        data_fraction=params.design_data_fraction,
+        jitter=params.design_jitter,
+        seed=seed,
+        device=device,
+        progress=progress,
+        fixed=split.categorical,
     )
     seconds["extract"] = time.perf_counter() - t
 
@@ -222,38 +234,70 @@ def run_target(
     t = time.perf_counter()
     scale = _scale(X_test, params.feature_scale)
     X_el = X_test[eligible]
-    att, dist = attack_distances(clf, ext.model, X_el, split=split, params=params, class_index=ci, scale=scale,
-                                 device=device, progress=progress)
+    att, dist = attack_distances(
+        clf, ext.model, X_el, split=split, params=params, class_index=ci, scale=scale, device=device, progress=progress
+    )
     seconds["attack"] = time.perf_counter() - t
 
     t = time.perf_counter()
     gad_all = gad_scores(
-        test_conf[eligible], dist, log=split.log_mae, frac=params.loess_frac, iterations=params.loess_iterations,
-        flipped=att.flipped
+        test_conf[eligible],
+        dist,
+        log=split.log_mae,
+        frac=params.loess_frac,
+        iterations=params.loess_iterations,
+        flipped=att.flipped,
     )
     out = DatasetOutcome(
-        name=split.name, split=split, black_box_info=dict(model_info) if model_info else {"model": repr(clf)},
-        class_index=ci, n_classes=k, train_accuracy=train_acc, test_accuracy=float(correct.mean()),
-        pseudo_r2=ext.r2_design, pseudo_r2_eval=ext.r2_eval, test_prediction=test_pred, test_confidence=test_conf,
-        test_predicted_coi=test_pred == ci, test_correct=correct, eligible=eligible, distance=dist,
-        flipped=att.flipped, steps=att.steps, gad=gad_all, confidence_threshold=params.confidence_threshold,
-        pool_size=pool_n, budget=min(params.budget, pool_n), split_seed=int(split_seed),
-        min_pseudo_r2=params.min_pseudo_r2, pools=np.zeros((params.replicates, pool_n), dtype=np.int64),
+        name=split.name,
+        split=split,
+        black_box_info=dict(model_info) if model_info else {"model": repr(clf)},
+        class_index=ci,
+        n_classes=k,
+        train_accuracy=train_acc,
+        test_accuracy=float(correct.mean()),
+        pseudo_r2=ext.r2_design,
+        pseudo_r2_eval=ext.r2_eval,
+        test_prediction=test_pred,
+        test_confidence=test_conf,
+        test_predicted_coi=test_pred == ci,
+        test_correct=correct,
+        eligible=eligible,
+        distance=dist,
+        flipped=att.flipped,
+        steps=att.steps,
+        gad=gad_all,
+        confidence_threshold=params.confidence_threshold,
+        pool_size=pool_n,
+        budget=min(params.budget, pool_n),
+        split_seed=int(split_seed),
+        min_pseudo_r2=params.min_pseudo_r2,
+        pools=np.zeros((params.replicates, pool_n), dtype=np.int64),
     )
     _search_pools(out, split.one_hot(X_el), params, seed=seed, progress=progress)
     seconds["searches"] = time.perf_counter() - t
     if split.X_unlabelled is not None and len(split.X_unlabelled):
         t = time.perf_counter()
-        out.unlabelled = score_unlabelled(clf, ext.model, split.X_unlabelled, split=split, params=params,
-                                          class_index=ci, scale=scale, device=device, progress=progress)
+        out.unlabelled = score_unlabelled(
+            clf,
+            ext.model,
+            split.X_unlabelled,
+            split=split,
+            params=params,
+            class_index=ci,
+            scale=scale,
+            device=device,
+            progress=progress,
+        )
         seconds["unlabelled"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - t0
     out.seconds = seconds
     return out
 
 
-def _search_pools(out: DatasetOutcome, X_el: np.ndarray, params: GadParams, *, seed: int,
-                  progress: Optional[Progress]) -> None:
+def _search_pools(
+    out: DatasetOutcome, X_el: np.ndarray, params: GadParams, *, seed: int, progress: Optional[Progress]
+) -> None:
     """Sec. V-C's replicates on ``out`` (filled in place): per replicate a random pool of the eligible rows, every
     search's ``budget`` queries on it with the ground truth as oracle, then each search's SDR curve (Eq. 1)."""
     split = out.split
@@ -266,9 +310,14 @@ def _search_pools(out: DatasetOutcome, X_el: np.ndarray, params: GadParams, *, s
     rng = np.random.default_rng(seed)
     sp = params.search
     kwargs = dict(
-        log=split.log_mae, frac=params.loess_frac, iterations=params.loess_iterations,
-        threshold=params.confidence_threshold, bandwidth=sp.bandwidth, l2=sp.facility_l2,
-        exploration=sp.lakkaraju_exploration, discount=sp.lakkaraju_discount,
+        log=split.log_mae,
+        frac=params.loess_frac,
+        iterations=params.loess_iterations,
+        threshold=params.confidence_threshold,
+        bandwidth=sp.bandwidth,
+        l2=sp.facility_l2,
+        exploration=sp.lakkaraju_exploration,
+        discount=sp.lakkaraju_discount,
         prior_strength=sp.bansal_weld_prior_strength,
     )
     for r in range(R):
@@ -293,13 +342,19 @@ def _search_pools(out: DatasetOutcome, X_el: np.ndarray, params: GadParams, *, s
         out.sdr[s] = sdr_curve(out.errors[s], out.confidence[s])
 
 
-def _loess_example(search: Any, pool: Pool, order: np.ndarray, err_pool: np.ndarray, *, log: bool
-                   ) -> Dict[str, np.ndarray]:
+def _loess_example(
+    search: Any, pool: Pool, order: np.ndarray, err_pool: np.ndarray, *, log: bool
+) -> Dict[str, np.ndarray]:
     """Fig. 1's data for one pool: the (log-)MAE target against confidence, the pool's own LOESS fit, the rows GAD
     queried and the errors (flipped rows only: GAD is finite there)."""
     assert pool.distance is not None  # the protocol's pools carry the attack's distances
     target = np.log(np.maximum(pool.distance, 1e-12)) if log else pool.distance
     gad = search.scores(pool)
     fin = np.isfinite(gad)
-    return {"confidence": pool.confidence[fin], "target": target[fin], "fitted": (target - gad)[fin],
-            "chosen": np.flatnonzero(np.isin(np.flatnonzero(fin), order)), "error": err_pool[fin]}
+    return {
+        "confidence": pool.confidence[fin],
+        "target": target[fin],
+        "fitted": (target - gad)[fin],
+        "chosen": np.flatnonzero(np.isin(np.flatnonzero(fin), order)),
+        "error": err_pool[fin],
+    }

@@ -23,8 +23,14 @@ import numpy as np
 
 #: rankings that need no label, in the order a tie is settled
 LABEL_FREE = ("low_confidence", "random", "gad")
-NAMES = {"gad": "GAD", "low_confidence": "lowest confidence", "random": "random order", "lakkaraju": "Lakkaraju",
-         "bansal_weld": "Bansal & Weld", "facility_location": "facility locations"}
+NAMES = {
+    "gad": "GAD",
+    "low_confidence": "lowest confidence",
+    "random": "random order",
+    "lakkaraju": "Lakkaraju",
+    "bansal_weld": "Bansal & Weld",
+    "facility_location": "facility locations",
+}
 
 
 @dataclass(frozen=True)
@@ -39,13 +45,17 @@ class Ranking:
         """``"ranked by lowest confidence: 16.3 errors per 50 labels, against GAD's 11.6 and ..."``."""
         others = [s for s in LABEL_FREE if s in self.errors and s != self.chosen]
         adaptive = [s for s in self.errors if s not in LABEL_FREE]
-        out = (f"ranked by {NAMES.get(self.chosen, self.chosen)}: {self.errors[self.chosen]:.1f} errors per "
-               f"{self.budget} labels")
+        out = (
+            f"ranked by {NAMES.get(self.chosen, self.chosen)}: {self.errors[self.chosen]:.1f} errors per "
+            f"{self.budget} labels"
+        )
         if others:
             out += ", against " + " and ".join(f"{NAMES.get(s, s)}'s {self.errors[s]:.1f}" for s in others)
         if adaptive:
-            out += (" (adaptive searches, which need each label before choosing the next row and so cannot rank a "
-                    "list in advance: " + ", ".join(f"{NAMES.get(s, s)} {self.errors[s]:.1f}" for s in adaptive) + ")")
+            out += (
+                " (adaptive searches, which need each label before choosing the next row and so cannot rank a "
+                "list in advance: " + ", ".join(f"{NAMES.get(s, s)} {self.errors[s]:.1f}" for s in adaptive) + ")"
+            )
         return out
 
 
@@ -70,4 +80,3 @@ def order_by(name: str, confidence: np.ndarray, gad_score: np.ndarray, rows: np.
     if name == "random":
         return np.random.default_rng(seed).permutation(len(rows))
     raise ValueError(f"no label-free ranking {name!r}; one of {', '.join(LABEL_FREE)}")
-

@@ -158,7 +158,12 @@ class GADSearch:
         if pool.distance is None:
             raise DataError("gad search: the pool has no adversarial distances (Pool.distance); run the attack first")
         return gad_scores(
-            pool.confidence, pool.distance, log=self.log, frac=self.frac, iterations=self.iterations, flipped=pool.flipped
+            pool.confidence,
+            pool.distance,
+            log=self.log,
+            frac=self.frac,
+            iterations=self.iterations,
+            flipped=pool.flipped,
         )
 
     def select(self, pool: Pool, budget: int, oracle: Oracle) -> np.ndarray:
@@ -218,7 +223,15 @@ class LakkarajuSearch:
 
     label = "Lakkaraju et al."  # name in figures and the report
 
-    def __init__(self, *, n_clusters: int = 8, exploration: float = 2.0, discount: float = 1.0, threshold: float = 0.65, random_state: int = 0):
+    def __init__(
+        self,
+        *,
+        n_clusters: int = 8,
+        exploration: float = 2.0,
+        discount: float = 1.0,
+        threshold: float = 0.65,
+        random_state: int = 0,
+    ):
         self.n_clusters = n_clusters
         self.exploration = exploration
         self.discount = discount
@@ -228,7 +241,9 @@ class LakkarajuSearch:
     def select(self, pool: Pool, budget: int, oracle: Oracle) -> np.ndarray:
         _check(pool, budget)
         rng = np.random.default_rng(self.random_state)
-        z = np.hstack([pool.standardized(), _logit(pool.confidence)[:, None] / max(_logit(pool.confidence).std(), 1e-9)])
+        z = np.hstack(
+            [pool.standardized(), _logit(pool.confidence)[:, None] / max(_logit(pool.confidence).std(), 1e-9)]
+        )
         labels = kmeans(z, self.n_clusters, rng)
         k = labels.max() + 1
         members = [list(rng.permutation(np.flatnonzero(labels == a))) for a in range(k)]
@@ -273,7 +288,15 @@ class BansalWeldSearch:
 
     label = "Bansal & Weld"  # name in figures and the report
 
-    def __init__(self, *, n_clusters: int = 8, prior_strength: float = 2.0, bandwidth: float = 0.5, threshold: float = 0.65, random_state: int = 0):
+    def __init__(
+        self,
+        *,
+        n_clusters: int = 8,
+        prior_strength: float = 2.0,
+        bandwidth: float = 0.5,
+        threshold: float = 0.65,
+        random_state: int = 0,
+    ):
         self.n_clusters = n_clusters
         self.prior_strength = prior_strength
         self.bandwidth = bandwidth

@@ -60,8 +60,10 @@ def reseeded_target(target: Any, offset: int, *, name: str, device: str = "auto"
     if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)) or offset < 0:
         raise ConfigError(f"{name}: seed offset {offset!r} must be an integer >= 0")
     if not getattr(target, "trains", False):
-        raise ConfigError(f"{name}: the model is the user's ({target.model.kind}), so another split seed cannot "
-                          "retrain it; run gad.seeds [0] for this target")
+        raise ConfigError(
+            f"{name}: the model is the user's ({target.model.kind}), so another split seed cannot "
+            "retrain it; run gad.seeds [0] for this target"
+        )
     data = target.data.model_copy(deep=True)
     data.seed = int(data.seed) + int(offset)
     if data.bias is not None:
@@ -71,11 +73,23 @@ def reseeded_target(target: Any, offset: int, *, name: str, device: str = "auto"
     tr, te = splits["train"], splits["test"]
     clf, model_info = _train(target, ds, splits, int(target.train.seed) + int(offset), device)
     split = Split(
-        name=name, X_train=X[tr], y_train=ds.y[tr], X_test=X[te], y_test=ds.y[te],
-        feature_names=list(ds.feature_names or []), log_mae=bool(info.get("log_mae", True)),
+        name=name,
+        X_train=X[tr],
+        y_train=ds.y[tr],
+        X_test=X[te],
+        y_test=ds.y[te],
+        feature_names=list(ds.feature_names or []),
+        log_mae=bool(info.get("log_mae", True)),
         description=str(info.get("description", "")),
-        info={**info.get("bias", {}), **info, "n_train": int(len(tr)), "n_test": int(len(te)), "seed_offset": int(offset)},
-        classes=list(ds.classes), categories=dict(ds.categories),
+        info={
+            **info.get("bias", {}),
+            **info,
+            "n_train": int(len(tr)),
+            "n_test": int(len(te)),
+            "seed_offset": int(offset),
+        },
+        classes=list(ds.classes),
+        categories=dict(ds.categories),
     )
     return clf, split, model_info
 
@@ -87,8 +101,17 @@ def _train(target: Any, ds: Any, splits: Dict[str, np.ndarray], seed: int, devic
     from weakspot.models import SklearnClassifier, TorchClassifier, fit_builtin
 
     tr, val = splits["train"], splits["val"]
-    model, record = fit_builtin(target.model.arch, ds.X[tr], ds.y[tr], ds.n_classes, target.train, seed=seed,
-                                X_val=ds.X[val], y_val=ds.y[val], device=device)
+    model, record = fit_builtin(
+        target.model.arch,
+        ds.X[tr],
+        ds.y[tr],
+        ds.n_classes,
+        target.train,
+        seed=seed,
+        X_val=ds.X[val],
+        y_val=ds.y[val],
+        device=device,
+    )
     if isinstance(model, torch.nn.Module):
         return TorchClassifier(model, n_classes=ds.n_classes, device=device), {"arch": target.model.arch}
     return SklearnClassifier(model, n_classes=ds.n_classes), record["info"]

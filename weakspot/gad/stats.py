@@ -50,9 +50,13 @@ def seed_stats(o: DatasetOutcome, budget: int) -> Dict[str, Dict[str, float]]:
     out = {}
     for s, curve in o.sdr.items():
         mean, lo, hi = mean_ci95(curve[:, budget - 1])
-        out[s] = {"sdr": float(mean), "lo": float(lo), "hi": float(hi),
-                  "errors": float(o.errors[s][:, :budget].sum(axis=1).mean()),
-                  "expected": float((1.0 - o.confidence[s][:, :budget]).sum(axis=1).mean())}
+        out[s] = {
+            "sdr": float(mean),
+            "lo": float(lo),
+            "hi": float(hi),
+            "errors": float(o.errors[s][:, :budget].sum(axis=1).mean()),
+            "expected": float((1.0 - o.confidence[s][:, :budget]).sum(axis=1).mean()),
+        }
     return out
 
 
@@ -67,10 +71,15 @@ def across_seeds(runs: List[DatasetOutcome], budget: int) -> Dict[str, Dict[str,
             mean, lo, hi = (float(v) for v in mean_ci95(vals))
         else:
             mean, lo, hi = stats[0][s]["sdr"], stats[0][s]["lo"], stats[0][s]["hi"]
-        out[s] = {"sdr": mean, "lo": lo, "hi": hi, "min": float(np.nanmin(vals)) if np.isfinite(vals).any() else np.nan,
-                  "max": float(np.nanmax(vals)) if np.isfinite(vals).any() else np.nan,
-                  "errors": float(np.mean([st[s]["errors"] for st in stats])),
-                  "expected": float(np.mean([st[s]["expected"] for st in stats]))}
+        out[s] = {
+            "sdr": mean,
+            "lo": lo,
+            "hi": hi,
+            "min": float(np.nanmin(vals)) if np.isfinite(vals).any() else np.nan,
+            "max": float(np.nanmax(vals)) if np.isfinite(vals).any() else np.nan,
+            "errors": float(np.mean([st[s]["errors"] for st in stats])),
+            "expected": float(np.mean([st[s]["expected"] for st in stats])),
+        }
     return out
 
 

@@ -29,8 +29,18 @@ class UnlabelledRows:
     gad: np.ndarray  # (n_eligible,) Eq. 2; +inf where never flipped
 
 
-def score_unlabelled(clf: Any, pseudo_model: Any, X: np.ndarray, *, split: Any, params: Any, class_index: int,
-                     scale: np.ndarray, device: str = "auto", progress: Optional[Any] = None) -> UnlabelledRows:
+def score_unlabelled(
+    clf: Any,
+    pseudo_model: Any,
+    X: np.ndarray,
+    *,
+    split: Any,
+    params: Any,
+    class_index: int,
+    scale: np.ndarray,
+    device: str = "auto",
+    progress: Optional[Any] = None,
+) -> UnlabelledRows:
     """Predictions, eligibility and GAD scores of the unlabelled rows ``X`` (the audited run's pseudo-model)."""
     X = np.asarray(X, np.float64)
     proba = clf.predict_proba(X)
@@ -39,8 +49,23 @@ def score_unlabelled(clf: Any, pseudo_model: Any, X: np.ndarray, *, split: Any, 
     if not len(eligible):
         empty = np.zeros(0)
         return UnlabelledRows(pred, conf, eligible, empty, empty.astype(bool), empty)
-    att, dist = attack_distances(clf, pseudo_model, X[eligible], split=split, params=params, class_index=class_index,
-                                 scale=scale, device=device, progress=progress)
-    gad = gad_scores(conf[eligible], dist, log=split.log_mae, frac=params.loess_frac,
-                     iterations=params.loess_iterations, flipped=att.flipped)
+    att, dist = attack_distances(
+        clf,
+        pseudo_model,
+        X[eligible],
+        split=split,
+        params=params,
+        class_index=class_index,
+        scale=scale,
+        device=device,
+        progress=progress,
+    )
+    gad = gad_scores(
+        conf[eligible],
+        dist,
+        log=split.log_mae,
+        frac=params.loess_frac,
+        iterations=params.loess_iterations,
+        flipped=att.flipped,
+    )
     return UnlabelledRows(pred, conf, eligible, dist, att.flipped, gad)

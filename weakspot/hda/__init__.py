@@ -14,13 +14,33 @@ package registers the method (and loads its params model only).
 from weakspot.hda.config import HdaParams
 from weakspot.methods import Method, register_method
 
-METHOD = register_method(Method(
-    "hda", "Hierarchical distribution-aware testing", "seeds/004 (Huang et al.)", params=HdaParams,
-    run="weakspot.hda.run:run", report="weakspot.hda.report:report", figures="weakspot.hda.figures:figures",
-    modalities=("image",), needs_train=True, order=45, target_keys=("train",), reads=("intrinsic",),
-    repairs=True, finds="attack"))
+METHOD = register_method(
+    Method(
+        "hda",
+        "Hierarchical distribution-aware testing",
+        "seeds/004 (Huang et al.)",
+        params=HdaParams,
+        run="weakspot.hda.run:run",
+        report="weakspot.hda.report:report",
+        figures="weakspot.hda.figures:figures",
+        modalities=("image",),
+        needs_train=True,
+        order=45,
+        target_keys=("train",),
+        reads=("intrinsic",),
+        repairs=True,
+        finds="attack",
+    )
+)
 
 #: Its headline metrics in metrics/hda/<t>.json (tasks/headline.py; the rest in plots/hda/<t>/results.json), besides
 #: its section's key metrics.
-HEADLINE = ("hda.ssim", "hda.valid_ae_share", "coverage.ae_prop", "ooda.ae_prop", "finetune.hda.pgd_robustness",
-            "finetune.none.pgd_robustness", "n_seeds")
+HEADLINE = (
+    "hda.ssim",
+    "hda.valid_ae_share",
+    "coverage.ae_prop",
+    "ooda.ae_prop",
+    "finetune.hda.pgd_robustness",
+    "finetune.none.pgd_robustness",
+    "n_seeds",
+)

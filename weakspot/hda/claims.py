@@ -44,8 +44,12 @@ class Claim:
 
     def row(self) -> Dict[str, str]:
         verdict = "yes" if self.holds else "no"
-        return {"claim": self.claim, "criterion": self.criterion, "numbers": self.numbers,
-                "holds": f"not tested ({self.why_not})" if self.holds is None else verdict}
+        return {
+            "claim": self.claim,
+            "criterion": self.criterion,
+            "numbers": self.numbers,
+            "holds": f"not tested ({self.why_not})" if self.holds is None else verdict,
+        }
 
 
 def _ae(e: CaseEval, name: str) -> str:
@@ -71,26 +75,46 @@ def _generators(evals: Dict[Any, CaseEval], p: HdaParams) -> List[Claim]:
     others = {b: evals[(b, "selected")] for b in ("pgd", "coverage") if (b, "selected") in evals}
     if h is None or not others:
         return []
-    same = (f"on HDA's {h.n_seeds} selected seeds, the same test cases per seed; coverage at "
-            f"{coverage_iterations(p) * p.coverage.mutants + 1} queries a seed against HDA's "
-            f"{h.queries_per_seed:.0f}")
-    out = [Claim("hda_higher_ae_prop", "HDA's AEs: a higher AE proportion than PGD's and coverage's (Table 6)",
-                 f"HDA's share of test cases that are AEs above each other's, {same}",
-                 ", ".join([_ae(h, "hda")] + [_ae(e, b) for b, e in others.items()]),
-                 all(h.ae_prop > e.ae_prop for e in others.values()))]
+    same = (
+        f"on HDA's {h.n_seeds} selected seeds, the same test cases per seed; coverage at "
+        f"{coverage_iterations(p) * p.coverage.mutants + 1} queries a seed against HDA's "
+        f"{h.queries_per_seed:.0f}"
+    )
+    out = [
+        Claim(
+            "hda_higher_ae_prop",
+            "HDA's AEs: a higher AE proportion than PGD's and coverage's (Table 6)",
+            f"HDA's share of test cases that are AEs above each other's, {same}",
+            ", ".join([_ae(h, "hda")] + [_ae(e, b) for b, e in others.items()]),
+            all(h.ae_prop > e.ae_prop for e in others.values()),
+        )
+    ]
     k = int(p.fid.min_aes)
     ok = {b: e for b, e in others.items() if e.fid_est is not None and e.fid_est.enough(k)}
-    crit = (f"HDA's FID (its AEs against their own seeds, on the reference CNN's features) below that of each "
-            f"other generator with at least {k} AEs; a generator with fewer is not compared")
+    crit = (
+        f"HDA's FID (its AEs against their own seeds, on the reference CNN's features) below that of each "
+        f"other generator with at least {k} AEs; a generator with fewer is not compared"
+    )
     nums = ", ".join([fid_text(h, "hda")] + [fid_text(e, b) for b, e in others.items()])
     if h.fid_est is None or not h.fid_est.enough(k) or not ok:
-        why = f"HDA has fewer than {k} AEs" if h.fid_est is None or not h.fid_est.enough(k) else \
-            f"no other generator has {k} AEs"
-        out.append(Claim("hda_lower_fid", "HDA's AEs: a lower FID than PGD's and coverage's (Table 6)", crit, nums,
-                         None, why))
+        why = (
+            f"HDA has fewer than {k} AEs"
+            if h.fid_est is None or not h.fid_est.enough(k)
+            else f"no other generator has {k} AEs"
+        )
+        out.append(
+            Claim("hda_lower_fid", "HDA's AEs: a lower FID than PGD's and coverage's (Table 6)", crit, nums, None, why)
+        )
     else:
-        out.append(Claim("hda_lower_fid", "HDA's AEs: a lower FID than PGD's and coverage's (Table 6)", crit, nums,
-                         all(h.fid < e.fid for e in ok.values())))
+        out.append(
+            Claim(
+                "hda_lower_fid",
+                "HDA's AEs: a lower FID than PGD's and coverage's (Table 6)",
+                crit,
+                nums,
+                all(h.fid < e.fid for e in ok.values()),
+            )
+        )
     return out
 
 
@@ -106,11 +130,17 @@ def _ooda(evals: Dict[Any, CaseEval]) -> List[Claim]:
         assert pg.ae_mask is not None  # as o's
         if pg.ae_mask.any():
             pre = f"; PGD's AEs before the filter: {pg.valid_ae_share:.0%} valid"
-    return [Claim("hda_more_valid_aes_than_ooda", "HDA detects more valid AEs than OODA (Table 7)",
-                  "valid AEs (the VAE's reconstruction probability at or above the threshold) per test case: HDA on "
-                  "its selected seeds above OODA (PGD's valid AEs) on random seeds",
-                  f"hda {hv / max(h.n_cases, 1):.1%} ({hv} of {h.n_cases}), ooda {o.ae_prop:.1%} "
-                  f"({int(o.ae_mask.sum())} of {o.n_cases}){pre}", hv / max(h.n_cases, 1) > o.ae_prop)]
+    return [
+        Claim(
+            "hda_more_valid_aes_than_ooda",
+            "HDA detects more valid AEs than OODA (Table 7)",
+            "valid AEs (the VAE's reconstruction probability at or above the threshold) per test case: HDA on "
+            "its selected seeds above OODA (PGD's valid AEs) on random seeds",
+            f"hda {hv / max(h.n_cases, 1):.1%} ({hv} of {h.n_cases}), ooda {o.ae_prop:.1%} "
+            f"({int(o.ae_mask.sum())} of {o.n_cases}){pre}",
+            hv / max(h.n_cases, 1) > o.ae_prop,
+        )
+    ]
 
 
 def _table8(adv: Any) -> List[Claim]:
@@ -118,23 +148,35 @@ def _table8(adv: Any) -> List[Claim]:
     if not row or "hda" not in row:
         return []
     rivals = [a for a in ("fgsm", "pgd", "autoattack") if a in row]
-    return [Claim("hda_highest_ae_prop_on_adversarial_model",
-                  "On the adversarially trained model HDA still finds the most AEs (Table 8)",
-                  "HDA's AE proportion above FGSM's, PGD's and AutoAttack's on the adversarially trained model's "
-                  "own seeds",
-                  ", ".join(_ae(row[a], a) for a in ["hda", *rivals]),
-                  all(row["hda"].ae_prop > row[a].ae_prop for a in rivals))]
+    return [
+        Claim(
+            "hda_highest_ae_prop_on_adversarial_model",
+            "On the adversarially trained model HDA still finds the most AEs (Table 8)",
+            "HDA's AE proportion above FGSM's, PGD's and AutoAttack's on the adversarially trained model's own seeds",
+            ", ".join(_ae(row[a], a) for a in ["hda", *rivals]),
+            all(row["hda"].ae_prop > row[a].ae_prop for a in rivals),
+        )
+    ]
 
 
 def _seeds(table5: Dict[str, Dict[str, float]]) -> List[Claim]:
     s, r = table5["selected"], table5["random"]
-    return [Claim("seeds_denser", "HDA's seeds are denser than random ones (Table 5)",
-                  "mean relative log density of the selected seeds above the random seeds'",
-                  f"{s['log_density']:.2f} vs {r['log_density']:.2f}", s["log_density"] > r["log_density"]),
-            Claim("seeds_less_robust", "HDA's seeds are less robust than random ones (Table 5)",
-                  "mean log10 P(misclassified in the ball) of the selected seeds above the random seeds'",
-                  f"{s['log10_local_robustness']:.2f} vs {r['log10_local_robustness']:.2f}",
-                  s["log10_local_robustness"] > r["log10_local_robustness"])]
+    return [
+        Claim(
+            "seeds_denser",
+            "HDA's seeds are denser than random ones (Table 5)",
+            "mean relative log density of the selected seeds above the random seeds'",
+            f"{s['log_density']:.2f} vs {r['log_density']:.2f}",
+            s["log_density"] > r["log_density"],
+        ),
+        Claim(
+            "seeds_less_robust",
+            "HDA's seeds are less robust than random ones (Table 5)",
+            "mean log10 P(misclassified in the ball) of the selected seeds above the random seeds'",
+            f"{s['log10_local_robustness']:.2f} vs {r['log10_local_robustness']:.2f}",
+            s["log10_local_robustness"] > r["log10_local_robustness"],
+        ),
+    ]
 
 
 def _finetune(ft: Dict[str, Any]) -> List[Claim]:
@@ -155,38 +197,66 @@ def _finetune(ft: Dict[str, Any]) -> List[Claim]:
         return (ft["none"]["test_acc"] or 0.0) - (ft[mn]["test_acc"] or 0.0)
 
     n = ft.get("validation", {}).get("hda_aes", 0)
-    return [Claim("finetune_most_robustness", "HDA fine-tuning gains the most global robustness (Table 9)",
-                  f"accuracy on HDA's AEs around held-out seeds ({n} AEs) after HDA's fine-tuning at least PGD's "
-                  "and coverage's", ", ".join(cell(mn, "global_robustness") for mn in names),
-                  gain("hda") >= max(gain("pgd"), gain("coverage"))),
-            Claim("finetune_least_accuracy_drop", "... for the least test accuracy (Table 9)",
-                  "test accuracy lost by HDA's fine-tuning at most PGD's and coverage's",
-                  ", ".join(cell(mn, "test_acc") for mn in names), drop("hda") <= min(drop("pgd"), drop("coverage")))]
+    return [
+        Claim(
+            "finetune_most_robustness",
+            "HDA fine-tuning gains the most global robustness (Table 9)",
+            f"accuracy on HDA's AEs around held-out seeds ({n} AEs) after HDA's fine-tuning at least PGD's "
+            "and coverage's",
+            ", ".join(cell(mn, "global_robustness") for mn in names),
+            gain("hda") >= max(gain("pgd"), gain("coverage")),
+        ),
+        Claim(
+            "finetune_least_accuracy_drop",
+            "... for the least test accuracy (Table 9)",
+            "test accuracy lost by HDA's fine-tuning at most PGD's and coverage's",
+            ", ".join(cell(mn, "test_acc") for mn in names),
+            drop("hda") <= min(drop("pgd"), drop("coverage")),
+        ),
+    ]
 
 
 def _rq1(m: Dict[str, Any], fid3: Dict[str, float], pear: Dict[str, Optional[float]]) -> List[Claim]:
     lat = m["latent"]
     grad_ok = pear["gradient"] is None or pear["gradient"] > 0
-    return [Claim(RQ1[0], "RQ1: the VAE encoder clusters the classes better than PCA (Table 3)",
-                  "K-means V-measure against the labels: VAE codes above PCA's",
-                  f"V-measure {lat['VAE encoder']['vs']:.3f} vs {lat['PCA']['vs']:.3f}",
-                  lat["VAE encoder"]["vs"] > lat["PCA"]["vs"]),
-            Claim(RQ1[1], "RQ1: samples of the KDE have a lower FID than uniform latent samples (Fig. 3)",
-                  "FID to as many training inputs (reference CNN features): decoded KDE samples below decoded "
-                  "uniform latent samples", f"FID {fid3['kde']:.3g} vs {fid3['uniform']:.3g}",
-                  fid3["kde"] < fid3["uniform"]),
-            Claim(RQ1[2], "RQ1: gradient indicator correlates +, separation - with misclassification (Table 4)",
-                  "Pearson r of log10 P(misclassified in a random ball) with the log indicator: gradient above 0 "
-                  "(white box only), separation below 0",
-                  ", ".join(f"{k} r {v:+.2f}" for k, v in pear.items() if v is not None and np.isfinite(v)),
-                  grad_ok and (pear["separation"] or 0.0) < 0)]
+    return [
+        Claim(
+            RQ1[0],
+            "RQ1: the VAE encoder clusters the classes better than PCA (Table 3)",
+            "K-means V-measure against the labels: VAE codes above PCA's",
+            f"V-measure {lat['VAE encoder']['vs']:.3f} vs {lat['PCA']['vs']:.3f}",
+            lat["VAE encoder"]["vs"] > lat["PCA"]["vs"],
+        ),
+        Claim(
+            RQ1[1],
+            "RQ1: samples of the KDE have a lower FID than uniform latent samples (Fig. 3)",
+            "FID to as many training inputs (reference CNN features): decoded KDE samples below decoded "
+            "uniform latent samples",
+            f"FID {fid3['kde']:.3g} vs {fid3['uniform']:.3g}",
+            fid3["kde"] < fid3["uniform"],
+        ),
+        Claim(
+            RQ1[2],
+            "RQ1: gradient indicator correlates +, separation - with misclassification (Table 4)",
+            "Pearson r of log10 P(misclassified in a random ball) with the log indicator: gradient above 0 "
+            "(white box only), separation below 0",
+            ", ".join(f"{k} r {v:+.2f}" for k, v in pear.items() if v is not None and np.isfinite(v)),
+            grad_ok and (pear["separation"] or 0.0) < 0,
+        ),
+    ]
 
 
 def check(result: Any, m: Dict[str, Any], ft: Dict[str, Any], p: HdaParams) -> List[Claim]:
     """Every claim of seeds/004 this target could test, in the report's order (RQ2, RQ3, seeds, RQ4, RQ1)."""
     evals = result.generators.evals
-    return (_generators(evals, p) + _ooda(evals) + _table8(result.adversarial) + _seeds(result.seeds.table5)
-            + _finetune(ft) + _rq1(m, result.distribution.fid, result.seeds.pearson))
+    return (
+        _generators(evals, p)
+        + _ooda(evals)
+        + _table8(result.adversarial)
+        + _seeds(result.seeds.table5)
+        + _finetune(ft)
+        + _rq1(m, result.distribution.fid, result.seeds.pearson)
+    )
 
 
 def as_metrics(claims: List[Claim]) -> Dict[str, Dict[str, bool]]:

@@ -129,8 +129,10 @@ class FinetuneParams(_Section):
     def _methods(cls, v: list) -> list:
         bad = [m for m in v if m not in ("hda", "pgd", "coverage")]
         if bad:
-            raise ValueError(f"unknown fine-tuning method(s) {bad}; valid: hda, pgd, coverage (FODA's test cases "
-                             "have no ground-truth label, Remark 4)")
+            raise ValueError(
+                f"unknown fine-tuning method(s) {bad}; valid: hda, pgd, coverage (FODA's test cases "
+                "have no ground-truth label, Remark 4)"
+            )
         return v
 
 

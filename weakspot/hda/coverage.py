@@ -138,7 +138,8 @@ class NeuronCoverage:
         if not named:
             raise ConfigError(
                 "NeuronCoverage: module has no nn.ReLU submodule and fewer than two nn.Linear/nn.Conv2d layers, so "
-                "there are no hidden neurons to hook (functional F.relu calls are not visible to hooks)")
+                "there are no hidden neurons to hook (functional F.relu calls are not visible to hooks)"
+            )
         self.layers: List[str] = [n or "<module>" for n, _ in named]
         self._buf: List[torch.Tensor] = []
         self._capturing = False
@@ -166,8 +167,10 @@ class NeuronCoverage:
             return
         out = output[0] if isinstance(output, (tuple, list)) else output
         if not isinstance(out, torch.Tensor) or out.ndim < 2:
-            raise ModelError(f"NeuronCoverage: a hooked layer returned {type(out).__name__} "
-                             f"of shape {tuple(getattr(out, 'shape', ()))}; expected a (n, features, ...) tensor")
+            raise ModelError(
+                f"NeuronCoverage: a hooked layer returned {type(out).__name__} "
+                f"of shape {tuple(getattr(out, 'shape', ()))}; expected a (n, features, ...) tensor"
+            )
         out = out.detach().float()
         # reduce at once (a new tensor: safe against later in-place ops); a channel's activation is its spatial mean
         self._buf.append(out.flatten(2).mean(dim=2) if out.ndim > 2 else out.clone())
@@ -192,7 +195,7 @@ class NeuronCoverage:
                     self._buf = []
                     self._capturing = True
                     try:
-                        self.module(x[i:i + self.batch].to(device=dev, dtype=dtype))
+                        self.module(x[i : i + self.batch].to(device=dev, dtype=dtype))
                     finally:
                         self._capturing = False
                     if not self._buf:
@@ -200,8 +203,10 @@ class NeuronCoverage:
                     acts = torch.cat(self._buf, dim=1).cpu()
                     self._buf = []
                     if n_expected is not None and acts.shape[1] != n_expected:
-                        raise ModelError(f"NeuronCoverage: the forward pass produced {acts.shape[1]} neurons, "
-                                         f"{n_expected} with X_ref; inputs must have X_ref's shape")
+                        raise ModelError(
+                            f"NeuronCoverage: the forward pass produced {acts.shape[1]} neurons, "
+                            f"{n_expected} with X_ref; inputs must have X_ref's shape"
+                        )
                     yield acts
         finally:
             for m, t in flags:
@@ -253,9 +258,11 @@ class NeuronCoverage:
         self.close()
 
     def __repr__(self) -> str:
-        return (f"NeuronCoverage(n_neurons={getattr(self, 'n_neurons', '?')}, layers={len(self.layers)}, "
-                f"threshold={self.threshold}, rate={self.rate if hasattr(self, 'covered') else float('nan'):.3f}"
-                f"{', closed' if self._closed else ''})")
+        return (
+            f"NeuronCoverage(n_neurons={getattr(self, 'n_neurons', '?')}, layers={len(self.layers)}, "
+            f"threshold={self.threshold}, rate={self.rate if hasattr(self, 'covered') else float('nan'):.3f}"
+            f"{', closed' if self._closed else ''})"
+        )
 
 
 @dataclass
@@ -329,8 +336,7 @@ def coverage_fuzz(
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise ConfigError(f"coverage_fuzz: seed must be an integer, got {seed!r}")
     if box is not None and ((X < box[0]).any() or (X > box[1]).any()):
-        raise DataError(f"coverage_fuzz: X_seeds has values outside clip={tuple(box)}; "
-                        "the seeds must be valid inputs")
+        raise DataError(f"coverage_fuzz: X_seeds has values outside clip={tuple(box)}; the seeds must be valid inputs")
 
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
     shape = tuple(X.shape[1:])
@@ -382,8 +388,14 @@ def coverage_fuzz(
             progress(f"coverage fuzz: iteration (coverage {coverage.rate:.3f})", it + 1, iterations)
 
     X_cases, index = _test_cases(pool, queue, recent, n_list, mutants, shape)
-    return FuzzResult(X_cases=X_cases, seed_index=index, queries=int(queries), coverage_rate=coverage.rate,
-                      coverage_curve=curve, seconds=time.perf_counter() - t0)
+    return FuzzResult(
+        X_cases=X_cases,
+        seed_index=index,
+        queries=int(queries),
+        coverage_rate=coverage.rate,
+        coverage_curve=curve,
+        seconds=time.perf_counter() - t0,
+    )
 
 
 def _check_coverage(coverage: Any, module: nn.Module) -> None:
@@ -407,8 +419,10 @@ def _n_cases(n_cases: Union[int, Sequence[int]], k: int, cap: int) -> List[int]:
         raise ConfigError(f"coverage_fuzz: n_cases has length {len(n_list)}, need one count per seed (k={k})")
     n_list = [check_int(v, "every n_cases entry", "coverage_fuzz") for v in n_list]
     if max(n_list) > cap:
-        raise ConfigError(f"coverage_fuzz: n_cases up to {max(n_list)} exceeds iterations * mutants = {cap}, "
-                          "the distinct mutants a seed gets; raise iterations or mutants")
+        raise ConfigError(
+            f"coverage_fuzz: n_cases up to {max(n_list)} exceeds iterations * mutants = {cap}, "
+            "the distinct mutants a seed gets; raise iterations or mutants"
+        )
     return n_list
 
 
@@ -430,8 +444,14 @@ def _mutate(parent: torch.Tensor, radius: float, gen: torch.Generator) -> torch.
     return torch.where(op == 0, sparse, torch.where(op == 1, dense, bright))
 
 
-def _test_cases(pool: torch.Tensor, queue: List[List[int]], recent: List[Tuple[torch.Tensor, torch.Tensor]],
-                n_list: List[int], mutants: int, shape: Tuple[int, ...]) -> Tuple[np.ndarray, np.ndarray]:
+def _test_cases(
+    pool: torch.Tensor,
+    queue: List[List[int]],
+    recent: List[Tuple[torch.Tensor, torch.Tensor]],
+    n_list: List[int],
+    mutants: int,
+    shape: Tuple[int, ...],
+) -> Tuple[np.ndarray, np.ndarray]:
     """Each seed's test cases: its queue (minus the seed) most recent first, then the latest iterations' other
     mutants; ``(X_cases, seed_index)``."""
     cases, index = [], []

@@ -42,18 +42,39 @@ class VAE(nn.Module):
         self.conv = len(self.in_shape) == 3 and h >= 16 and w >= 16 and h % 8 == 0 and w % 8 == 0
         if self.conv:
             self.enc = nn.Sequential(
-                nn.Conv2d(c, 32, 4, 2, 1), nn.ReLU(), nn.Conv2d(32, 64, 4, 2, 1), nn.ReLU(),
-                nn.Conv2d(64, 64, 4, 2, 1), nn.ReLU(), nn.Flatten(), nn.Linear(64 * (h // 8) * (w // 8), hidden),
-                nn.ReLU())
+                nn.Conv2d(c, 32, 4, 2, 1),
+                nn.ReLU(),
+                nn.Conv2d(32, 64, 4, 2, 1),
+                nn.ReLU(),
+                nn.Conv2d(64, 64, 4, 2, 1),
+                nn.ReLU(),
+                nn.Flatten(),
+                nn.Linear(64 * (h // 8) * (w // 8), hidden),
+                nn.ReLU(),
+            )
             self.dec = nn.Sequential(
-                nn.Linear(latent_dim, hidden), nn.ReLU(), nn.Linear(hidden, 64 * (h // 8) * (w // 8)), nn.ReLU(),
-                nn.Unflatten(1, (64, h // 8, w // 8)), nn.ConvTranspose2d(64, 64, 4, 2, 1), nn.ReLU(),
-                nn.ConvTranspose2d(64, 32, 4, 2, 1), nn.ReLU(), nn.ConvTranspose2d(32, c, 4, 2, 1))
+                nn.Linear(latent_dim, hidden),
+                nn.ReLU(),
+                nn.Linear(hidden, 64 * (h // 8) * (w // 8)),
+                nn.ReLU(),
+                nn.Unflatten(1, (64, h // 8, w // 8)),
+                nn.ConvTranspose2d(64, 64, 4, 2, 1),
+                nn.ReLU(),
+                nn.ConvTranspose2d(64, 32, 4, 2, 1),
+                nn.ReLU(),
+                nn.ConvTranspose2d(32, c, 4, 2, 1),
+            )
         else:
             d = int(np.prod(self.in_shape))
             self.enc = nn.Sequential(nn.Flatten(), nn.Linear(d, 256), nn.ReLU(), nn.Linear(256, hidden), nn.ReLU())
-            self.dec = nn.Sequential(nn.Linear(latent_dim, hidden), nn.ReLU(), nn.Linear(hidden, 256), nn.ReLU(),
-                                     nn.Linear(256, d), nn.Unflatten(1, self.in_shape))
+            self.dec = nn.Sequential(
+                nn.Linear(latent_dim, hidden),
+                nn.ReLU(),
+                nn.Linear(hidden, 256),
+                nn.ReLU(),
+                nn.Linear(256, d),
+                nn.Unflatten(1, self.in_shape),
+            )
         self.mu = nn.Linear(hidden, latent_dim)
         self.logvar = nn.Linear(hidden, latent_dim)
 
@@ -101,7 +122,7 @@ class Density:
         mus, sig = [], []
         dev = self.device
         for i in range(0, len(X), batch):
-            xb = torch.as_tensor(np.asarray(X[i:i + batch], np.float32), device=dev)
+            xb = torch.as_tensor(np.asarray(X[i : i + batch], np.float32), device=dev)
             m, lv = self.vae.encode(self._unit(xb))
             mus.append(m.cpu().numpy())
             sig.append(torch.exp(0.5 * lv).cpu().numpy())
@@ -111,15 +132,23 @@ class Density:
     def features(self, X: Any, batch: int = 1024) -> np.ndarray:
         """The encoder's last hidden layer: the features FID is computed on."""
         dev = self.device
-        out = [self.vae.features(self._unit(torch.as_tensor(np.asarray(X[i:i + batch], np.float32), device=dev)))
-               .cpu().numpy() for i in range(0, len(X), batch)]
+        out = [
+            self.vae.features(self._unit(torch.as_tensor(np.asarray(X[i : i + batch], np.float32), device=dev)))
+            .cpu()
+            .numpy()
+            for i in range(0, len(X), batch)
+        ]
         return np.concatenate(out).astype(np.float64)
 
     @torch.no_grad()
     def decode(self, Z: Any, batch: int = 1024) -> np.ndarray:
         dev = self.device
-        out = [self._data(self.vae.decode(torch.as_tensor(np.asarray(Z[i:i + batch], np.float32), device=dev)))
-               .cpu().numpy() for i in range(0, len(Z), batch)]
+        out = [
+            self._data(self.vae.decode(torch.as_tensor(np.asarray(Z[i : i + batch], np.float32), device=dev)))
+            .cpu()
+            .numpy()
+            for i in range(0, len(Z), batch)
+        ]
         return np.concatenate(out).astype(np.float32)
 
     @torch.no_grad()
@@ -129,20 +158,29 @@ class Density:
         dev, g = self.device, torch.Generator().manual_seed(int(seed))
         out = []
         for i in range(0, len(X), batch):
-            u = self._unit(torch.as_tensor(np.asarray(X[i:i + batch], np.float32), device=dev))
+            u = self._unit(torch.as_tensor(np.asarray(X[i : i + batch], np.float32), device=dev))
             m, lv = self.vae.encode(u)
             tot = torch.zeros(len(u), device=dev)
             for _ in range(int(samples)):
                 z = m + torch.exp(0.5 * lv) * torch.randn(m.shape, generator=g).to(dev)
-                tot -= F.binary_cross_entropy_with_logits(self.vae.decode_logits(z), u, reduction="none") \
-                    .reshape(len(u), -1).sum(1)
+                tot -= (
+                    F.binary_cross_entropy_with_logits(self.vae.decode_logits(z), u, reduction="none")
+                    .reshape(len(u), -1)
+                    .sum(1)
+                )
             out.append((tot / int(samples)).cpu().numpy())
         return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
 
     def log_kde(self, Z: Any, batch: int = 256) -> np.ndarray:
         """Eq. 5: log of (1/N) sum_i N(z; mu_i, diag(sigma_i^2)) for each row of ``Z`` (natural log)."""
-        return log_adaptive_kde(torch.as_tensor(np.asarray(Z, np.float32), device=self.device), self.mu,
-                                self.sigma, batch=batch).cpu().numpy().astype(np.float64)
+        return (
+            log_adaptive_kde(
+                torch.as_tensor(np.asarray(Z, np.float32), device=self.device), self.mu, self.sigma, batch=batch
+            )
+            .cpu()
+            .numpy()
+            .astype(np.float64)
+        )
 
     def log_density(self, X: Any) -> np.ndarray:
         """Relative log density of inputs ``X``: their code's log KDE minus the median training input's."""
@@ -167,8 +205,10 @@ class Density:
 def log_adaptive_kde(z: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor, *, batch: int = 256) -> torch.Tensor:
     """log (1/N) sum_i prod_d N(z_d; mu_id, sigma_id^2) for each row of ``z`` (m, D), batched over ``z``."""
     if z.ndim != 2 or mu.ndim != 2 or z.shape[1] != mu.shape[1] or mu.shape != sigma.shape:
-        raise DataError(f"adaptive KDE: codes {tuple(z.shape)}, centres {tuple(mu.shape)} and bandwidths "
-                        f"{tuple(sigma.shape)} do not match")
+        raise DataError(
+            f"adaptive KDE: codes {tuple(z.shape)}, centres {tuple(mu.shape)} and bandwidths "
+            f"{tuple(sigma.shape)} do not match"
+        )
     if not bool((sigma > 0).all()):
         raise DataError("adaptive KDE: every bandwidth (the encoder's sigma) must be > 0")
     n, d = mu.shape
@@ -176,15 +216,27 @@ def log_adaptive_kde(z: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor, *, 
     const = -torch.log(sigma).sum(1) - 0.5 * d * LOG_2PI - math.log(n)  # (N,)
     out = []
     for i in range(0, len(z), batch):
-        zb = z[i:i + batch]
+        zb = z[i : i + batch]
         q = ((zb[:, None, :] - mu[None]) * inv[None]).pow(2).sum(-1)  # (b, N)
         out.append(torch.logsumexp(const[None] - 0.5 * q, dim=1))
     return torch.cat(out) if out else torch.zeros(0, device=z.device)
 
 
-def train_density(X: np.ndarray, *, clip: Tuple[float, float], latent_dim: int = 8, hidden: int = 64,
-                  epochs: int = 30, max_steps: int = 1500, lr: float = 2e-3, batch_size: int = 128, beta: float = 1.0,
-                  seed: int = 0, device: Any = "cpu", progress: Optional[Any] = None) -> Density:
+def train_density(
+    X: np.ndarray,
+    *,
+    clip: Tuple[float, float],
+    latent_dim: int = 8,
+    hidden: int = 64,
+    epochs: int = 30,
+    max_steps: int = 1500,
+    lr: float = 2e-3,
+    batch_size: int = 128,
+    beta: float = 1.0,
+    seed: int = 0,
+    device: Any = "cpu",
+    progress: Optional[Any] = None,
+) -> Density:
     """Train the VAE on ``X`` (the target's training inputs, in the data's units ``clip``) and fit the KDE."""
     X = np.asarray(X, np.float32)
     if X.ndim < 2 or len(X) < 2:
@@ -210,7 +262,7 @@ def train_density(X: np.ndarray, *, clip: Tuple[float, float], latent_dim: int =
         perm = torch.randperm(n, generator=g)
         tot = 0.0
         for b in range(per_epoch):
-            idx = perm[b * batch_size:(b + 1) * batch_size]
+            idx = perm[b * batch_size : (b + 1) * batch_size]
             xb = U[idx].to(dev)
             m, lv = vae.encode(xb)
             eps = torch.randn(m.shape, generator=g).to(dev)
@@ -226,8 +278,9 @@ def train_density(X: np.ndarray, *, clip: Tuple[float, float], latent_dim: int =
         if progress is not None:
             progress("VAE training (epochs)", ep + 1, epochs)
     vae.eval()
-    dens = Density(vae=vae, mu=torch.zeros(0), sigma=torch.zeros(0), clip=(lo, hi), log_density_ref=0.0,
-                   history=history)
+    dens = Density(
+        vae=vae, mu=torch.zeros(0), sigma=torch.zeros(0), clip=(lo, hi), log_density_ref=0.0, history=history
+    )
     mu, sig = dens.encode(X)
     dens.mu = torch.as_tensor(mu, device=dev)
     dens.sigma = torch.as_tensor(np.maximum(sig, 1e-6), device=dev)
@@ -235,8 +288,9 @@ def train_density(X: np.ndarray, *, clip: Tuple[float, float], latent_dim: int =
     return dens
 
 
-def latent_quality(dens: Density, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, n_classes: int,
-                   seed: int = 0) -> Any:
+def latent_quality(
+    dens: Density, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, n_classes: int, seed: int = 0
+) -> Any:
     """Table 3: VAE encoder against PCA with as many components -- K-means (k = classes) completeness, homogeneity
     and V-measure of the codes against the labels, and the reconstruction error on held-out inputs (sum of squared
     errors per input, in the data's units). ``X, y`` are the data ``dens`` was trained on (its codes are reused)."""
@@ -251,12 +305,21 @@ def latent_quality(dens: Density, X: np.ndarray, y: np.ndarray, X_test: np.ndarr
     pca = PCA(n_components=min(d, flat.shape[1], len(flat)), random_state=seed).fit(flat)
     # the VAE's codes of the training data are the KDE's centres (X is the data it was trained on)
     codes = {"PCA": pca.transform(flat), "VAE encoder": dens.mu.cpu().numpy().astype(np.float64)}
-    rec = {"PCA": pca.inverse_transform(pca.transform(flat_t)),
-           "VAE encoder": dens.decode(dens.encode(X_test)[0]).reshape(len(X_test), -1)}
+    rec = {
+        "PCA": pca.inverse_transform(pca.transform(flat_t)),
+        "VAE encoder": dens.decode(dens.encode(X_test)[0]).reshape(len(X_test), -1),
+    }
     rows = []
     for name, c in codes.items():
         lab = KMeans(n_clusters=int(n_classes), n_init=4, random_state=seed).fit_predict(c)
-        rows.append({"compression": name, "dimensions": d, "CS": round(float(completeness_score(y, lab)), 3),
-                     "HS": round(float(homogeneity_score(y, lab)), 3), "VS": round(float(v_measure_score(y, lab)), 3),
-                     "reconstruction SSE": round(float(((rec[name] - flat_t) ** 2).sum(1).mean()), 3)})
+        rows.append(
+            {
+                "compression": name,
+                "dimensions": d,
+                "CS": round(float(completeness_score(y, lab)), 3),
+                "HS": round(float(homogeneity_score(y, lab)), 3),
+                "VS": round(float(v_measure_score(y, lab)), 3),
+                "reconstruction SSE": round(float(((rec[name] - flat_t) ** 2).sum(1).mean()), 3),
+            }
+        )
     return pd.DataFrame(rows)

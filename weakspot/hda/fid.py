@@ -40,7 +40,7 @@ def frechet_distance(F1: np.ndarray, F2: np.ndarray) -> float:
     if len(B) > B.shape[1]:
         B = np.linalg.qr(B, mode="r")
     nuclear = float(np.linalg.svd(A @ B.T, compute_uv=False).sum())
-    return float(max(0.0, ((m1 - m2) ** 2).sum() + (A ** 2).sum() + (B ** 2).sum() - 2.0 * nuclear))
+    return float(max(0.0, ((m1 - m2) ** 2).sum() + (A**2).sum() + (B**2).sum() - 2.0 * nuclear))
 
 
 @dataclass
@@ -60,8 +60,14 @@ class FidEstimate:
 NO_FID = FidEstimate(float("nan"), float("nan"), float("nan"), 0)
 
 
-def paired_fid(featurize: Callable[[np.ndarray], np.ndarray], seeds: np.ndarray, cases: np.ndarray, *,
-               bootstrap: int = 200, seed: int = 0) -> FidEstimate:
+def paired_fid(
+    featurize: Callable[[np.ndarray], np.ndarray],
+    seeds: np.ndarray,
+    cases: np.ndarray,
+    *,
+    bootstrap: int = 200,
+    seed: int = 0,
+) -> FidEstimate:
     """FID between test cases and the seeds they came from (row i of ``cases`` was made from row i of ``seeds``).
 
     Comparing AEs with *their own* seeds, not with every seed, keeps out which seeds yielded AEs (AEs come from the

@@ -20,12 +20,15 @@ from weakspot.plotting import pairs_across, pyplot, show_image
 def figures(result: HdaResult, params: HdaParams, target: Any = None) -> Dict[str, Any]:
     """Every figure of the report section, by the name its items use."""
     s, g = result.seeds, result.generators
-    return {"landscape": landscape_figure(s.landscape, s.selected, s.random),
-            "aes": aes_figure(result),
-            "ga_curve": curve_figure(g.results[("hda", "selected")].extra.get("curve", [])),
-            "indicators": indicators_figure(s.log10_p[s.balls], s.gradient[s.balls] if s.gradient is not None else None,
-                                            s.separation[s.balls]),
-            "samples": samples_figure(result.distribution.samples_kde[:8], result.distribution.samples_uniform[:8])}
+    return {
+        "landscape": landscape_figure(s.landscape, s.selected, s.random),
+        "aes": aes_figure(result),
+        "ga_curve": curve_figure(g.results[("hda", "selected")].extra.get("curve", [])),
+        "indicators": indicators_figure(
+            s.log10_p[s.balls], s.gradient[s.balls] if s.gradient is not None else None, s.separation[s.balls]
+        ),
+        "samples": samples_figure(result.distribution.samples_kde[:8], result.distribution.samples_uniform[:8]),
+    }
 
 
 def landscape_figure(land: Landscape, sel: np.ndarray, rnd: np.ndarray) -> Any:
@@ -75,8 +78,10 @@ def aes_figure(result: HdaResult) -> Any:
     for j in natural_aes(result):
         assert e.pred is not None and e.conf is not None and e.ssim_cases is not None  # evaluate_cases sets them
         i = res.seed_index[j]
-        seed_cap = f"{classes[y[i]]}: {classes[int(s.selected_proba[i].argmax())]}\n" \
-                   f"density {s.log_density[s.selected[i]]:+.2f}"
+        seed_cap = (
+            f"{classes[y[i]]}: {classes[int(s.selected_proba[i].argmax())]}\n"
+            f"density {s.log_density[s.selected[i]]:+.2f}"
+        )
         ae_cap = f"-> {classes[int(e.pred[j])]} ({e.conf[j]:.0%})\nSSIM {e.ssim_cases[j]:.3f}"
         columns.append(((X[i], seed_cap, False), (res.X_cases[j], ae_cap, True)))
     return pairs_across(columns, row_labels=("seed", "HDA AE"), empty="no AEs found")
@@ -110,8 +115,9 @@ def indicators_figure(log10p: np.ndarray, grad: Optional[np.ndarray], sep: np.nd
     plt = pyplot()
     n = 2 if grad is not None else 1
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.4), squeeze=False)
-    pairs = ([("gradient indicator (log10)", grad)] if grad is not None else []) + \
-        [("separation distance (log10)", sep)]
+    pairs = ([("gradient indicator (log10)", grad)] if grad is not None else []) + [
+        ("separation distance (log10)", sep)
+    ]
     for ax, (lab, v) in zip(axes[0], pairs):
         ax.scatter(np.log10(v + 1e-30), log10p, s=8, alpha=0.6)
         ax.set_xlabel(lab)

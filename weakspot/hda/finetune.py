@@ -28,9 +28,18 @@ def slow_start_fast_decay(step: int, total: int, lr: float, warmup: float = 0.3)
     return lr * math.exp(math.log(0.01) * min(1.0, frac))
 
 
-def finetune(module: torch.nn.Module, X: np.ndarray, y: np.ndarray, *, epochs: int = 10, lr: float = 1e-3,
-             batch_size: int = 64, seed: int = 0, device: Any = "cpu",
-             progress: Optional[Any] = None) -> Dict[str, Any]:
+def finetune(
+    module: torch.nn.Module,
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    epochs: int = 10,
+    lr: float = 1e-3,
+    batch_size: int = 64,
+    seed: int = 0,
+    device: Any = "cpu",
+    progress: Optional[Any] = None,
+) -> Dict[str, Any]:
     """Fine-tune a deep copy of ``module`` on ``(X, y)``; returns ``{"module", "history"}``."""
     m = copy.deepcopy(module).to(device)
     g = torch.Generator().manual_seed(int(seed))
@@ -49,7 +58,7 @@ def finetune(module: torch.nn.Module, X: np.ndarray, y: np.ndarray, *, epochs: i
             perm = torch.randperm(n, generator=g)
             tot = 0.0
             for b in range(per):
-                idx = perm[b * batch_size:(b + 1) * batch_size]
+                idx = perm[b * batch_size : (b + 1) * batch_size]
                 for grp in opt.param_groups:
                     grp["lr"] = slow_start_fast_decay(step, total, lr)
                 loss = F.cross_entropy(m(Xt[idx].to(device)), yt[idx].to(device))

@@ -85,8 +85,8 @@ def perceptual(x_adv: torch.Tensor, x: torch.Tensor, metric: str, radius: float,
         return ssim(x_adv, x, data_range=data_range, win_size=_ssim_window(*x.shape[-2:]), size_average=False)
     mse = (x_adv - x).reshape(n, -1).pow(2).mean(1)
     if metric == "psnr":
-        return 10.0 * torch.log10(data_range ** 2 / mse.clamp_min(1e-10)) / 50.0
-    return -mse / (radius ** 2)  # "mse", and the fallback of SSIM on inputs that are not images
+        return 10.0 * torch.log10(data_range**2 / mse.clamp_min(1e-10)) / 50.0
+    return -mse / (radius**2)  # "mse", and the fallback of SSIM on inputs that are not images
 
 
 def _check(radius: float, clip: Tuple[float, float], who: str) -> None:
@@ -95,35 +95,37 @@ def _check(radius: float, clip: Tuple[float, float], who: str) -> None:
 
 
 def batched_proba(proba_fn: ProbaFn, x: torch.Tensor, batch: int) -> torch.Tensor:
-    return torch.cat([proba_fn(x[i:i + batch]) for i in range(0, len(x), batch)]) if len(x) else x.new_zeros(0, 1)
+    return torch.cat([proba_fn(x[i : i + batch]) for i in range(0, len(x), batch)]) if len(x) else x.new_zeros(0, 1)
 
 
 # ------------------------------------------------------------------------------------------------- seed selection
-def gradient_indicator(module: torch.nn.Module, X: np.ndarray, y: np.ndarray, *, batch: int = 512,
-                       device: Any = "cpu") -> np.ndarray:
+def gradient_indicator(
+    module: torch.nn.Module, X: np.ndarray, y: np.ndarray, *, batch: int = 512, device: Any = "cpu"
+) -> np.ndarray:
     """Eq. 6, white-box: the L1 norm (the L-inf ball's dual norm) of the cross-entropy's input gradient."""
     from weakspot.adversarial.attacks import input_grad
 
     out = []
     module.eval()
     for i in range(0, len(X), batch):
-        xb = torch.as_tensor(np.asarray(X[i:i + batch], np.float32), device=device)
-        yb = torch.as_tensor(np.asarray(y[i:i + batch]), dtype=torch.int64, device=device)
+        xb = torch.as_tensor(np.asarray(X[i : i + batch], np.float32), device=device)
+        yb = torch.as_tensor(np.asarray(y[i : i + batch]), dtype=torch.int64, device=device)
         out.append(input_grad(module, xb, yb).reshape(len(xb), -1).abs().sum(1).cpu().numpy())
     return np.concatenate(out).astype(np.float64)
 
 
-def separation_indicator(P: np.ndarray, y: np.ndarray, P_ref: np.ndarray, y_ref: np.ndarray, *,
-                         batch: int = 512) -> np.ndarray:
+def separation_indicator(
+    P: np.ndarray, y: np.ndarray, P_ref: np.ndarray, y_ref: np.ndarray, *, batch: int = 512
+) -> np.ndarray:
     """Eq. 6, black-box: the smallest L2 distance between an input's output (probabilities) and that of any
     reference (training) input with a different label. Smaller = more fragile."""
     P_ref_t = torch.as_tensor(np.asarray(P_ref, np.float32))
     y_ref_t = torch.as_tensor(np.asarray(y_ref, np.int64))
     out = []
     for i in range(0, len(P), batch):
-        pb = torch.as_tensor(np.asarray(P[i:i + batch], np.float32))
+        pb = torch.as_tensor(np.asarray(P[i : i + batch], np.float32))
         d = torch.cdist(pb, P_ref_t)
-        same = torch.as_tensor(np.asarray(y[i:i + batch], np.int64))[:, None] == y_ref_t[None]
+        same = torch.as_tensor(np.asarray(y[i : i + batch], np.int64))[:, None] == y_ref_t[None]
         out.append(d.masked_fill(same, float("inf")).min(1).values.numpy())
     return np.concatenate(out).astype(np.float64)
 
@@ -148,7 +150,7 @@ def select_seeds(log_density: np.ndarray, fragility: np.ndarray, k: int, *, norm
         raise DataError("seed selection: a density or indicator is NaN or infinite")
     dens = _normalise(log_density, "rank") if normalise == "rank" else np.exp(log_density - log_density.max())
     score = dens * _normalise(fragility, normalise)
-    return np.argsort(-score, kind="stable")[:int(k)]
+    return np.argsort(-score, kind="stable")[: int(k)]
 
 
 def allocate(log_density: np.ndarray, total: int, cap: int) -> np.ndarray:
@@ -175,12 +177,28 @@ def allocate(log_density: np.ndarray, total: int, cap: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------------------- the GA
-def two_step_ga(proba_fn: ProbaFn, X: np.ndarray, y: np.ndarray, n_cases: Union[Sequence[int], np.ndarray],
-                radius: float, *,
-                clip: Tuple[float, float] = (0.0, 1.0), population: int = 20, generations: int = 40,
-                metric: str = "ssim", lam: float = 20.0, switch_at: float = 0.5, crossover: bool = True,
-                mutation_rate: float = 0.05, mutation_scale: float = 0.5, elite: int = 2, seed: int = 0,
-                batch: int = 4096, device: Any = "cpu", progress: Optional[Progress] = None) -> LocalResult:
+def two_step_ga(
+    proba_fn: ProbaFn,
+    X: np.ndarray,
+    y: np.ndarray,
+    n_cases: Union[Sequence[int], np.ndarray],
+    radius: float,
+    *,
+    clip: Tuple[float, float] = (0.0, 1.0),
+    population: int = 20,
+    generations: int = 40,
+    metric: str = "ssim",
+    lam: float = 20.0,
+    switch_at: float = 0.5,
+    crossover: bool = True,
+    mutation_rate: float = 0.05,
+    mutation_scale: float = 0.5,
+    elite: int = 2,
+    seed: int = 0,
+    batch: int = 4096,
+    device: Any = "cpu",
+    progress: Optional[Progress] = None,
+) -> LocalResult:
     """Algorithm 1 for every seed at once (black-box: only ``proba_fn``); see the module's caveats."""
     _check(radius, clip, "HDA GA")
     X = np.asarray(X, np.float32)
@@ -219,8 +237,11 @@ def two_step_ga(proba_fn: ProbaFn, X: np.ndarray, y: np.ndarray, n_cases: Union[
             pr = batched_proba(proba_fn, xa, batch)
             J = prediction_loss(pr, ys).reshape(k, P)
             M = log_margin(pr, ys).reshape(k, P)
-            Q = perceptual(xa, seeds.reshape(k * P, *shape), metric, radius, hi - lo).reshape(k, P) \
-                if lam > 0 else torch.zeros_like(J)
+            Q = (
+                perceptual(xa, seeds.reshape(k * P, *shape), metric, radius, hi - lo).reshape(k, P)
+                if lam > 0
+                else torch.zeros_like(J)
+            )
         return J, M, Q
 
     for gen in range(int(generations) + 1):
@@ -231,9 +252,15 @@ def two_step_ga(proba_fn: ProbaFn, X: np.ndarray, y: np.ndarray, n_cases: Union[
         # fitness 1 ranks by the log-probability margin (J's sign; J itself is flat at -1 on confident inputs)
         fit = torch.where(stage2[:, None], J + lam * Q, M)
         best = fit.argmax(1)
-        curve.append({"generation": gen, "ae_prop": float(ae.mean()), "stage2": float(stage2.float().mean()),
-                      "best_J": float(J.gather(1, best[:, None]).mean()),
-                      "best_Q": float(Q.gather(1, best[:, None]).mean())})
+        curve.append(
+            {
+                "generation": gen,
+                "ae_prop": float(ae.mean()),
+                "stage2": float(stage2.float().mean()),
+                "best_J": float(J.gather(1, best[:, None]).mean()),
+                "best_Q": float(Q.gather(1, best[:, None]).mean()),
+            }
+        )
         if gen == int(generations):
             break
         # selection: fitness-proportional with the population's spread as temperature; elites survive unchanged
@@ -270,16 +297,32 @@ def two_step_ga(proba_fn: ProbaFn, X: np.ndarray, y: np.ndarray, n_cases: Union[
     x_all = (seeds + delta).cpu().numpy()
     ranked = rank.cpu().numpy()
     for i in range(k):
-        xs.append(x_all[i, ranked[i, :n_cases[i]]])
+        xs.append(x_all[i, ranked[i, : n_cases[i]]])
         idx += [i] * int(n_cases[i])
-    return LocalResult("hda", np.concatenate(xs).astype(np.float32), np.asarray(idx, np.int64), queries,
-                       time.perf_counter() - t0, {"curve": curve})
+    return LocalResult(
+        "hda",
+        np.concatenate(xs).astype(np.float32),
+        np.asarray(idx, np.int64),
+        queries,
+        time.perf_counter() - t0,
+        {"curve": curve},
+    )
 
 
 # ------------------------------------------------------------------------------------------------------ baselines
-def pgd_cases(module: torch.nn.Module, X: np.ndarray, y: np.ndarray, n_cases: Sequence[int], radius: float, *,
-              clip: Tuple[float, float] = (0.0, 1.0), steps: int = 30, seed: int = 0, batch: int = 512,
-              device: Any = "cpu") -> LocalResult:
+def pgd_cases(
+    module: torch.nn.Module,
+    X: np.ndarray,
+    y: np.ndarray,
+    n_cases: Sequence[int],
+    radius: float,
+    *,
+    clip: Tuple[float, float] = (0.0, 1.0),
+    steps: int = 30,
+    seed: int = 0,
+    batch: int = 512,
+    device: Any = "cpu",
+) -> LocalResult:
     """PGD-``steps`` (cross-entropy, random start) once per test case: seed i gets ``n_cases[i]`` random starts."""
     from weakspot.adversarial.attacks import batched, pgd
 
@@ -287,13 +330,30 @@ def pgd_cases(module: torch.nn.Module, X: np.ndarray, y: np.ndarray, n_cases: Se
     t0 = time.perf_counter()
     idx = np.repeat(np.arange(len(X)), np.asarray(n_cases, np.int64))
     g = torch.Generator().manual_seed(int(seed))
-    out = batched(pgd, module, np.asarray(X, np.float32)[idx], np.asarray(y)[idx], batch_size=batch, device=device,
-                  eps=float(radius), steps=int(steps), clip=tuple(clip), generator=g)
+    out = batched(
+        pgd,
+        module,
+        np.asarray(X, np.float32)[idx],
+        np.asarray(y)[idx],
+        batch_size=batch,
+        device=device,
+        eps=float(radius),
+        steps=int(steps),
+        clip=tuple(clip),
+        generator=g,
+    )
     return LocalResult("pgd", out, idx, len(idx) * int(steps), time.perf_counter() - t0)
 
 
-def foda_cases(density: Any, X: np.ndarray, n_cases: Union[Sequence[int], np.ndarray], *, samples: int = 20,
-               scale: float = 1.0, seed: int = 0) -> LocalResult:
+def foda_cases(
+    density: Any,
+    X: np.ndarray,
+    n_cases: Union[Sequence[int], np.ndarray],
+    *,
+    samples: int = 20,
+    scale: float = 1.0,
+    seed: int = 0,
+) -> LocalResult:
     """FODA-style test cases: ``n_cases[i]`` codes drawn from N(mu_i, (scale sigma_i)^2) around seed i's code and
     decoded (``samples`` caps nothing here: it is the number drawn, of which the first ``n_cases[i]`` are kept)."""
     t0 = time.perf_counter()
@@ -301,8 +361,9 @@ def foda_cases(density: Any, X: np.ndarray, n_cases: Union[Sequence[int], np.nda
     g = np.random.default_rng(seed)
     idx = np.repeat(np.arange(len(X)), np.asarray(n_cases, np.int64))
     z = mu[idx] + scale * sig[idx] * g.standard_normal((len(idx), mu.shape[1]))
-    return LocalResult("foda", density.decode(z.astype(np.float32)), idx, 0, time.perf_counter() - t0,
-                       {"decoded": True})
+    return LocalResult(
+        "foda", density.decode(z.astype(np.float32)), idx, 0, time.perf_counter() - t0, {"decoded": True}
+    )
 
 
 # ----------------------------------------------------------------------------------------------------- evaluation
@@ -340,11 +401,21 @@ class CaseEval:
         return float(self.valid[self.ae_mask].mean())
 
 
-def evaluate_cases(res: LocalResult, seeds_name: str, X: np.ndarray, y: np.ndarray, proba_fn: ProbaFn,
-                   density: Any, *, clip: Tuple[float, float], batch: int = 2048, device: Any = "cpu",
-                   fid_of: Optional[Callable[[np.ndarray, np.ndarray], Any]] = None,
-                   validity: Optional[Callable[[np.ndarray], np.ndarray]] = None,
-                   require_valid: bool = False) -> CaseEval:
+def evaluate_cases(
+    res: LocalResult,
+    seeds_name: str,
+    X: np.ndarray,
+    y: np.ndarray,
+    proba_fn: ProbaFn,
+    density: Any,
+    *,
+    clip: Tuple[float, float],
+    batch: int = 2048,
+    device: Any = "cpu",
+    fid_of: Optional[Callable[[np.ndarray, np.ndarray], Any]] = None,
+    validity: Optional[Callable[[np.ndarray], np.ndarray]] = None,
+    require_valid: bool = False,
+) -> CaseEval:
     """Table 6's numbers for one generator's test cases around seeds ``X`` (labels ``y``).
 
     ``fid_of(seeds, AEs)`` gives the FID of the AEs against their own seeds (a
@@ -364,14 +435,33 @@ def evaluate_cases(res: LocalResult, seeds_name: str, X: np.ndarray, y: np.ndarr
     Xs = np.asarray(X, np.float32)[res.seed_index]
     est = fid_of(Xs[ae], res.X_cases[ae]) if fid_of is not None and ae.sum() >= 2 else NO_FID
     lin = float(np.abs(res.X_cases - Xs).reshape(len(Xs), -1).max(1).mean()) if len(Xs) else float("nan")
-    ss = perceptual(torch.as_tensor(res.X_cases), torch.as_tensor(Xs), "ssim", 1.0, clip[1] - clip[0]).numpy() \
-        if len(Xs) else np.zeros(0)
+    ss = (
+        perceptual(torch.as_tensor(res.X_cases), torch.as_tensor(Xs), "ssim", 1.0, clip[1] - clip[0]).numpy()
+        if len(Xs)
+        else np.zeros(0)
+    )
     k = len(X)
-    return CaseEval(res.method, seeds_name, k, len(J), float(ae.mean()) if len(J) else 0.0,
-                    float(J[ae].mean()) if ae.any() else float("nan"), float(est.value),
-                    float(density.log_density(res.X_cases[ae]).mean()) if ae.any() else float("nan"), lin,
-                    float(ss.mean()) if len(ss) else float("nan"), res.queries / max(k, 1), res.seconds / max(k, 1),
-                    ae, J, ss, pred, conf, est, valid)
+    return CaseEval(
+        res.method,
+        seeds_name,
+        k,
+        len(J),
+        float(ae.mean()) if len(J) else 0.0,
+        float(J[ae].mean()) if ae.any() else float("nan"),
+        float(est.value),
+        float(density.log_density(res.X_cases[ae]).mean()) if ae.any() else float("nan"),
+        lin,
+        float(ss.mean()) if len(ss) else float("nan"),
+        res.queries / max(k, 1),
+        res.seconds / max(k, 1),
+        ae,
+        J,
+        ss,
+        pred,
+        conf,
+        est,
+        valid,
+    )
 
 
 def module_proba(module: torch.nn.Module) -> ProbaFn:
@@ -382,6 +472,7 @@ def module_proba(module: torch.nn.Module) -> ProbaFn:
     def fn(x: torch.Tensor) -> torch.Tensor:  # the GA's tensors stay where they are; the module runs on its device
         with torch.no_grad():
             return torch.softmax(module(x.to(dev)), dim=1).to(x.device)
+
     return fn
 
 
@@ -394,7 +485,8 @@ class LogProbs(torch.nn.Module):
 
 def classifier_proba(clf: Any, device: Any = "cpu") -> ProbaFn:
     """A probability function of any classifier with ``predict_proba`` (numpy in, numpy out): black-box."""
+
     def fn(x: torch.Tensor) -> torch.Tensor:
         return torch.as_tensor(np.asarray(clf.predict_proba(x.detach().cpu().numpy()), np.float32), device=device)
-    return fn
 
+    return fn

@@ -43,11 +43,13 @@ class Validity:
         return self.density.reconstruction_log_prob(X, samples=self.samples, seed=self.seed) >= self.threshold
 
 
-def calibrate(density: Any, X_reference: np.ndarray, *, quantile: float = 0.05, samples: int = 8,
-              seed: int = 0) -> Validity:
+def calibrate(
+    density: Any, X_reference: np.ndarray, *, quantile: float = 0.05, samples: int = 8, seed: int = 0
+) -> Validity:
     """The threshold: the ``quantile`` of held-out real inputs' reconstruction probability."""
     if len(X_reference) < 2:
         raise DataError(f"OODA's validity threshold needs at least 2 held-out inputs, got {len(X_reference)}")
     scores = density.reconstruction_log_prob(X_reference, samples=samples, seed=seed)
-    return Validity(density, float(np.quantile(scores, quantile)), float(quantile), int(len(X_reference)),
-                    int(samples), int(seed))
+    return Validity(
+        density, float(np.quantile(scores, quantile)), float(quantile), int(len(X_reference)), int(samples), int(seed)
+    )

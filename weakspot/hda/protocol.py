@@ -102,28 +102,72 @@ class Bench:
     def ga(self, proba_fn: G.ProbaFn, X: np.ndarray, y: np.ndarray, n_cases: Any, seed: int) -> G.LocalResult:
         """The two-step GA with ``hda.ga``'s settings on seeds ``X`` (labels ``y``)."""
         ga = self.p.ga
-        return G.two_step_ga(proba_fn, X, y, n_cases, self.radius, clip=self.clip, population=ga.population,
-                             generations=ga.generations, metric=ga.metric, lam=ga.lam, switch_at=ga.switch_at,
-                             crossover=ga.crossover, mutation_rate=ga.mutation_rate,
-                             mutation_scale=ga.mutation_scale, elite=ga.elite, batch=self.batch * 4,
-                             device=self.device, seed=seed, progress=self.progress)
+        return G.two_step_ga(
+            proba_fn,
+            X,
+            y,
+            n_cases,
+            self.radius,
+            clip=self.clip,
+            population=ga.population,
+            generations=ga.generations,
+            metric=ga.metric,
+            lam=ga.lam,
+            switch_at=ga.switch_at,
+            crossover=ga.crossover,
+            mutation_rate=ga.mutation_rate,
+            mutation_scale=ga.mutation_scale,
+            elite=ga.elite,
+            batch=self.batch * 4,
+            device=self.device,
+            seed=seed,
+            progress=self.progress,
+        )
 
     def pgd(self, module: torch.nn.Module, X: np.ndarray, y: np.ndarray, n_cases: Any, seed: int) -> G.LocalResult:
         """PGD-``hda.pgd_steps``, one random start per test case."""
-        return G.pgd_cases(module, X, y, n_cases, self.radius, clip=self.clip, steps=self.p.pgd_steps, seed=seed,
-                           batch=self.batch, device=self.device)
+        return G.pgd_cases(
+            module,
+            X,
+            y,
+            n_cases,
+            self.radius,
+            clip=self.clip,
+            steps=self.p.pgd_steps,
+            seed=seed,
+            batch=self.batch,
+            device=self.device,
+        )
 
     def fid_of(self, seeds: np.ndarray, cases: np.ndarray) -> FidEstimate:
         """The FID of test cases against their own seeds on the reference network, with its bootstrap interval."""
         return paired_fid(self.reference.features, seeds, cases, bootstrap=self.p.fid.bootstrap, seed=self.p.seed)
 
-    def evaluate(self, res: G.LocalResult, seeds_name: str, X: np.ndarray, y: np.ndarray,
-                 proba_fn: Optional[G.ProbaFn] = None, require_valid: bool = False) -> G.CaseEval:
+    def evaluate(
+        self,
+        res: G.LocalResult,
+        seeds_name: str,
+        X: np.ndarray,
+        y: np.ndarray,
+        proba_fn: Optional[G.ProbaFn] = None,
+        require_valid: bool = False,
+    ) -> G.CaseEval:
         """Table 6's numbers for test cases around seeds ``X`` (on ``proba_fn``, default the audited model's);
         ``require_valid``: only AEs the VAE's reconstruction probability accepts count (OODA)."""
-        return G.evaluate_cases(res, seeds_name, X, y, proba_fn or self.proba_fn, self.density, clip=self.clip,
-                                batch=self.batch, device=self.device, fid_of=self.fid_of, validity=self.validity,
-                                require_valid=require_valid)
+        return G.evaluate_cases(
+            res,
+            seeds_name,
+            X,
+            y,
+            proba_fn or self.proba_fn,
+            self.density,
+            clip=self.clip,
+            batch=self.batch,
+            device=self.device,
+            fid_of=self.fid_of,
+            validity=self.validity,
+            require_valid=require_valid,
+        )
 
 
 class Clock:
@@ -146,8 +190,9 @@ def predict(proba_fn: G.ProbaFn, X: np.ndarray, batch: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------------------------ RQ1
-def rq1_distribution(bench: Bench, X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, n_classes: int,
-                     rng: np.random.Generator) -> Distribution:
+def rq1_distribution(
+    bench: Bench, X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, n_classes: int, rng: np.random.Generator
+) -> Distribution:
     """Table 3 (the VAE encoder against PCA) and Fig. 3 (FID of KDE samples and uniform latent samples)."""
     p, dens = bench.p, bench.density
     table3 = latent_quality(dens, X_train, y_train, X_test, n_classes, seed=p.seed)
@@ -156,8 +201,9 @@ def rq1_distribution(bench: Bench, X_train: np.ndarray, y_train: np.ndarray, X_t
     img_kde, img_uni = dens.decode(dens.sample(n_fid, p.seed)), dens.decode(dens.sample_uniform(n_fid, p.seed))
     feat = bench.reference.features
     fid3 = {"kde": fid(feat, ref, img_kde), "uniform": fid(feat, ref, img_uni)}
-    return Distribution(table3, fid3, img_kde[:8], img_uni[:8], bench.reference.label, bench.validity,
-                        bench.reference.info())
+    return Distribution(
+        table3, fid3, img_kde[:8], img_uni[:8], bench.reference.label, bench.validity, bench.reference.info()
+    )
 
 
 def _pearson(a: np.ndarray, b: np.ndarray) -> float:
@@ -195,7 +241,7 @@ def rq1_seeds(bench: Bench, data: Splits, rng: np.random.Generator, clock: Clock
     p, dens, bs = bench.p, bench.density, bench.batch
     (X_cand, y_cand), (X_train, y_train) = data.candidates, data.train
     P_cand = predict(bench.proba_fn, X_cand, bs)
-    ok = np.where(P_cand.argmax(1) == y_cand)[0][:int(p.pool)]
+    ok = np.where(P_cand.argmax(1) == y_cand)[0][: int(p.pool)]
     Xc, yc = X_cand[ok], y_cand[ok]
     names = [str(data.names[i]) if data.names is not None else f"candidate {i}" for i in ok]
     ld = dens.log_density(Xc)
@@ -222,21 +268,56 @@ def rq1_seeds(bench: Bench, data: Splits, rng: np.random.Generator, clock: Clock
     est_idx = np.unique(np.concatenate([balls, sel]))
     with clock("local robustness (AMLS)"):
         yt_est = torch.as_tensor(yc[est_idx], dtype=torch.int64)
-        score = misclassification_score(bench.module, yt_est, from_logits=True) if bench.white else \
-            misclassification_score(bench.proba_fn, yt_est, from_logits=False)
-        est = amls_log_prob(score, torch.as_tensor(Xc[est_idx]), bench.radius, clip=bench.clip,
-                            particles=rb.particles, rho=rb.rho, mh_steps=rb.mh_steps, log_p_min=rb.log_p_min,
-                            max_levels=rb.max_levels, seed=p.seed, progress=bench.progress)
+        score = (
+            misclassification_score(bench.module, yt_est, from_logits=True)
+            if bench.white
+            else misclassification_score(bench.proba_fn, yt_est, from_logits=False)
+        )
+        est = amls_log_prob(
+            score,
+            torch.as_tensor(Xc[est_idx]),
+            bench.radius,
+            clip=bench.clip,
+            particles=rb.particles,
+            rho=rb.rho,
+            mh_steps=rb.mh_steps,
+            log_p_min=rb.log_p_min,
+            max_levels=rb.max_levels,
+            seed=p.seed,
+            progress=bench.progress,
+        )
     log10p = np.full(len(Xc), np.nan)
     log10p[est_idx] = est.log10_p
-    pear = {"gradient": _pearson(log10p[balls], np.log10(grad[balls] + 1e-30)) if grad is not None else None,
-            "separation": _pearson(log10p[balls], np.log10(sep[balls] + 1e-30))}
-    table5 = {name: {"log_density": float(ld[ids].mean()), "log10_local_robustness": float(log10p[ids].mean()),
-                     "indicator": float(np.log10(np.abs(fragility[ids]) + 1e-30).mean())}
-              for name, ids in (("random", rnd), ("selected", sel))}
-    return Seeds(Xc, yc, names, ld, use, grad, sep, sel, rnd, balls, log10p, pear,
-                 float(np.mean(est.terminated[np.searchsorted(est_idx, balls)])), table5,
-                 predict(bench.proba_fn, Xc[sel], bs), landscape(dens, Xc))
+    pear = {
+        "gradient": _pearson(log10p[balls], np.log10(grad[balls] + 1e-30)) if grad is not None else None,
+        "separation": _pearson(log10p[balls], np.log10(sep[balls] + 1e-30)),
+    }
+    table5 = {
+        name: {
+            "log_density": float(ld[ids].mean()),
+            "log10_local_robustness": float(log10p[ids].mean()),
+            "indicator": float(np.log10(np.abs(fragility[ids]) + 1e-30).mean()),
+        }
+        for name, ids in (("random", rnd), ("selected", sel))
+    }
+    return Seeds(
+        Xc,
+        yc,
+        names,
+        ld,
+        use,
+        grad,
+        sep,
+        sel,
+        rnd,
+        balls,
+        log10p,
+        pear,
+        float(np.mean(est.terminated[np.searchsorted(est_idx, balls)])),
+        table5,
+        predict(bench.proba_fn, Xc[sel], bs),
+        landscape(dens, Xc),
+    )
 
 
 # ------------------------------------------------------------------------------------------------------------ RQ2
@@ -244,11 +325,27 @@ def _coverage(bench: Bench, cov: Any, Xs: np.ndarray, ys: np.ndarray, n_i: Any) 
     from weakspot.hda.coverage import coverage_fuzz
 
     c = bench.p.coverage
-    r = coverage_fuzz(bench.white_module, torch.as_tensor(Xs), ys, n_i, bench.radius, clip=bench.clip, coverage=cov,
-                      iterations=coverage_iterations(bench.p), mutants=c.mutants, seed=bench.p.seed,
-                      progress=bench.progress)
-    return G.LocalResult("coverage", r.X_cases, r.seed_index, r.queries, r.seconds,
-                         {"coverage_rate": r.coverage_rate, "curve": r.coverage_curve})
+    r = coverage_fuzz(
+        bench.white_module,
+        torch.as_tensor(Xs),
+        ys,
+        n_i,
+        bench.radius,
+        clip=bench.clip,
+        coverage=cov,
+        iterations=coverage_iterations(bench.p),
+        mutants=c.mutants,
+        seed=bench.p.seed,
+        progress=bench.progress,
+    )
+    return G.LocalResult(
+        "coverage",
+        r.X_cases,
+        r.seed_index,
+        r.queries,
+        r.seconds,
+        {"coverage_rate": r.coverage_rate, "curve": r.coverage_curve},
+    )
 
 
 def _generate(bench: Bench, mname: str, cov: Any, Xs: np.ndarray, ys: np.ndarray, n_i: np.ndarray) -> G.LocalResult:
@@ -271,8 +368,9 @@ def rq2_generators(bench: Bench, seeds: Seeds, X_train: np.ndarray, rng: np.rand
     cov = None
     if bench.white:
         ref_cov = X_train[rng.choice(len(X_train), min(1000, len(X_train)), replace=False)]
-        cov = NeuronCoverage(bench.white_module, torch.as_tensor(ref_cov, device=bench.device),
-                             threshold=p.coverage.threshold)
+        cov = NeuronCoverage(
+            bench.white_module, torch.as_tensor(ref_cov, device=bench.device), threshold=p.coverage.threshold
+        )
     results: Dict[Tuple[str, str], G.LocalResult] = {}
     evals: Dict[Tuple[str, str], G.CaseEval] = {}
     alloc: Dict[str, np.ndarray] = {}
@@ -294,8 +392,16 @@ def rq2_generators(bench: Bench, seeds: Seeds, X_train: np.ndarray, rng: np.rand
 
 
 # ------------------------------------------------------------------------------------------------------------ RQ3
-def _attack(bench: Bench, att: str, mod: torch.nn.Module, pf: G.ProbaFn, Xs: np.ndarray, ys: np.ndarray,
-            n_i: Any, n_classes: int) -> G.LocalResult:
+def _attack(
+    bench: Bench,
+    att: str,
+    mod: torch.nn.Module,
+    pf: G.ProbaFn,
+    Xs: np.ndarray,
+    ys: np.ndarray,
+    n_i: Any,
+    n_classes: int,
+) -> G.LocalResult:
     from weakspot.adversarial.attacks import batched, fgsm
 
     p, radius, clip = bench.p, float(bench.radius), cast(Tuple[float, float], tuple(bench.clip))
@@ -307,22 +413,40 @@ def _attack(bench: Bench, att: str, mod: torch.nn.Module, pf: G.ProbaFn, Xs: np.
     if att == "autoattack":
         from weakspot.adversarial.art_attacks import art_autoattack
 
-        X = art_autoattack(mod, Xs[idx], ys[idx], eps=radius, clip=clip, n_classes=n_classes,
-                           iters=p.autoattack_iters, seed=p.seed, batch_size=bench.batch, device=bench.device)
+        X = art_autoattack(
+            mod,
+            Xs[idx],
+            ys[idx],
+            eps=radius,
+            clip=clip,
+            n_classes=n_classes,
+            iters=p.autoattack_iters,
+            seed=p.seed,
+            batch_size=bench.batch,
+            device=bench.device,
+        )
         return G.LocalResult("autoattack", X, idx, 0, time.perf_counter() - t0)
     if att == "pgd":
         return bench.pgd(mod, Xs, ys, n_i, p.seed)
     return bench.ga(pf, Xs, ys, n_i, p.seed)
 
 
-def rq3_adversarial_model(bench: Bench, seeds: Seeds, gens: Generators, n_classes: int,
-                          adversarial: Optional[torch.nn.Module] = None, label: str = "") -> AdversarialModel:
+def rq3_adversarial_model(
+    bench: Bench,
+    seeds: Seeds,
+    gens: Generators,
+    n_classes: int,
+    adversarial: Optional[torch.nn.Module] = None,
+    label: str = "",
+) -> AdversarialModel:
     """Table 8: FGSM, PGD, AutoAttack and HDA on the audited model (HDA's seeds, RQ2's PGD and HDA test cases) and
     on ``adversarial`` (its own seeds: its correct candidates by its own gradient indicator); skipped for a model
     with fewer than 2 correct candidates."""
     p, module = bench.p, bench.white_module
-    models = {"normal": module, **({"adversarial": adversarial} if adversarial is not None and p.adversarial_model
-                                   else {})}
+    models = {
+        "normal": module,
+        **({"adversarial": adversarial} if adversarial is not None and p.adversarial_model else {}),
+    }
     evals: Dict[str, Dict[str, G.CaseEval]] = {}
     seed_ld: Dict[str, float] = {}
     for mlabel, mod in models.items():
@@ -334,8 +458,9 @@ def rq3_adversarial_model(bench: Bench, seeds: Seeds, gens: Generators, n_classe
             if len(okm) < 2:
                 continue
             gm = G.gradient_indicator(mod, seeds.X[okm], seeds.y[okm], device=bench.device)
-            s_ids = okm[G.select_seeds(seeds.log_density[okm], gm, min(len(seeds.selected), len(okm)),
-                                       normalise=p.normalise)]
+            s_ids = okm[
+                G.select_seeds(seeds.log_density[okm], gm, min(len(seeds.selected), len(okm)), normalise=p.normalise)
+            ]
             n_i = G.allocate(seeds.log_density[s_ids], int(p.cases_per_seed) * len(s_ids), p.ga.population)
         Xs, ys = seeds.X[s_ids], seeds.y[s_ids]
         ones = np.ones(len(Xs), np.int64)
@@ -382,30 +507,42 @@ def _rate(mask: np.ndarray) -> Dict[str, Any]:
     return {"rate": float(mask.mean()) if len(mask) else None, "n": int(len(mask))}
 
 
-def reattack(bench: Bench, repaired: torch.nn.Module, X_held: np.ndarray, y_held: np.ndarray,
-             before: Dict[str, Any], X_test: np.ndarray, y_test: np.ndarray,
-             n_classes: int) -> Dict[str, Dict[str, Any]]:
+def reattack(
+    bench: Bench,
+    repaired: torch.nn.Module,
+    X_held: np.ndarray,
+    y_held: np.ndarray,
+    before: Dict[str, Any],
+    X_test: np.ndarray,
+    y_test: np.ndarray,
+    n_classes: int,
+) -> Dict[str, Dict[str, Any]]:
     """The repaired model attacked again, next to the audited one: a fresh HDA search (the same GA and random seed)
     around the held-out seeds, its AE rate before and after; PGD-``pgd_steps`` and AutoAttack accuracy on test
     inputs (inputs neither model was fine-tuned on)."""
     fixed = G.module_proba(repaired)
-    after = bench.ga(fixed, X_held, y_held, np.full(len(X_held), int(bench.p.finetune.cases_per_seed), np.int64),
-                     bench.p.seed + 1)
+    after = bench.ga(
+        fixed, X_held, y_held, np.full(len(X_held), int(bench.p.finetune.cases_per_seed), np.int64), bench.p.seed + 1
+    )
     wrong = predict(fixed, after.X_cases, bench.batch).argmax(1) != y_held[after.seed_index]
     out = {"hda_search": {"before": before, "after": _rate(wrong)}}
     ones = np.ones(len(X_test), np.int64)
     for att in ("pgd", "autoattack"):
         row = {}
         for name, mod, fn in (("before", bench.white_module, bench.proba_fn), ("after", repaired, fixed)):
-            res = bench.pgd(mod, X_test, y_test, ones, bench.p.seed + 2) if att == "pgd" else \
-                _attack(bench, att, mod, fn, X_test, y_test, ones, n_classes)
+            res = (
+                bench.pgd(mod, X_test, y_test, ones, bench.p.seed + 2)
+                if att == "pgd"
+                else _attack(bench, att, mod, fn, X_test, y_test, ones, n_classes)
+            )
             row[name] = _rate(predict(fn, res.X_cases, bench.batch).argmax(1) == y_test[res.seed_index])
         out[f"{att}_accuracy"] = row
     return out
 
 
-def _finetune_cases(bench: Bench, mname: str, Xs: np.ndarray, ys: np.ndarray, lds: np.ndarray,
-                    X_ref: np.ndarray) -> G.LocalResult:
+def _finetune_cases(
+    bench: Bench, mname: str, Xs: np.ndarray, ys: np.ndarray, lds: np.ndarray, X_ref: np.ndarray
+) -> G.LocalResult:
     """Method ``mname``'s fine-tuning test cases around seeds ``Xs`` (HDA's allocated by density ``lds``)."""
     from weakspot.hda.coverage import NeuronCoverage
 
@@ -416,8 +553,9 @@ def _finetune_cases(bench: Bench, mname: str, Xs: np.ndarray, ys: np.ndarray, ld
         return bench.ga(bench.proba_fn, Xs, ys, n_i, p.seed)
     if mname == "pgd":
         return bench.pgd(bench.white_module, Xs, ys, n_i, p.seed)
-    with NeuronCoverage(bench.white_module, torch.as_tensor(X_ref, device=bench.device),
-                        threshold=p.coverage.threshold) as cov:
+    with NeuronCoverage(
+        bench.white_module, torch.as_tensor(X_ref, device=bench.device), threshold=p.coverage.threshold
+    ) as cov:
         return _coverage(bench, cov, Xs, ys, n_i)
 
 
@@ -430,7 +568,7 @@ def _accuracy(bench: Bench, mod: torch.nn.Module, X: np.ndarray, y: np.ndarray) 
 def split_pool(n: int, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
     """The validation pool's two disjoint halves: (fine-tuning seeds are drawn from, held-out seeds) indices."""
     perm = rng.permutation(n)
-    return np.sort(perm[n // 2:]), np.sort(perm[:n // 2])
+    return np.sort(perm[n // 2 :]), np.sort(perm[: n // 2])
 
 
 def rq4_finetune(bench: Bench, data: Splits, rng: np.random.Generator, n_classes: int) -> Finetuning:
@@ -447,31 +585,59 @@ def rq4_finetune(bench: Bench, data: Splits, rng: np.random.Generator, n_classes
     ldp = bench.density.log_density(Xv)
     k = min(int(ft.seeds), len(tune))
     grad = G.gradient_indicator(bench.white_module, Xv[tune], yv[tune], device=bench.device)
-    seeds = {"hda": tune[G.select_seeds(ldp[tune], grad, k, normalise=p.normalise)],
-             "pgd": tune[rng.choice(len(tune), k, replace=False)],
-             "coverage": tune[rng.choice(len(tune), k, replace=False)]}
+    seeds = {
+        "hda": tune[G.select_seeds(ldp[tune], grad, k, normalise=p.normalise)],
+        "pgd": tune[rng.choice(len(tune), k, replace=False)],
+        "coverage": tune[rng.choice(len(tune), k, replace=False)],
+    }
     val_hda, val_pgd, search_before = _validation_aes(bench, Xv[held], yv[held])
     sub = rng.choice(len(X_train), min(int(ft.train), len(X_train)), replace=False)
     tr_eval = rng.choice(len(X_train), min(2000, len(X_train)), replace=False)
     te = rng.choice(len(X_test), min(int(ft.pool), len(X_test)), replace=False)
 
     def accuracies(mod: torch.nn.Module) -> Dict[str, Optional[float]]:
-        return {"train_acc": _accuracy(bench, mod, X_train[tr_eval], y_train[tr_eval]),
-                "test_acc": _accuracy(bench, mod, X_test, y_test),
-                "global_robustness": _accuracy(bench, mod, *val_hda), "pgd_robustness": _accuracy(bench, mod, *val_pgd)}
+        return {
+            "train_acc": _accuracy(bench, mod, X_train[tr_eval], y_train[tr_eval]),
+            "test_acc": _accuracy(bench, mod, X_test, y_test),
+            "global_robustness": _accuracy(bench, mod, *val_hda),
+            "pgd_robustness": _accuracy(bench, mod, *val_pgd),
+        }
 
-    out = Finetuning(accuracies(bench.white_module), {}, {}, {},
-                     {"pool": int(len(Xv)), "held_seeds": int(len(held)), "tune_pool": int(len(tune)),
-                      "hda_aes": int(len(val_hda[0])), "pgd_aes": int(len(val_pgd[0]))}, int(len(sub)),
-                     split={"tune": tune.tolist(), "held": held.tolist(),
-                            "seeds": {mn: np.asarray(ids).tolist() for mn, ids in seeds.items()}})
+    out = Finetuning(
+        accuracies(bench.white_module),
+        {},
+        {},
+        {},
+        {
+            "pool": int(len(Xv)),
+            "held_seeds": int(len(held)),
+            "tune_pool": int(len(tune)),
+            "hda_aes": int(len(val_hda[0])),
+            "pgd_aes": int(len(val_pgd[0])),
+        },
+        int(len(sub)),
+        split={
+            "tune": tune.tolist(),
+            "held": held.tolist(),
+            "seeds": {mn: np.asarray(ids).tolist() for mn, ids in seeds.items()},
+        },
+    )
     for mname in ft.methods:
         ids = seeds[mname]
         res = _finetune_cases(bench, mname, Xv[ids], yv[ids], ldp[ids], X_train[sub[:1000]])
         X_ft = np.concatenate([X_train[sub], res.X_cases]).astype(np.float32)
         y_ft = np.concatenate([y_train[sub], yv[ids][res.seed_index]])
-        m = finetune(bench.white_module, X_ft, y_ft, epochs=ft.epochs, lr=ft.lr, batch_size=ft.batch_size, seed=p.seed,
-                     device=bench.device, progress=bench.progress)["module"]
+        m = finetune(
+            bench.white_module,
+            X_ft,
+            y_ft,
+            epochs=ft.epochs,
+            lr=ft.lr,
+            batch_size=ft.batch_size,
+            seed=p.seed,
+            device=bench.device,
+            progress=bench.progress,
+        )["module"]
         out.after[mname] = accuracies(m)
         out.test_cases[mname], out.seeds[mname] = int(len(res.X_cases)), int(len(ids))
         if mname == "hda":

@@ -49,14 +49,20 @@ class Reference:
     @property
     def label(self) -> str:
         acc = "" if self.test_accuracy is None else f", test accuracy {self.test_accuracy:.1%}"
-        return (f"a reference CNN trained by this stage (4 conv blocks from width {self.width}, {self.n_train} "
-                f"training inputs, {self.epochs} epoch{'s' if self.epochs != 1 else ''}{acc}; every block's ReLU "
-                "averaged over space)")
+        return (
+            f"a reference CNN trained by this stage (4 conv blocks from width {self.width}, {self.n_train} "
+            f"training inputs, {self.epochs} epoch{'s' if self.epochs != 1 else ''}{acc}; every block's ReLU "
+            "averaged over space)"
+        )
 
     def info(self) -> dict:
         """Its settings and test accuracy, for the metrics."""
-        return {"width": self.width, "n_train": self.n_train, "epochs": self.epochs,
-                "test_accuracy": None if self.test_accuracy is None else round(float(self.test_accuracy), 4)}
+        return {
+            "width": self.width,
+            "n_train": self.n_train,
+            "epochs": self.epochs,
+            "test_accuracy": None if self.test_accuracy is None else round(float(self.test_accuracy), 4),
+        }
 
     def features(self, X: np.ndarray) -> np.ndarray:
         """Every block's ReLU output averaged over space, concatenated: ``(n, features)`` float64."""
@@ -67,7 +73,7 @@ class Reference:
             hooks = [r.register_forward_hook(lambda m, a, o: out.append(o.mean(dim=(2, 3)))) for r in relus]
             try:
                 with torch.no_grad():
-                    self.module(torch.as_tensor(np.asarray(X[i:i + self.batch], np.float32), device=self.device))
+                    self.module(torch.as_tensor(np.asarray(X[i : i + self.batch], np.float32), device=self.device))
             finally:
                 for h in hooks:
                     h.remove()
@@ -75,10 +81,22 @@ class Reference:
         return np.concatenate(rows).astype(np.float64) if rows else np.zeros((0, 1))
 
 
-def train_reference(X: np.ndarray, y: np.ndarray, n_classes: int, *, width: int = 16, train: int = 3000,
-                    epochs: int = 10, lr: float = 2e-3, batch_size: int = 64, seed: int = 0, device: Any = "cpu",
-                    X_test: Optional[np.ndarray] = None, y_test: Optional[np.ndarray] = None,
-                    progress: Any = None) -> Reference:
+def train_reference(
+    X: np.ndarray,
+    y: np.ndarray,
+    n_classes: int,
+    *,
+    width: int = 16,
+    train: int = 3000,
+    epochs: int = 10,
+    lr: float = 2e-3,
+    batch_size: int = 64,
+    seed: int = 0,
+    device: Any = "cpu",
+    X_test: Optional[np.ndarray] = None,
+    y_test: Optional[np.ndarray] = None,
+    progress: Any = None,
+) -> Reference:
     """Train the reference CNN on a seeded sample of ``train`` rows of images ``X`` ``(n, c, h, w)`` (h, w >= 8)."""
     from weakspot.models.archs import build_small_cnn
     from weakspot.models.train import train_torch_classifier
@@ -86,19 +104,32 @@ def train_reference(X: np.ndarray, y: np.ndarray, n_classes: int, *, width: int 
     X = np.asarray(X, np.float32)
     if X.ndim != 4 or min(X.shape[2:]) < 8:
         raise DataError(f"HDA's FID reference network needs images (n, c, h, w) of at least 8x8 pixels, got {X.shape}")
-    keep = np.sort(np.random.default_rng(int(seed)).permutation(len(X))[:int(train)])
+    keep = np.sort(np.random.default_rng(int(seed)).permutation(len(X))[: int(train)])
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed) + 1)  # not the audited model's initialisation, whatever seed that used
         module = build_small_cnn(X.shape[1:], int(n_classes), width=int(width))
-    train_torch_classifier(module, X[keep], np.asarray(y, np.int64)[keep], epochs=int(epochs), lr=float(lr),
-                           batch_size=int(batch_size), seed=int(seed) + 1, device=device,
-                           progress=None if progress is None else
-                           (lambda what, done, total: progress(f"FID reference network: {what}", done, total)))
+    train_torch_classifier(
+        module,
+        X[keep],
+        np.asarray(y, np.int64)[keep],
+        epochs=int(epochs),
+        lr=float(lr),
+        batch_size=int(batch_size),
+        seed=int(seed) + 1,
+        device=device,
+        progress=None
+        if progress is None
+        else (lambda what, done, total: progress(f"FID reference network: {what}", done, total)),
+    )
     module.eval()
     acc = None
     if X_test is not None and len(X_test):
         with torch.no_grad():
-            pred = torch.cat([module(torch.as_tensor(np.asarray(X_test[i:i + 1024], np.float32), device=device))
-                              .argmax(1).cpu() for i in range(0, len(X_test), 1024)]).numpy()
+            pred = torch.cat(
+                [
+                    module(torch.as_tensor(np.asarray(X_test[i : i + 1024], np.float32), device=device)).argmax(1).cpu()
+                    for i in range(0, len(X_test), 1024)
+                ]
+            ).numpy()
         acc = float((pred == np.asarray(y_test)).mean())
     return Reference(module, int(width), int(len(keep)), int(epochs), acc, device)

@@ -33,9 +33,15 @@ from weakspot.methods import AuditTarget, MethodReport
 from weakspot.fmt import rounded, stored
 from weakspot.result import StageResult
 
-METHOD_TITLES = {"hda": "HDA (two-step GA)", "pgd": "PGD", "coverage": "coverage-guided fuzzing",
-                 "foda": "FODA (VAE decoding)", "fgsm": "FGSM", "autoattack": "AutoAttack (ART)",
-                 "ooda": "OODA (PGD, valid AEs only)"}
+METHOD_TITLES = {
+    "hda": "HDA (two-step GA)",
+    "pgd": "PGD",
+    "coverage": "coverage-guided fuzzing",
+    "foda": "FODA (VAE decoding)",
+    "fgsm": "FGSM",
+    "autoattack": "AutoAttack (ART)",
+    "ooda": "OODA (PGD, valid AEs only)",
+}
 SEVERITY = "adversarial test cases among the seed's, plus their mean SSIM to the seed (naturalness), over 2"
 TITLE = "Hierarchical distribution-aware testing: natural AEs near dense, fragile seeds"
 
@@ -46,16 +52,22 @@ def report(result: HdaResult, params: HdaParams, target: AuditTarget) -> MethodR
     p = params
     m, claims = _metrics_and_claims(result, p)
     tables = _tables(result, m, p, claims)
-    section = StageResult(metrics=m, tables=tables, title=f"{TITLE} ({target.name})",
-                          summary=_summary(result, p, tables), items=_items(result, p, tables),
-                          headline=[_headline(result, m, p) + "."],
-                          key_metrics=["hda_ae_prop", "hda_fid"] + (["pgd_ae_prop", "pgd_fid"] if "pgd_ae_prop" in m
-                                                                    else []),
-                          sample=(f"{m['n_seeds']} seeds selected among {len(result.seeds.X)} correctly classified "
-                                  f"test and validation inputs (never a training input), against "
-                                  f"{len(result.seeds.random)} random ones of them (seed {p.seed}); its VAE and KDE "
-                                  f"fitted on the train split (hda.train_sample: at most {p.train_sample} inputs, "
-                                  "a seeded sample)"))
+    section = StageResult(
+        metrics=m,
+        tables=tables,
+        title=f"{TITLE} ({target.name})",
+        summary=_summary(result, p, tables),
+        items=_items(result, p, tables),
+        headline=[_headline(result, m, p) + "."],
+        key_metrics=["hda_ae_prop", "hda_fid"] + (["pgd_ae_prop", "pgd_fid"] if "pgd_ae_prop" in m else []),
+        sample=(
+            f"{m['n_seeds']} seeds selected among {len(result.seeds.X)} correctly classified "
+            f"test and validation inputs (never a training input), against "
+            f"{len(result.seeds.random)} random ones of them (seed {p.seed}); its VAE and KDE "
+            f"fitted on the train split (hda.train_sample: at most {p.train_sample} inputs, "
+            "a seeded sample)"
+        ),
+    )
     lineage: Dict[str, Any] = {"adversarial_model": result.adversarial_info} if result.adversarial_info else {}
     repaired = repaired_model(result, p)
     if repaired["state_dict"] is not None:
@@ -81,8 +93,13 @@ def finetune_metrics(result: HdaResult) -> Dict[str, Any]:
         r = ft.before if mname == "none" else ft.after[mname]
         met[mname]["intervals"] = {kk: wilson(r[kk], n) for kk, n in n_aes.items() if r.get(kk) is not None}
     if ft.reattack:
-        met["reattack"] = {att: {when: {"rate": rounded(v["rate"]), "n": v["n"], "interval": wilson(v["rate"], v["n"])}
-                                 for when, v in row.items()} for att, row in ft.reattack.items()}
+        met["reattack"] = {
+            att: {
+                when: {"rate": rounded(v["rate"]), "n": v["n"], "interval": wilson(v["rate"], v["n"])}
+                for when, v in row.items()
+            }
+            for att, row in ft.reattack.items()
+        }
     return met
 
 
@@ -119,12 +136,18 @@ def _metrics_and_claims(result: HdaResult, p: HdaParams) -> Tuple[Dict[str, Any]
     m: Dict[str, Any] = {"radius": rounded(result.radius, 6), "n_seeds": int(len(s.selected)), "indicator": s.indicator}
     for (mname, sname), e in result.generators.evals.items():
         f = e.fid_est
-        entry = {"ae_prop": rounded(e.ae_prop), "pred_loss": rounded(e.pred_loss), "fid": rounded(e.fid, 6),
-                 "fid_interval": None if f is None or not np.isfinite(f.lo) else [rounded(f.lo, 6), rounded(f.hi, 6)],
-                 "ssim": rounded(e.ssim),
-                 "fid_aes": _ae_count(e), "valid_ae_share": rounded(e.valid_ae_share),
-                 "log_density": rounded(e.log_density), "queries_per_seed": rounded(e.queries_per_seed, 1),
-                 "test_cases": int(e.n_cases)}
+        entry = {
+            "ae_prop": rounded(e.ae_prop),
+            "pred_loss": rounded(e.pred_loss),
+            "fid": rounded(e.fid, 6),
+            "fid_interval": None if f is None or not np.isfinite(f.lo) else [rounded(f.lo, 6), rounded(f.hi, 6)],
+            "ssim": rounded(e.ssim),
+            "fid_aes": _ae_count(e),
+            "valid_ae_share": rounded(e.valid_ae_share),
+            "log_density": rounded(e.log_density),
+            "queries_per_seed": rounded(e.queries_per_seed, 1),
+            "test_cases": int(e.n_cases),
+        }
         if sname == "selected":
             m[mname] = entry
         else:
@@ -134,17 +157,24 @@ def _metrics_and_claims(result: HdaResult, p: HdaParams) -> Tuple[Dict[str, Any]
     m["fid_reference"] = dict(result.distribution.reference or {})
     val = result.distribution.validity
     if val is not None:  # Table 7's threshold: what "valid" meant
-        m["validity"] = {"quantile": val.quantile, "n_reference": val.n_reference, "samples": val.samples,
-                         "threshold": rounded(val.threshold)}
+        m["validity"] = {
+            "quantile": val.quantile,
+            "n_reference": val.n_reference,
+            "samples": val.samples,
+            "threshold": rounded(val.threshold),
+        }
     m["indicator_pearson"] = {kk: rounded(vv) for kk, vv in s.pearson.items()}
     m["robustness_floor_share"] = rounded(s.floor_share)
     m["seeds"] = {kk: {a: rounded(b) for a, b in vv.items()} for kk, vv in s.table5.items()}
     m["fid_kde_samples"] = {kk: rounded(vv) for kk, vv in dist.fid.items()}
-    m["latent"] = {r["compression"]: {"vs": r["VS"], "sse": r["reconstruction SSE"]}
-                   for r in dist.table3.to_dict("records")}
+    m["latent"] = {
+        r["compression"]: {"vs": r["VS"], "sse": r["reconstruction SSE"]} for r in dist.table3.to_dict("records")
+    }
     t8 = result.adversarial.evals if result.adversarial is not None else {}
-    m["adversarial_model"] = {ml: {a: {"ae_prop": rounded(e.ae_prop), "fid": rounded(e.fid)} for a, e in row.items()}
-                              for ml, row in t8.items()}
+    m["adversarial_model"] = {
+        ml: {a: {"ae_prop": rounded(e.ae_prop), "fid": rounded(e.fid)} for a, e in row.items()}
+        for ml, row in t8.items()
+    }
     ft_metrics = finetune_metrics(result)
     if ft_metrics:
         m["finetune"] = ft_metrics
@@ -161,28 +191,50 @@ def _metrics_and_claims(result: HdaResult, p: HdaParams) -> Tuple[Dict[str, Any]
 
 # ----------------------------------------------------------------------------------------------------------- tables
 def _case_row(e: CaseEval) -> Dict[str, Any]:
-    return {"method": METHOD_TITLES.get(e.method, e.method), "seeds": e.seeds, "test cases": e.n_cases,
-            "AE prop.": round(e.ae_prop, 3), "pred. loss (AEs)": rounded(e.pred_loss, 3),
-            "log density of AEs": rounded(e.log_density, 3), "AEs": _ae_count(e),
-            "FID (95%, AEs)": fid_text(e, "").strip(), "valid AEs": _share(e.valid_ae_share),
-            "SSIM to seed": rounded(e.ssim, 3), "L-inf to seed": rounded(e.linf, 4),
-            "queries / seed": round(e.queries_per_seed, 1), "seconds / seed": round(e.seconds_per_seed, 4)}
+    return {
+        "method": METHOD_TITLES.get(e.method, e.method),
+        "seeds": e.seeds,
+        "test cases": e.n_cases,
+        "AE prop.": round(e.ae_prop, 3),
+        "pred. loss (AEs)": rounded(e.pred_loss, 3),
+        "log density of AEs": rounded(e.log_density, 3),
+        "AEs": _ae_count(e),
+        "FID (95%, AEs)": fid_text(e, "").strip(),
+        "valid AEs": _share(e.valid_ae_share),
+        "SSIM to seed": rounded(e.ssim, 3),
+        "L-inf to seed": rounded(e.linf, 4),
+        "queries / seed": round(e.queries_per_seed, 1),
+        "seconds / seed": round(e.seconds_per_seed, 4),
+    }
 
 
 def _ft_cols(r: Dict[str, Any], n: Dict[str, int]) -> Dict[str, Any]:
     f = lambda v: "" if v is None else f"{v:.1%}"  # noqa: E731
-    return {"train acc.": f(r["train_acc"]), "test acc.": f(r["test_acc"]),
-            "accuracy on HDA AEs of held-out seeds (95%)": _pct_ci(r["global_robustness"], n["global_robustness"]),
-            "accuracy on PGD AEs of held-out seeds (95%)": _pct_ci(r["pgd_robustness"], n["pgd_robustness"])}
+    return {
+        "train acc.": f(r["train_acc"]),
+        "test acc.": f(r["test_acc"]),
+        "accuracy on HDA AEs of held-out seeds (95%)": _pct_ci(r["global_robustness"], n["global_robustness"]),
+        "accuracy on PGD AEs of held-out seeds (95%)": _pct_ci(r["pgd_robustness"], n["pgd_robustness"]),
+    }
 
 
 def _table8_rows(result: HdaResult) -> List[Dict[str, Any]]:
     adv = result.adversarial
     if adv is None:
         return []
-    return [{"model": ml, "method": METHOD_TITLES[att], "log density of seeds": round(adv.seed_log_density[ml], 3),
-             "AE prop.": round(e.ae_prop, 3), "AEs": _ae_count(e), "FID (95%, AEs)": fid_text(e, "").strip(),
-             "SSIM to seed": rounded(e.ssim, 3)} for ml, row in adv.evals.items() for att, e in row.items()]
+    return [
+        {
+            "model": ml,
+            "method": METHOD_TITLES[att],
+            "log density of seeds": round(adv.seed_log_density[ml], 3),
+            "AE prop.": round(e.ae_prop, 3),
+            "AEs": _ae_count(e),
+            "FID (95%, AEs)": fid_text(e, "").strip(),
+            "SSIM to seed": rounded(e.ssim, 3),
+        }
+        for ml, row in adv.evals.items()
+        for att, e in row.items()
+    ]
 
 
 def _share(v: float) -> str:
@@ -202,11 +254,18 @@ def _table7_rows(result: HdaResult) -> List[Dict[str, Any]]:
         if e is None or e.valid is None:
             continue
         n_valid = int((e.ae_mask & e.valid).sum())
-        rows.append({"method": METHOD_TITLES[mn], "seeds": sname, "test cases": e.n_cases,
-                     "log density of AEs": rounded(e.log_density, 3),
-                     "valid AEs per test case": round(n_valid / max(e.n_cases, 1), 3),
-                     "% valid AEs": _share(e.valid_ae_share), "L-inf to seed": rounded(e.linf, 4),
-                     "FID (95%, AEs)": fid_text(e, "").strip()})
+        rows.append(
+            {
+                "method": METHOD_TITLES[mn],
+                "seeds": sname,
+                "test cases": e.n_cases,
+                "log density of AEs": rounded(e.log_density, 3),
+                "valid AEs per test case": round(n_valid / max(e.n_cases, 1), 3),
+                "% valid AEs": _share(e.valid_ae_share),
+                "L-inf to seed": rounded(e.linf, 4),
+                "FID (95%, AEs)": fid_text(e, "").strip(),
+            }
+        )
     return rows
 
 
@@ -214,14 +273,21 @@ def _reattack_rows(result: HdaResult) -> List[Dict[str, Any]]:
     ft = result.finetuning
     if ft is None or not ft.reattack:
         return []
-    what = {"hda_search": "a fresh HDA search around the held-out seeds: share of its test cases that are AEs",
-            "pgd_accuracy": "PGD accuracy on test inputs (share still correct)",
-            "autoattack_accuracy": "AutoAttack (APGD-CE + APGD-DLR, IBM ART) accuracy on test inputs"}
+    what = {
+        "hda_search": "a fresh HDA search around the held-out seeds: share of its test cases that are AEs",
+        "pgd_accuracy": "PGD accuracy on test inputs (share still correct)",
+        "autoattack_accuracy": "AutoAttack (APGD-CE + APGD-DLR, IBM ART) accuracy on test inputs",
+    }
     rows = []
     for att, row in ft.reattack.items():
-        cells = {f"{model} model (95%)": (_pct_ci(row[when]["rate"], row[when]["n"]) + f" of {row[when]['n']}"
-                                          if row[when]["rate"] is not None else "")
-                 for when, model in (("before", "audited"), ("after", "repaired"))}
+        cells = {
+            f"{model} model (95%)": (
+                _pct_ci(row[when]["rate"], row[when]["n"]) + f" of {row[when]['n']}"
+                if row[when]["rate"] is not None
+                else ""
+            )
+            for when, model in (("before", "audited"), ("after", "repaired"))
+        }
         rows.append({"attack": what[att], **cells})
     return rows
 
@@ -231,9 +297,10 @@ def _table9_rows(result: HdaResult) -> List[Dict[str, Any]]:
     if ft is None:
         return []
     n = _n_aes(ft)
-    return [{"fine-tuned with": "nothing (the audited model)", "test cases": 0, **_ft_cols(ft.before, n)}] + \
-        [{"fine-tuned with": METHOD_TITLES[mn], "test cases": ft.test_cases[mn], **_ft_cols(r, n)}
-         for mn, r in ft.after.items()]
+    return [{"fine-tuned with": "nothing (the audited model)", "test cases": 0, **_ft_cols(ft.before, n)}] + [
+        {"fine-tuned with": METHOD_TITLES[mn], "test cases": ft.test_cases[mn], **_ft_cols(r, n)}
+        for mn, r in ft.after.items()
+    ]
 
 
 def _settings(p: HdaParams, result: HdaResult) -> Any:
@@ -244,31 +311,79 @@ def _settings(p: HdaParams, result: HdaResult) -> Any:
     cov = coverage_iterations(p) * p.coverage.mutants + 1
     val = dist.validity
 
-    ran = {"n_seeds": p.n_seeds, "robustness.n_balls": p.robustness.n_balls, "fid_samples": p.fid_samples,
-           "ga.generations": p.ga.generations, "finetune.epochs": p.finetune.epochs,
-           "finetune.seeds": p.finetune.seeds,
-           "finetune.train": f"{p.finetune.train} random training inputs"}
-    rows = [{"setting": k, "ran": ran[k], "paper": v[0], "where": v[1], "differs": str(ran[k]) != str(v[0])}
-            for k, v in PAPER_SETTINGS.items()]
-    rows += [{"setting": "radius", "ran": round(radius, 4), "paper": "0.1 (MNIST), 0.03 (CIFAR-10)",
-              "where": "Table 1", "differs": False},
-             {"setting": "GA population x generations", "ran": f"{p.ga.population} x {p.ga.generations}",
-              "paper": "not given", "where": "Algorithm 1", "differs": False},
-             {"setting": "candidate seeds", "ran": f"{n_cand} correctly classified", "paper": "the test set",
-              "where": "Sec. 3.3", "differs": False},
-             {"setting": "FID features", "ran": dist.featurizer, "paper": "Inception-v3 (no weights here)",
-              "where": "Table 2", "differs": True},
-             {"setting": "FID of AEs", "ran": f"against their own seeds, 95% bootstrap interval ({p.fid.bootstrap} "
-              f"resamples), no claim from fewer than {p.fid.min_aes} AEs", "paper": "against the test seeds, no "
-              "interval", "where": "Table 6", "differs": True}]
+    ran = {
+        "n_seeds": p.n_seeds,
+        "robustness.n_balls": p.robustness.n_balls,
+        "fid_samples": p.fid_samples,
+        "ga.generations": p.ga.generations,
+        "finetune.epochs": p.finetune.epochs,
+        "finetune.seeds": p.finetune.seeds,
+        "finetune.train": f"{p.finetune.train} random training inputs",
+    }
+    rows = [
+        {"setting": k, "ran": ran[k], "paper": v[0], "where": v[1], "differs": str(ran[k]) != str(v[0])}
+        for k, v in PAPER_SETTINGS.items()
+    ]
+    rows += [
+        {
+            "setting": "radius",
+            "ran": round(radius, 4),
+            "paper": "0.1 (MNIST), 0.03 (CIFAR-10)",
+            "where": "Table 1",
+            "differs": False,
+        },
+        {
+            "setting": "GA population x generations",
+            "ran": f"{p.ga.population} x {p.ga.generations}",
+            "paper": "not given",
+            "where": "Algorithm 1",
+            "differs": False,
+        },
+        {
+            "setting": "candidate seeds",
+            "ran": f"{n_cand} correctly classified",
+            "paper": "the test set",
+            "where": "Sec. 3.3",
+            "differs": False,
+        },
+        {
+            "setting": "FID features",
+            "ran": dist.featurizer,
+            "paper": "Inception-v3 (no weights here)",
+            "where": "Table 2",
+            "differs": True,
+        },
+        {
+            "setting": "FID of AEs",
+            "ran": f"against their own seeds, 95% bootstrap interval ({p.fid.bootstrap} "
+            f"resamples), no claim from fewer than {p.fid.min_aes} AEs",
+            "paper": "against the test seeds, no interval",
+            "where": "Table 6",
+            "differs": True,
+        },
+    ]
     if ("coverage", "selected") in result.generators.evals:
-        rows.append({"setting": "coverage-guided fuzzing's queries per seed", "ran": f"{cov} (HDA's GA: "
-                     f"{h.queries_per_seed:.0f})", "paper": "not given", "where": "Table 6",
-                     "differs": p.coverage.iterations is not None})
+        rows.append(
+            {
+                "setting": "coverage-guided fuzzing's queries per seed",
+                "ran": f"{cov} (HDA's GA: {h.queries_per_seed:.0f})",
+                "paper": "not given",
+                "where": "Table 6",
+                "differs": p.coverage.iterations is not None,
+            }
+        )
     if val is not None:
-        rows.append({"setting": "validity threshold (OODA, % valid AEs)", "ran": f"the {val.quantile:g} quantile "
-                     f"of {val.n_reference} validation inputs' VAE reconstruction probability ({val.samples} codes "
-                     "each)", "paper": "a user-defined threshold (Dola et al.)", "where": "Table 7", "differs": True})
+        rows.append(
+            {
+                "setting": "validity threshold (OODA, % valid AEs)",
+                "ran": f"the {val.quantile:g} quantile "
+                f"of {val.n_reference} validation inputs' VAE reconstruction probability ({val.samples} codes "
+                "each)",
+                "paper": "a user-defined threshold (Dola et al.)",
+                "where": "Table 7",
+                "differs": True,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -277,23 +392,52 @@ def _tables(result: HdaResult, m: Dict[str, Any], p: HdaParams, claims: List[Any
     import pandas as pd
 
     s, fid3, pear = result.seeds, result.distribution.fid, result.seeds.pearson
-    t3_fid = pd.DataFrame([{"samples": f"{p.fid_samples} decoded from the KDE",
-                            "FID to the training data": rounded(fid3["kde"], 3)},
-                           {"samples": f"{p.fid_samples} decoded from a uniform latent box",
-                            "FID to the training data": rounded(fid3["uniform"], 3)}])
-    t4 = pd.DataFrame([{"indicator": "gradient (white-box): L1 norm of the input gradient",
-                        "Pearson r": rounded(pear["gradient"], 3), "expected sign": "+",
-                        "paper |r| (MNIST / CIFAR-10)": "0.672 / 0.832"},
-                       {"indicator": "separation (black-box): distance to the nearest other-label output",
-                        "Pearson r": rounded(pear["separation"], 3), "expected sign": "-",
-                        "paper |r| (MNIST / CIFAR-10)": "0.379 / 0.646"}])
-    t5 = pd.DataFrame([{"seeds": n, "mean relative log density": round(v["log_density"], 3),
-                        "mean log10 P(misclassified in the ball)": round(v["log10_local_robustness"], 3),
-                        f"mean log10 {s.indicator} indicator": round(v["indicator"], 3)} for n, v in s.table5.items()])
-    tables = {"table6": pd.DataFrame([_case_row(e) for e in result.generators.evals.values()]),
-              "table3": result.distribution.table3.copy(), "fig3_fid": t3_fid, "table4": t4, "table5": t5,
-              "claims": claims_table(claims), "settings": _settings(p, result),
-              "seconds": pd.DataFrame([{"step": kk, "seconds": vv} for kk, vv in result.seconds.items()])}
+    t3_fid = pd.DataFrame(
+        [
+            {"samples": f"{p.fid_samples} decoded from the KDE", "FID to the training data": rounded(fid3["kde"], 3)},
+            {
+                "samples": f"{p.fid_samples} decoded from a uniform latent box",
+                "FID to the training data": rounded(fid3["uniform"], 3),
+            },
+        ]
+    )
+    t4 = pd.DataFrame(
+        [
+            {
+                "indicator": "gradient (white-box): L1 norm of the input gradient",
+                "Pearson r": rounded(pear["gradient"], 3),
+                "expected sign": "+",
+                "paper |r| (MNIST / CIFAR-10)": "0.672 / 0.832",
+            },
+            {
+                "indicator": "separation (black-box): distance to the nearest other-label output",
+                "Pearson r": rounded(pear["separation"], 3),
+                "expected sign": "-",
+                "paper |r| (MNIST / CIFAR-10)": "0.379 / 0.646",
+            },
+        ]
+    )
+    t5 = pd.DataFrame(
+        [
+            {
+                "seeds": n,
+                "mean relative log density": round(v["log_density"], 3),
+                "mean log10 P(misclassified in the ball)": round(v["log10_local_robustness"], 3),
+                f"mean log10 {s.indicator} indicator": round(v["indicator"], 3),
+            }
+            for n, v in s.table5.items()
+        ]
+    )
+    tables = {
+        "table6": pd.DataFrame([_case_row(e) for e in result.generators.evals.values()]),
+        "table3": result.distribution.table3.copy(),
+        "fig3_fid": t3_fid,
+        "table4": t4,
+        "table5": t5,
+        "claims": claims_table(claims),
+        "settings": _settings(p, result),
+        "seconds": pd.DataFrame([{"step": kk, "seconds": vv} for kk, vv in result.seconds.items()]),
+    }
     t7, t8, t9 = (pd.DataFrame(f(result)) for f in (_table7_rows, _table8_rows, _table9_rows))
     if len(t7):
         tables["table7"] = t7
@@ -312,8 +456,14 @@ def _summary(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[st
     s, evals, radius = result.seeds, result.generators.evals, result.radius
     table5, floor_share = s.table5, s.floor_share
     h, pg = evals[("hda", "selected")], evals.get(("pgd", "selected"))
-    fl = "" if floor_share == 0 else (f" ({floor_share:.0%} of the balls are below the estimator's floor "
-                                      f"log P = {p.robustness.log_p_min:g} and sit there)")
+    fl = (
+        ""
+        if floor_share == 0
+        else (
+            f" ({floor_share:.0%} of the balls are below the estimator's floor "
+            f"log P = {p.robustness.log_p_min:g} and sit there)"
+        )
+    )
     return [
         "Hierarchical distribution-aware testing (Huang et al., seeds/004) looks for adversarial examples (AEs) where "
         "they matter and where a person would not notice them: it picks test seeds where the data are dense (a KDE "
@@ -323,17 +473,25 @@ def _summary(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[st
         f"({p.ga.metric.upper()}, lambda {p.ga.lam:g}).",
         f"On {len(s.selected)} selected seeds, {h.n_cases} test cases: HDA's AE proportion {h.ae_prop:.0%}, FID "
         f"{fid_text(h, '').strip()}, SSIM to the seed {stored(h.ssim):.3f}"
-        + (f"; PGD-{p.pgd_steps}'s {pg.ae_prop:.0%}, FID {fid_text(pg, '').strip()}, SSIM {stored(pg.ssim):.3f}"
-           if pg is not None else "")
-        + (f"; coverage-guided fuzzing's {evals[('coverage', 'selected')].ae_prop:.0%} (neuron coverage "
-           f"{result.generators.coverage_rate:.0%})" if ("coverage", "selected") in evals else "")
+        + (
+            f"; PGD-{p.pgd_steps}'s {pg.ae_prop:.0%}, FID {fid_text(pg, '').strip()}, SSIM {stored(pg.ssim):.3f}"
+            if pg is not None
+            else ""
+        )
+        + (
+            f"; coverage-guided fuzzing's {evals[('coverage', 'selected')].ae_prop:.0%} (neuron coverage "
+            f"{result.generators.coverage_rate:.0%})"
+            if ("coverage", "selected") in evals
+            else ""
+        )
         + f". Seed selection used the {s.indicator} indicator; the selected seeds' mean relative log density is "
         f"{table5['selected']['log_density']:.2f} against random seeds' {table5['random']['log_density']:.2f}, "
         f"and their estimated log10 probability of misclassification in the ball "
         f"{table5['selected']['log10_local_robustness']:.2f} against {table5['random']['log10_local_robustness']:.2f}"
         f"{fl}.",
-        "The paper's claims, checked: " + "; ".join(f"{r['claim']}: {r['holds']}"
-                                                    for r in tables["claims"].to_dict("records")) + ".",
+        "The paper's claims, checked: "
+        + "; ".join(f"{r['claim']}: {r['holds']}" for r in tables["claims"].to_dict("records"))
+        + ".",
         f"Caveats: FID is on {result.distribution.featurizer} (no Inception weights here; never the audited model, "
         "whose own features an AE is made to move), each method's AEs against their own seeds, comparable across "
         "methods of this target only; it is biased upward with few AEs, hence its count and 95% bootstrap interval, "
@@ -343,8 +501,12 @@ def _summary(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[st
         "noisy. Global robustness after fine-tuning is measured on AEs found by HDA's own GA, as in the paper, which "
         "favours HDA's fine-tuning; the accuracy on PGD's AEs is given beside it. Settings that differ from the "
         "paper's: "
-        + "; ".join(f"{r['setting']} {r['ran']} (paper: {r['paper']})" for r in tables["settings"].to_dict("records")
-                    if r["differs"]) + ".",
+        + "; ".join(
+            f"{r['setting']} {r['ran']} (paper: {r['paper']})"
+            for r in tables["settings"].to_dict("records")
+            if r["differs"]
+        )
+        + ".",
     ]
 
 
@@ -352,45 +514,105 @@ def _items(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[Dict
     s = result.seeds
     adv_label = result.adversarial.label if result.adversarial is not None else ""
     return [
-        {"figure": "aes", "caption": "The most natural AEs HDA found (highest SSIM to their seed), grouped by class: "
-         "each seed (top: true class, the model's prediction, the seed's relative log density) and its AE (bottom: "
-         "the prediction and its confidence, SSIM to the seed)."},
-        {"table": "claims", "caption": "The paper's claims, checked on this target: each with the criterion it is "
-         "tested by and the numbers it read."},
-        {"table": "table6", "caption": f"Table 6: every generator on the same seeds ({len(s.selected)} selected by "
-         f"HDA, {len(s.random)} random), the same number of test cases per seed; AE prop. is the share of test cases "
-         "that are AEs, pred. loss p(best other class) - p(true class) over the AEs (Definition 3; > 0 is an AE), FID "
-         "of the AEs against their own seeds on the reference CNN's features (95% bootstrap interval, AEs it rests "
-         "on), valid AEs the share the VAE's reconstruction probability accepts (Table 7's criterion); coverage-"
-         "guided fuzzing at the queries per seed shown."},
-        *([{"table": "table7", "caption": "Table 7: OODA (PGD's AEs that pass the VAE's reconstruction-probability "
-            "threshold) and FODA on random seeds, as Dola et al. run them, against HDA on its own seeds."}]
-          if "table7" in tables else []),
-        {"figure": "landscape", "caption": "The global distribution: the training codes' first two principal "
-         "components coloured by log KDE density, HDA's seeds (red) and random seeds (white)."},
-        {"table": "table5", "caption": "Table 5: HDA's seeds against random seeds (relative log density: 0 = the "
-         "median training input; higher log10 P = less robust)."},
-        {"table": "table4", "caption": f"Table 4: Pearson correlation between log10 of the estimated probability of "
-         f"misclassification in {len(s.balls)} random balls and the log of each indicator."},
+        {
+            "figure": "aes",
+            "caption": "The most natural AEs HDA found (highest SSIM to their seed), grouped by class: "
+            "each seed (top: true class, the model's prediction, the seed's relative log density) and its AE (bottom: "
+            "the prediction and its confidence, SSIM to the seed).",
+        },
+        {
+            "table": "claims",
+            "caption": "The paper's claims, checked on this target: each with the criterion it is "
+            "tested by and the numbers it read.",
+        },
+        {
+            "table": "table6",
+            "caption": f"Table 6: every generator on the same seeds ({len(s.selected)} selected by "
+            f"HDA, {len(s.random)} random), the same number of test cases per seed; AE prop. is the share of test cases "
+            "that are AEs, pred. loss p(best other class) - p(true class) over the AEs (Definition 3; > 0 is an AE), FID "
+            "of the AEs against their own seeds on the reference CNN's features (95% bootstrap interval, AEs it rests "
+            "on), valid AEs the share the VAE's reconstruction probability accepts (Table 7's criterion); coverage-"
+            "guided fuzzing at the queries per seed shown.",
+        },
+        *(
+            [
+                {
+                    "table": "table7",
+                    "caption": "Table 7: OODA (PGD's AEs that pass the VAE's reconstruction-probability "
+                    "threshold) and FODA on random seeds, as Dola et al. run them, against HDA on its own seeds.",
+                }
+            ]
+            if "table7" in tables
+            else []
+        ),
+        {
+            "figure": "landscape",
+            "caption": "The global distribution: the training codes' first two principal "
+            "components coloured by log KDE density, HDA's seeds (red) and random seeds (white).",
+        },
+        {
+            "table": "table5",
+            "caption": "Table 5: HDA's seeds against random seeds (relative log density: 0 = the "
+            "median training input; higher log10 P = less robust).",
+        },
+        {
+            "table": "table4",
+            "caption": f"Table 4: Pearson correlation between log10 of the estimated probability of "
+            f"misclassification in {len(s.balls)} random balls and the log of each indicator.",
+        },
         {"figure": "indicators", "caption": "Fig. 4: the estimated local robustness against each indicator."},
-        {"table": "table3", "caption": "Table 3: VAE encoder against PCA (K-means completeness, homogeneity, "
-         "V-measure against the labels; reconstruction error of held-out test inputs)."},
+        {
+            "table": "table3",
+            "caption": "Table 3: VAE encoder against PCA (K-means completeness, homogeneity, "
+            "V-measure against the labels; reconstruction error of held-out test inputs).",
+        },
         {"table": "fig3_fid", "caption": "Fig. 3: FID of decoded samples from the KDE and from a uniform latent box."},
-        {"figure": "samples", "caption": "Fig. 3: decoded samples from the KDE (top) and from a uniform latent box "
-         "(bottom)."},
-        {"figure": "ga_curve", "caption": "Fig. 5: the two-step GA on the selected seeds: AE proportion, the share "
-         "of seeds in the second step, and the best individual's prediction loss and perceptual term."},
-        *([{"table": "table8", "caption": f"Table 8: AEs of FGSM, PGD-{p.pgd_steps}, AutoAttack (APGD-CE + APGD-DLR, "
-            f"{p.autoattack_iters} iterations, IBM ART) and HDA on the audited model and on "
-            f"{adv_label or 'the adversarially trained model'}; each model's own seeds."}] if "table8" in tables
-          else []),
-        *([{"table": "table9", "caption": "Table 9: adversarial fine-tuning with each method's test cases, made around "
-            "seeds from one half of the validation pool; accuracies on the AEs made around the other half "
-            "(held-out seeds, disjoint by construction), which the audited model gets wrong by construction (its "
-            "0%). The HDA fine-tuned model is saved as the repaired model."}] if "table9" in tables else []),
-        *([{"table": "reattack", "caption": "The repaired model attacked again, next to the audited one: a fresh HDA "
-            "search (the same GA and random seed) around the held-out seeds, and PGD and AutoAttack on test inputs "
-            "neither was fine-tuned on."}] if "reattack" in tables else []),
+        {
+            "figure": "samples",
+            "caption": "Fig. 3: decoded samples from the KDE (top) and from a uniform latent box (bottom).",
+        },
+        {
+            "figure": "ga_curve",
+            "caption": "Fig. 5: the two-step GA on the selected seeds: AE proportion, the share "
+            "of seeds in the second step, and the best individual's prediction loss and perceptual term.",
+        },
+        *(
+            [
+                {
+                    "table": "table8",
+                    "caption": f"Table 8: AEs of FGSM, PGD-{p.pgd_steps}, AutoAttack (APGD-CE + APGD-DLR, "
+                    f"{p.autoattack_iters} iterations, IBM ART) and HDA on the audited model and on "
+                    f"{adv_label or 'the adversarially trained model'}; each model's own seeds.",
+                }
+            ]
+            if "table8" in tables
+            else []
+        ),
+        *(
+            [
+                {
+                    "table": "table9",
+                    "caption": "Table 9: adversarial fine-tuning with each method's test cases, made around "
+                    "seeds from one half of the validation pool; accuracies on the AEs made around the other half "
+                    "(held-out seeds, disjoint by construction), which the audited model gets wrong by construction (its "
+                    "0%). The HDA fine-tuned model is saved as the repaired model.",
+                }
+            ]
+            if "table9" in tables
+            else []
+        ),
+        *(
+            [
+                {
+                    "table": "reattack",
+                    "caption": "The repaired model attacked again, next to the audited one: a fresh HDA "
+                    "search (the same GA and random seed) around the held-out seeds, and PGD and AutoAttack on test inputs "
+                    "neither was fine-tuned on.",
+                }
+            ]
+            if "reattack" in tables
+            else []
+        ),
         {"table": "settings", "caption": "What ran against the paper's settings."},
         {"table": "seconds", "caption": "Time per step of this stage (seconds, this machine)."},
     ]
@@ -399,15 +621,19 @@ def _items(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[Dict
 def _headline(result: HdaResult, m: Dict[str, Any], p: HdaParams) -> str:
     evals = result.generators.evals
     h, pg = evals[("hda", "selected")], evals.get(("pgd", "selected"))
-    head = f"HDA: {h.ae_prop:.0%} of {h.n_cases} test cases around {len(result.seeds.selected)} dense, fragile seeds " \
-           f"are AEs at L-inf {result.radius:.3g} (SSIM {stored(h.ssim):.3f} to the seed)"
+    head = (
+        f"HDA: {h.ae_prop:.0%} of {h.n_cases} test cases around {len(result.seeds.selected)} dense, fragile seeds "
+        f"are AEs at L-inf {result.radius:.3g} (SSIM {stored(h.ssim):.3f} to the seed)"
+    )
     if pg is not None:
         head += f"; PGD-{p.pgd_steps}: {pg.ae_prop:.0%} (SSIM {stored(pg.ssim):.3f})"
     if "finetune" in m and "hda" in m["finetune"]:
         f = m["finetune"]
-        head += (f"; HDA fine-tuning: accuracy on AEs around held-out seeds {f['hda']['global_robustness'] or 0:.0%} "
-                 f"(0% before, by construction), test accuracy {f['none']['test_acc']:.1%} -> "
-                 f"{f['hda']['test_acc']:.1%}")
+        head += (
+            f"; HDA fine-tuning: accuracy on AEs around held-out seeds {f['hda']['global_robustness'] or 0:.0%} "
+            f"(0% before, by construction), test accuracy {f['none']['test_acc']:.1%} -> "
+            f"{f['hda']['test_acc']:.1%}"
+        )
         ra = f.get("reattack", {})
         if "hda_search" in ra and ra["hda_search"]["before"]["rate"] is not None:
             b, a = ra["hda_search"]["before"], ra["hda_search"]["after"]
@@ -443,18 +669,29 @@ def findings(result: HdaResult, p: HdaParams) -> Any:
         best = ae[np.argmax(ss[ae])]
         share = len(ae) / len(mine)
         pred = int(e.pred[best])
-        rows.append({"weak_spot": f"{names[sel[i]]} (true {classes[y[i]]}): {len(ae)} of {len(mine)} test cases "
-                                  f"within L-inf {radius:.3g} are read as {classes[pred]} (SSIM {ss[best]:.3f})",
-                     "kind": "input", "severity": float(share + float(ss[ae].mean())) / 2.0,
-                     "severity_meaning": SEVERITY, "label": classes[y[i]], "prediction": classes[pred],
-                     "confidence": float(e.conf[best]),
-                     "example": json.dumps({"seed": names[sel[i]],
-                                            "prediction_before": classes[int(P_seed[i].argmax())],
-                                            "confidence_before": round(float(P_seed[i].max()), 4),
-                                            "log_density": round(float(ld[sel[i]]), 4),
-                                            "pred_loss": round(float(e.J[best]), 4),
-                                            "ssim": round(float(ss[best]), 4)}),
-                     "image": to_png(res.X_cases[best], scale=4 if X.shape[-1] <= 16 else 2)})
+        rows.append(
+            {
+                "weak_spot": f"{names[sel[i]]} (true {classes[y[i]]}): {len(ae)} of {len(mine)} test cases "
+                f"within L-inf {radius:.3g} are read as {classes[pred]} (SSIM {ss[best]:.3f})",
+                "kind": "input",
+                "severity": float(share + float(ss[ae].mean())) / 2.0,
+                "severity_meaning": SEVERITY,
+                "label": classes[y[i]],
+                "prediction": classes[pred],
+                "confidence": float(e.conf[best]),
+                "example": json.dumps(
+                    {
+                        "seed": names[sel[i]],
+                        "prediction_before": classes[int(P_seed[i].argmax())],
+                        "confidence_before": round(float(P_seed[i].max()), 4),
+                        "log_density": round(float(ld[sel[i]]), 4),
+                        "pred_loss": round(float(e.J[best]), 4),
+                        "ssim": round(float(ss[best]), 4),
+                    }
+                ),
+                "image": to_png(res.X_cases[best], scale=4 if X.shape[-1] <= 16 else 2),
+            }
+        )
     df = pd.DataFrame(rows, columns=list(REQUIRED) + ["example", "image"])  # no AE anywhere: no findings, same shape
     if len(df):
         df = df.sort_values("severity", ascending=False, kind="stable").head(int(p.max_findings)).reset_index(drop=True)
@@ -462,18 +699,25 @@ def findings(result: HdaResult, p: HdaParams) -> Any:
 
     for col, v in {**UNCHECKED, "confirmation": NOT_CHECKED_INPUT}.items():
         df[col] = v
-    checked = pd.DataFrame(controlled_rows(result, p), columns=list(REQUIRED) + ["example", "confirmation"]
-                           + list(COLUMNS))
+    checked = pd.DataFrame(
+        controlled_rows(result, p), columns=list(REQUIRED) + ["example", "confirmation"] + list(COLUMNS)
+    )
     out = pd.concat([checked, df], ignore_index=True) if len(df) else checked
     return out.reset_index(drop=True)
 
 
-NOT_CHECKED_INPUT = ("not checked: one seed's AEs are the search's own output (an example); the seed set and the "
-                     "classes above are checked against random seeds")
-SEVERITY_SEEDS = ("lift: the share of HDA's selected seeds around which its GA found an AE over that of as many random "
-                  "seeds, the same GA and test cases per seed")
-SEVERITY_CLASS = ("lift: the share of the class's random seeds around which HDA's GA found an AE over that of random "
-                  "seeds of any class (the class chosen on HDA's selected seeds)")
+NOT_CHECKED_INPUT = (
+    "not checked: one seed's AEs are the search's own output (an example); the seed set and the "
+    "classes above are checked against random seeds"
+)
+SEVERITY_SEEDS = (
+    "lift: the share of HDA's selected seeds around which its GA found an AE over that of as many random "
+    "seeds, the same GA and test cases per seed"
+)
+SEVERITY_CLASS = (
+    "lift: the share of the class's random seeds around which HDA's GA found an AE over that of random "
+    "seeds of any class (the class chosen on HDA's selected seeds)"
+)
 
 
 def controlled_rows(result: HdaResult, p: HdaParams) -> List[Dict[str, Any]]:
@@ -483,20 +727,38 @@ def controlled_rows(result: HdaResult, p: HdaParams) -> List[Dict[str, Any]]:
 
     classes, radius = result.classes, result.radius
     ev = seed_set_evidence(result)
-    rows = [{"weak_spot": f"HDA's dense, fragile seeds (selected by density and the {result.seeds.indicator} "
-                          f"indicator): AEs within L-inf {radius:.3g} around them",
-             "kind": "seed_set", "severity": float(np.nan_to_num(ev.lift, nan=0.0)), "severity_meaning": SEVERITY_SEEDS,
-             "label": "", "prediction": "", "confidence": float("nan"), "example": "",
-             "confirmation": ev.sentence("seeds") + " (HDA's selected seeds against random ones; a seed fails when "
-                                                    "the GA finds an AE around it)", **ev.columns()}]
+    rows = [
+        {
+            "weak_spot": f"HDA's dense, fragile seeds (selected by density and the {result.seeds.indicator} "
+            f"indicator): AEs within L-inf {radius:.3g} around them",
+            "kind": "seed_set",
+            "severity": float(np.nan_to_num(ev.lift, nan=0.0)),
+            "severity_meaning": SEVERITY_SEEDS,
+            "label": "",
+            "prediction": "",
+            "confidence": float("nan"),
+            "example": "",
+            "confirmation": ev.sentence("seeds") + " (HDA's selected seeds against random ones; a seed fails when "
+            "the GA finds an AE around it)",
+            **ev.columns(),
+        }
+    ]
     for c, e in class_evidence(result, int(p.seed)):
-        rows.append({"weak_spot": f"class {classes[c]}: AEs within L-inf {radius:.3g} around its inputs",
-                     "kind": "class", "severity": float(np.nan_to_num(e.lift, nan=0.0)),
-                     "severity_meaning": SEVERITY_CLASS, "label": classes[c], "prediction": "",
-                     "confidence": float("nan"), "example": "",
-                     "confirmation": e.sentence("seeds") + f" (random seeds of class {classes[c]} against as many "
-                                                           "random seeds; the class chosen on HDA's selected seeds)",
-                     **e.columns()})
+        rows.append(
+            {
+                "weak_spot": f"class {classes[c]}: AEs within L-inf {radius:.3g} around its inputs",
+                "kind": "class",
+                "severity": float(np.nan_to_num(e.lift, nan=0.0)),
+                "severity_meaning": SEVERITY_CLASS,
+                "label": classes[c],
+                "prediction": "",
+                "confidence": float("nan"),
+                "example": "",
+                "confirmation": e.sentence("seeds") + f" (random seeds of class {classes[c]} against as many "
+                "random seeds; the class chosen on HDA's selected seeds)",
+                **e.columns(),
+            }
+        )
     return rows
 
 
@@ -505,24 +767,39 @@ def repaired_model(result: HdaResult, p: HdaParams) -> Dict[str, Any]:
     before and after, the fine-tuning settings), or ``state_dict: None`` and why there is none."""
     ft = result.finetuning
     if ft is None or ft.repaired is None:
-        return {"state_dict": None, "spec": {"repaired_by": None, "why": "fine-tuning needs a torch model that answers "
-                                             "logits (white-box), or hda.finetune is disabled"}}
+        return {
+            "state_dict": None,
+            "spec": {
+                "repaired_by": None,
+                "why": "fine-tuning needs a torch model that answers logits (white-box), or hda.finetune is disabled",
+            },
+        }
     import torch
 
     buf = io.BytesIO()
     torch.save(ft.repaired, buf)
     met = finetune_metrics(result)
-    return {"state_dict": buf.getvalue(),
-            "spec": {"repaired_by": "hda: adversarial fine-tuning on HDA's test cases (seeds/004 RQ4)",
-                     "caveat": "global_robustness is the accuracy on AEs made around held-out validation seeds "
-                               "(disjoint from the fine-tuning seeds); the audited model's is 0 by construction "
-                               "(only AEs it gets wrong are kept). reattack: the repaired model attacked again.",
-                     "before": {kk: rounded(vv) for kk, vv in ft.before.items()}, "after": met["hda"],
-                     "reattack": met.get("reattack", {}),
-                     "settings": {"seeds": ft.seeds["hda"], "test_cases": ft.test_cases["hda"],
-                                  "train_inputs": ft.train_inputs, "epochs": int(p.finetune.epochs),
-                                  "lr": float(p.finetune.lr), "schedule": "slow start, fast decay (Jeddi et al. 2021)",
-                                  "validation_pool": ft.validation["pool"],
-                                  "held_out_seeds": ft.validation.get("held_seeds"),
-                                  "validation_aes_hda": ft.validation["hda_aes"],
-                                  "validation_aes_pgd": ft.validation["pgd_aes"]}}}
+    return {
+        "state_dict": buf.getvalue(),
+        "spec": {
+            "repaired_by": "hda: adversarial fine-tuning on HDA's test cases (seeds/004 RQ4)",
+            "caveat": "global_robustness is the accuracy on AEs made around held-out validation seeds "
+            "(disjoint from the fine-tuning seeds); the audited model's is 0 by construction "
+            "(only AEs it gets wrong are kept). reattack: the repaired model attacked again.",
+            "before": {kk: rounded(vv) for kk, vv in ft.before.items()},
+            "after": met["hda"],
+            "reattack": met.get("reattack", {}),
+            "settings": {
+                "seeds": ft.seeds["hda"],
+                "test_cases": ft.test_cases["hda"],
+                "train_inputs": ft.train_inputs,
+                "epochs": int(p.finetune.epochs),
+                "lr": float(p.finetune.lr),
+                "schedule": "slow start, fast decay (Jeddi et al. 2021)",
+                "validation_pool": ft.validation["pool"],
+                "held_out_seeds": ft.validation.get("held_seeds"),
+                "validation_aes_hda": ft.validation["hda_aes"],
+                "validation_aes_pgd": ft.validation["pgd_aes"],
+            },
+        },
+    }

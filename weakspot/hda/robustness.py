@@ -265,8 +265,15 @@ def amls_log_prob(
                 progress(f"amls: balls finished (level {level_no}, {still} active)", n - still, n)
 
     return AMLSResult(
-        log_p=np.clip(balls.log_p, log_p_min, 0.0), levels=balls.levels, terminated=balls.terminated,
-        queries=int(scorer.queries), particles=N, mh_steps=mh_steps, rho=rho, log_p_min=log_p_min, width=w,
+        log_p=np.clip(balls.log_p, log_p_min, 0.0),
+        levels=balls.levels,
+        terminated=balls.terminated,
+        queries=int(scorer.queries),
+        particles=N,
+        mh_steps=mh_steps,
+        rho=rho,
+        log_p_min=log_p_min,
+        width=w,
     )
 
 

@@ -24,16 +24,35 @@ from weakspot.hda.density import train_density
 from weakspot.hda.ooda import calibrate
 from weakspot.hda.reference import train_reference
 from weakspot.hda.generate import LogProbs, ProbaFn, classifier_proba, module_proba
-from weakspot.hda.protocol import (Bench, Clock, Splits, rq1_distribution, rq1_seeds, rq2_generators,
-                                   rq3_adversarial_model, rq4_finetune)
+from weakspot.hda.protocol import (
+    Bench,
+    Clock,
+    Splits,
+    rq1_distribution,
+    rq1_seeds,
+    rq2_generators,
+    rq3_adversarial_model,
+    rq4_finetune,
+)
 from weakspot.hda.result import HdaResult
 from weakspot.methods import AuditTarget
 from weakspot.progress import Progress
 
 
-def audit(module: Any, proba_fn: ProbaFn, data: Splits, classes: Sequence[str], p: HdaParams, *, radius: float,
-          clip: Tuple[float, float], adversarial: Any = None, adversarial_label: str = "", device: Any = "cpu",
-          progress: Optional[Progress] = None) -> HdaResult:
+def audit(
+    module: Any,
+    proba_fn: ProbaFn,
+    data: Splits,
+    classes: Sequence[str],
+    p: HdaParams,
+    *,
+    radius: float,
+    clip: Tuple[float, float],
+    adversarial: Any = None,
+    adversarial_label: str = "",
+    device: Any = "cpu",
+    progress: Optional[Progress] = None,
+) -> HdaResult:
     """RQ1-RQ4 on one target's arrays.
 
     ``module`` is the audited torch module answering logits (None for a black box: RQ3, RQ4 and the white-box
@@ -46,16 +65,42 @@ def audit(module: Any, proba_fn: ProbaFn, data: Splits, classes: Sequence[str], 
     X_train, y_train = data.train
     v = p.vae
     with clock("VAE and KDE"):
-        dens = train_density(X_train, clip=clip, latent_dim=v.latent_dim, hidden=v.hidden, epochs=v.epochs,
-                             max_steps=v.max_steps, lr=v.lr, batch_size=v.batch_size, beta=v.beta, seed=p.seed,
-                             device=device, progress=progress)
+        dens = train_density(
+            X_train,
+            clip=clip,
+            latent_dim=v.latent_dim,
+            hidden=v.hidden,
+            epochs=v.epochs,
+            max_steps=v.max_steps,
+            lr=v.lr,
+            batch_size=v.batch_size,
+            beta=v.beta,
+            seed=p.seed,
+            device=device,
+            progress=progress,
+        )
     with clock("FID reference network"):
         f = p.fid
-        ref = train_reference(X_train, y_train, len(classes), width=f.width, train=f.train, epochs=f.epochs, lr=f.lr,
-                              batch_size=f.batch_size, seed=p.seed, device=device, X_test=data.test[0],
-                              y_test=data.test[1], progress=progress)
-    validity = calibrate(dens, data.val[0], quantile=p.ooda.quantile, samples=p.ooda.samples, seed=p.seed) \
-        if len(data.val[0]) >= 2 else None
+        ref = train_reference(
+            X_train,
+            y_train,
+            len(classes),
+            width=f.width,
+            train=f.train,
+            epochs=f.epochs,
+            lr=f.lr,
+            batch_size=f.batch_size,
+            seed=p.seed,
+            device=device,
+            X_test=data.test[0],
+            y_test=data.test[1],
+            progress=progress,
+        )
+    validity = (
+        calibrate(dens, data.val[0], quantile=p.ooda.quantile, samples=p.ooda.samples, seed=p.seed)
+        if len(data.val[0]) >= 2
+        else None
+    )
     bench = Bench(module, proba_fn, dens, ref, p, radius, clip, device, progress, validity)
     with clock("Table 3 and Fig. 3"):
         distribution = rq1_distribution(bench, X_train, y_train, data.test[0], len(classes), rng)
@@ -69,8 +114,9 @@ def audit(module: Any, proba_fn: ProbaFn, data: Splits, classes: Sequence[str], 
             with clock("Table 9 (fine-tuning)"):
                 ft = rq4_finetune(bench, data, rng, len(classes))
     clock.seconds["total"] = round(time.perf_counter() - t_all, 2)
-    return HdaResult([str(c) for c in classes], float(radius), clip, distribution, seeds, generators, adv, ft,
-                     clock.seconds)
+    return HdaResult(
+        [str(c) for c in classes], float(radius), clip, distribution, seeds, generators, adv, ft, clock.seconds
+    )
 
 
 def _splits(target: AuditTarget, p: HdaParams) -> Splits:
@@ -87,12 +133,19 @@ def _splits(target: AuditTarget, p: HdaParams) -> Splits:
     if not len(arrays["val"][1]):  # a model weakspot did not train comes without validation rows: half the test
         (X, y), half = arrays["test"], np.random.default_rng(0).permutation(len(arrays["test"][1]))
         cut = len(half) // 2
-        arrays["test"], arrays["val"] = (X[np.sort(half[:cut])], y[np.sort(half[:cut])]), \
-            (X[np.sort(half[cut:])], y[np.sort(half[cut:])])
+        arrays["test"], arrays["val"] = (
+            (X[np.sort(half[:cut])], y[np.sort(half[:cut])]),
+            (X[np.sort(half[cut:])], y[np.sort(half[cut:])]),
+        )
     (X_te, y_te), (X_va, y_va) = arrays["test"], arrays["val"]
     names = [f"test input {i}" for i in range(len(X_te))] + [f"validation input {i}" for i in range(len(X_va))]
-    return Splits(arrays["train"], arrays["val"], arrays["test"],
-                  (np.concatenate([X_te, X_va]), np.concatenate([y_te, y_va])), names)
+    return Splits(
+        arrays["train"],
+        arrays["val"],
+        arrays["test"],
+        (np.concatenate([X_te, X_va]), np.concatenate([y_te, y_va])),
+        names,
+    )
 
 
 def run(target: AuditTarget, params: HdaParams, runtime: Any) -> HdaResult:
@@ -119,7 +172,18 @@ def run(target: AuditTarget, params: HdaParams, runtime: Any) -> HdaResult:
         mods, info, eps = defended_models(target, ["minmax"], runtime.section("intrinsic"), runtime)
         adv, adv_info = mods["minmax"], info["minmax"]
         adv_label = f"the intrinsic stage's min-max model ({adv_info['label']}, eps {eps:.4g})"
-    result = audit(module, proba_fn, data, target.classes, p, radius=radius, clip=clip, adversarial=adv,
-                   adversarial_label=adv_label, device=dev, progress=runtime.progress)
+    result = audit(
+        module,
+        proba_fn,
+        data,
+        target.classes,
+        p,
+        radius=radius,
+        clip=clip,
+        adversarial=adv,
+        adversarial_label=adv_label,
+        device=dev,
+        progress=runtime.progress,
+    )
     result.adversarial_info = adv_info
     return result

@@ -9,13 +9,32 @@ Importing this package registers the method (and loads its params model only).
 from weakspot.intrinsic.config import IntrinsicParams
 from weakspot.methods import Method, register_method
 
-METHOD = register_method(Method(
-    "intrinsic", "Intrinsic robustness", "seeds/002 (Yu et al., IJCAI 2019)", params=IntrinsicParams,
-    run="weakspot.intrinsic.run:run", report="weakspot.intrinsic.report:report",
-    figures="weakspot.intrinsic.figures:figures", modalities=("image",), needs_train=True, white_box=True, order=30,
-    target_keys=("train",), finds="attack"))
+METHOD = register_method(
+    Method(
+        "intrinsic",
+        "Intrinsic robustness",
+        "seeds/002 (Yu et al., IJCAI 2019)",
+        params=IntrinsicParams,
+        run="weakspot.intrinsic.run:run",
+        report="weakspot.intrinsic.report:report",
+        figures="weakspot.intrinsic.figures:figures",
+        modalities=("image",),
+        needs_train=True,
+        white_box=True,
+        order=30,
+        target_keys=("train",),
+        finds="attack",
+    )
+)
 
 #: Its headline metrics in metrics/intrinsic/<t>.json (tasks/headline.py; the rest in plots/intrinsic/<t>/results.json),
 #: besides its section's key metrics.
-HEADLINE = ("eps", "n_inputs", "none.clean_acc", "minmax.psi", "minmax.clean_acc", "claims.psi_orders_as_cw30",
-            "claims.reparam_invariant")
+HEADLINE = (
+    "eps",
+    "n_inputs",
+    "none.clean_acc",
+    "minmax.psi",
+    "minmax.clean_acc",
+    "claims.psi_orders_as_cw30",
+    "claims.reparam_invariant",
+)

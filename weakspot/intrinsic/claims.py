@@ -68,20 +68,25 @@ def _minmax_largest(evals: Dict[str, ModelEval], ps: Dict[str, float]) -> Tuple[
     drop = clean["none"] - clean["minmax"] if "none" in clean else 0.0
     holds = "yes" if ok else f"no: {top}'s psi is larger"
     if ok and drop > CLEAN_DROP:
-        holds += (f", at a clean accuracy of {clean['minmax']:.1%} against the audited model's {clean['none']:.1%}: "
-                  "a flatter model, not only a more robust one")
-    row = {"claim": "the min-max model has the largest psi (Tables 1-2)",
-           "criterion": f"min-max's psi is the largest of the {len(ps)} models' (point estimates); a clean accuracy "
-                        f"more than {CLEAN_DROP * 100:.0f} points below the audited model's is named beside the verdict (a flat, "
-                        "inaccurate model scores a large psi too)",
-           "numbers": "psi (clean accuracy): " + ", ".join(f"{n} {ps[n]:.2f} ({clean[n]:.1%})"
-                                                           for n in sorted(ps, key=ps.__getitem__, reverse=True)),
-           "holds": holds}
+        holds += (
+            f", at a clean accuracy of {clean['minmax']:.1%} against the audited model's {clean['none']:.1%}: "
+            "a flatter model, not only a more robust one"
+        )
+    row = {
+        "claim": "the min-max model has the largest psi (Tables 1-2)",
+        "criterion": f"min-max's psi is the largest of the {len(ps)} models' (point estimates); a clean accuracy "
+        f"more than {CLEAN_DROP * 100:.0f} points below the audited model's is named beside the verdict (a flat, "
+        "inaccurate model scores a large psi too)",
+        "numbers": "psi (clean accuracy): "
+        + ", ".join(f"{n} {ps[n]:.2f} ({clean[n]:.1%})" for n in sorted(ps, key=ps.__getitem__, reverse=True)),
+        "holds": holds,
+    }
     return row, {"minmax_largest_psi": bool(ok), "minmax_clean_drop": float(drop)}
 
 
-def _psi_orders_as_cw(evals: Dict[str, ModelEval], ps: Dict[str, float],
-                      seed: int = 0) -> Tuple[Dict[str, str], Dict[str, Any]]:
+def _psi_orders_as_cw(
+    evals: Dict[str, ModelEval], ps: Dict[str, float], seed: int = 0
+) -> Tuple[Dict[str, str], Dict[str, Any]]:
     from scipy.stats import kendalltau
 
     names = list(evals)
@@ -92,7 +97,7 @@ def _psi_orders_as_cw(evals: Dict[str, ModelEval], ps: Dict[str, float],
         se = np.sqrt(cw[a] * (1 - cw[a]) / n_att[a] + cw[b] * (1 - cw[b]) / n_att[b])
         return abs(cw[a] - cw[b]) > max(2 * se, 1e-9)
 
-    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if distinct(a, b)]
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :] if distinct(a, b)]
     agree = [(a, b) for a, b in pairs if np.sign(cw[a] - cw[b]) == np.sign(ps[a] - ps[b])]
     against = [(a, b) if ps[a] > ps[b] else (b, a) for a, b in pairs if (a, b) not in agree]
     noise = {(a, b): psi_change_interval(evals[b].kl, evals[a].kl, seed=seed) for a, b in against}
@@ -100,25 +105,37 @@ def _psi_orders_as_cw(evals: Dict[str, ModelEval], ps: Dict[str, float],
     kt = float(kendalltau([ps[n] for n in names], [cw[n] for n in names]).statistic)
     tau = None if not np.isfinite(kt) else kt  # constant accuracies: no rank correlation (never NaN in metrics)
     ok = len(agree) == len(pairs) and len(pairs) > 0
-    row = {"claim": "psi orders the models as CW-30 accuracy does (Sec. 5.2)",
-           "criterion": "every pair of models whose CW-30 accuracies differ by more than two standard errors "
-                        f"(binomial, on the {min(n_att.values())} attacked inputs) is in the same order by psi "
-                        f"(point estimates; a reversed pair's psi change is given with its {LEVEL:.0%} "
-                        "paired-bootstrap interval, and one that reaches 0% is within psi's sampling noise)",
-           "numbers": f"{len(agree)} of {len(pairs)} such pairs in the same order"
-                      + "".join(f"; {a} above {b} by psi ({ps[a]:.2f} against {ps[b]:.2f}: {noise[a, b][0]:+.1%}, "
-                                f"{LEVEL:.0%} interval {noise[a, b][1]:+.1%} to {noise[a, b][2]:+.1%}) but below by "
-                                f"CW-30 ({cw[a]:.1%} against {cw[b]:.1%})" for a, b in against)
-                      + f"; Kendall tau over all {len(names)} models {'undefined' if tau is None else f'{tau:.2f}'};"
-                      " CW-30 accuracy: "
-                      + ", ".join(f"{n} {cw[n]:.1%}" for n in sorted(cw, key=cw.__getitem__, reverse=True)),
-           "holds": ("yes" if ok else f"no: {len(against)} pair(s) reversed"
-                     + (f", {within} of them by a psi difference within its sampling noise" if within else ""))
-           if pairs
-           else "not tested (no two CW-30 accuracies differ)"}
-    return row, {"psi_orders_as_cw30": bool(ok), "psi_cw30_pairs_agree": [len(agree), len(pairs)],
-                 "psi_cw30_pairs_reversed": len(against), "psi_cw30_reversed_within_noise": int(within),
-                 "psi_cw30_kendall_tau": tau}
+    row = {
+        "claim": "psi orders the models as CW-30 accuracy does (Sec. 5.2)",
+        "criterion": "every pair of models whose CW-30 accuracies differ by more than two standard errors "
+        f"(binomial, on the {min(n_att.values())} attacked inputs) is in the same order by psi "
+        f"(point estimates; a reversed pair's psi change is given with its {LEVEL:.0%} "
+        "paired-bootstrap interval, and one that reaches 0% is within psi's sampling noise)",
+        "numbers": f"{len(agree)} of {len(pairs)} such pairs in the same order"
+        + "".join(
+            f"; {a} above {b} by psi ({ps[a]:.2f} against {ps[b]:.2f}: {noise[a, b][0]:+.1%}, "
+            f"{LEVEL:.0%} interval {noise[a, b][1]:+.1%} to {noise[a, b][2]:+.1%}) but below by "
+            f"CW-30 ({cw[a]:.1%} against {cw[b]:.1%})"
+            for a, b in against
+        )
+        + f"; Kendall tau over all {len(names)} models {'undefined' if tau is None else f'{tau:.2f}'};"
+        " CW-30 accuracy: " + ", ".join(f"{n} {cw[n]:.1%}" for n in sorted(cw, key=cw.__getitem__, reverse=True)),
+        "holds": (
+            "yes"
+            if ok
+            else f"no: {len(against)} pair(s) reversed"
+            + (f", {within} of them by a psi difference within its sampling noise" if within else "")
+        )
+        if pairs
+        else "not tested (no two CW-30 accuracies differ)",
+    }
+    return row, {
+        "psi_orders_as_cw30": bool(ok),
+        "psi_cw30_pairs_agree": [len(agree), len(pairs)],
+        "psi_cw30_pairs_reversed": len(against),
+        "psi_cw30_reversed_within_noise": int(within),
+        "psi_cw30_kendall_tau": tau,
+    }
 
 
 def _premise(d: ModelEval, n0: ModelEval) -> Tuple[bool, str]:
@@ -126,16 +143,19 @@ def _premise(d: ModelEval, n0: ModelEval) -> Tuple[bool, str]:
     n = max(1, d.n_attacked)
     gains = {k: d.acc[k] - n0.acc[k] for k in ("fgsm", "pgd30")}
     se = {k: np.sqrt((d.acc[k] * (1 - d.acc[k]) + n0.acc[k] * (1 - n0.acc[k])) / n) for k in gains}
-    rule = ("premise: distillation's FGSM or PGD-30 accuracy above the undefended model's by more than two standard "
-            "errors and 5 points")
+    rule = (
+        "premise: distillation's FGSM or PGD-30 accuracy above the undefended model's by more than two standard "
+        "errors and 5 points"
+    )
     return any(gains[k] > max(2 * se[k], 0.05) for k in gains), rule
 
 
 def _accuracies(models: Sequence[Tuple[str, ModelEval]]) -> str:
     names = " / ".join(n for n, _ in models)
-    return f"{names}: " + "; ".join(f"{lab} " + " / ".join(f"{e.acc[k]:.1%}" for _, e in models)
-                                   for k, lab in (("clean", "clean"), ("fgsm", "FGSM"), ("pgd30", "PGD-30"),
-                                                  ("cw30", "CW-30")))
+    return f"{names}: " + "; ".join(
+        f"{lab} " + " / ".join(f"{e.acc[k]:.1%}" for _, e in models)
+        for k, lab in (("clean", "clean"), ("fgsm", "FGSM"), ("pgd30", "PGD-30"), ("cw30", "CW-30"))
+    )
 
 
 def _distillation(evals: Dict[str, ModelEval], seed: int) -> Tuple[list, Dict[str, Any]]:
@@ -150,29 +170,43 @@ def _distillation(evals: Dict[str, ModelEval], seed: int) -> Tuple[list, Dict[st
     r_psi, r_cw = rank(ps, "distillation"), rank(cw, "distillation")
     raised = lo > 0
     paper = ", ".join(f"{ds} {a:g} -> {b:g} ({b / a - 1:+.0%})" for ds, a, b in TABLE3_DISTILLATION)
-    row_a = {"claim": "distillation's high FGSM/PGD accuracy does not raise its psi (Table 3)",
-             "criterion": f"{rule}; holds when psi's change from the undefended model's is within its sampling noise "
-                          f"or below: the {LEVEL:.0%} paired-bootstrap interval ({DRAWS} resamples of the "
-                          f"{len(d.kl)} psi inputs) reaches 0% or lower (the paper: {paper})",
-             "numbers": f"psi {n0.psi:.2f} -> {d.psi:.2f} ({change:+.1%}; {LEVEL:.0%} interval {lo:+.1%} to "
-                        f"{hi:+.1%}); distillation ranks {r_psi} of {len(ps)} by psi, {r_cw} of {len(cw)} by CW-30 "
-                        f"(1 = most robust); {_accuracies([('none', n0), ('distillation', d)])}",
-             "holds": (f"no: psi rose {change:+.1%}, beyond its sampling noise (interval {lo:+.1%} to {hi:+.1%})"
-                       if raised else "yes") if premise else absent}
+    row_a = {
+        "claim": "distillation's high FGSM/PGD accuracy does not raise its psi (Table 3)",
+        "criterion": f"{rule}; holds when psi's change from the undefended model's is within its sampling noise "
+        f"or below: the {LEVEL:.0%} paired-bootstrap interval ({DRAWS} resamples of the "
+        f"{len(d.kl)} psi inputs) reaches 0% or lower (the paper: {paper})",
+        "numbers": f"psi {n0.psi:.2f} -> {d.psi:.2f} ({change:+.1%}; {LEVEL:.0%} interval {lo:+.1%} to "
+        f"{hi:+.1%}); distillation ranks {r_psi} of {len(ps)} by psi, {r_cw} of {len(cw)} by CW-30 "
+        f"(1 = most robust); {_accuracies([('none', n0), ('distillation', d)])}",
+        "holds": (
+            f"no: psi rose {change:+.1%}, beyond its sampling noise (interval {lo:+.1%} to {hi:+.1%})"
+            if raised
+            else "yes"
+        )
+        if premise
+        else absent,
+    }
     far = abs(np.log(d.psi / n0.psi)) < abs(np.log(d.psi / mm.psi))
-    row_b = {"claim": "distillation's psi stays with the undefended model's, not with min-max's (Table 3)",
-             "criterion": f"{rule}; holds when distillation's log psi is nearer the undefended model's than "
-                          "min-max's: |log(psi_distillation / psi_none)| < |log(psi_distillation / psi_minmax)|",
-             "numbers": f"psi none {n0.psi:.2f}, distillation {d.psi:.2f}, min-max {mm.psi:.2f}; |log ratio| to none "
-                        f"{abs(np.log(d.psi / n0.psi)):.2f}, to min-max {abs(np.log(d.psi / mm.psi)):.2f}; "
-                        + _accuracies([("none", n0), ("distillation", d), ("min-max", mm)]),
-             "holds": ("yes" if far else "no") if premise else absent}
+    row_b = {
+        "claim": "distillation's psi stays with the undefended model's, not with min-max's (Table 3)",
+        "criterion": f"{rule}; holds when distillation's log psi is nearer the undefended model's than "
+        "min-max's: |log(psi_distillation / psi_none)| < |log(psi_distillation / psi_minmax)|",
+        "numbers": f"psi none {n0.psi:.2f}, distillation {d.psi:.2f}, min-max {mm.psi:.2f}; |log ratio| to none "
+        f"{abs(np.log(d.psi / n0.psi)):.2f}, to min-max {abs(np.log(d.psi / mm.psi)):.2f}; "
+        + _accuracies([("none", n0), ("distillation", d), ("min-max", mm)]),
+        "holds": ("yes" if far else "no") if premise else absent,
+    }
     verdict = lambda h: h.split(" (")[0].split(":")[0]  # noqa: E731 - "yes", "no", "premise absent"
-    return [row_a, row_b], {"distillation_psi_ratio": float(d.psi / n0.psi), "distillation_psi_change": change,
-                            "distillation_psi_change_ci95": [lo, hi], "distillation_rank_psi": r_psi,
-                            "distillation_rank_cw30": r_cw, "n_models": len(ps),
-                            "distillation_claim": verdict(row_a["holds"]),
-                            "distillation_nearer_none": verdict(row_b["holds"])}
+    return [row_a, row_b], {
+        "distillation_psi_ratio": float(d.psi / n0.psi),
+        "distillation_psi_change": change,
+        "distillation_psi_change_ci95": [lo, hi],
+        "distillation_rank_psi": r_psi,
+        "distillation_rank_cw30": r_cw,
+        "n_models": len(ps),
+        "distillation_claim": verdict(row_a["holds"]),
+        "distillation_nearer_none": verdict(row_b["holds"]),
+    }
 
 
 def _ratio(a: float, b: float) -> float:
@@ -187,31 +221,50 @@ def _reparam(reparam: Dict[str, Dict[str, float]], factors: Sequence[float]) -> 
     # Table 4: the normalised psi does not move under the last layer's rescaling; softmax psi and eps-sharpness do
     keys = [factor_key(f) for f in factors]
     change = {n: max(abs(_ratio(r[k], r["x1"]) - 1) for k in keys) for n, r in reparam.items()}
-    moved = {n: {m: max(max(_ratio(r[f"{m}_{k}"], r[f"{m}_x1"]), _ratio(r[f"{m}_x1"], r[f"{m}_{k}"])) for k in keys)
-                 for m in ("softmax", "sharpness")} for n, r in reparam.items()}
+    moved = {
+        n: {
+            m: max(max(_ratio(r[f"{m}_{k}"], r[f"{m}_x1"]), _ratio(r[f"{m}_x1"], r[f"{m}_{k}"])) for k in keys)
+            for m in ("softmax", "sharpness")
+        }
+        for n, r in reparam.items()
+    }
     still = max(change.values()) < INVARIANCE_TOL
     move = all(v > MOVE_FACTOR for m in moved.values() for v in m.values())
     scales = ", ".join(f"x{f:g}" for f in factors)
-    row_c = {"claim": "psi on the normalised logits does not move when the last layer is rescaled (Table 4)",
-             "criterion": "holds by construction, not as an empirical finding: Eq. 5 divides the logits by their "
-                          "largest absolute value, so scaling the last layer's weights and bias by any c > 0 leaves "
-                          "every normalised prediction, and so the KL ascent, unchanged; the row only checks the code: "
-                          f"psi's largest relative change over {scales} below {INVARIANCE_TOL:g}",
-             "numbers": "; ".join(f"{n}: psi {r['x1']:.4g}, largest relative change {change[n]:.1e}"
-                                  for n, r in reparam.items()),
-             "holds": "yes (by construction)" if still else "no: the normalisation is not scale-invariant as coded"}
-    row_d = {"claim": "softmax psi and eps-sharpness do move under the same rescaling (Table 4)",
-             "criterion": f"for every model of Table 4, each changes by more than a factor {MOVE_FACTOR:g} (up or "
-                          f"down) under one of {scales}",
-             "numbers": "; ".join(f"{n}: softmax psi by a factor {m['softmax']:.3g}, eps-sharpness {m['sharpness']:.3g}"
-                                  for n, m in moved.items()),
-             "holds": "yes" if move else "no"}
-    return [row_c, row_d], {"reparam_invariant": bool(still), "reparam_max_change": float(max(change.values())),
-                            "reparam_others_move": bool(move)}
+    row_c = {
+        "claim": "psi on the normalised logits does not move when the last layer is rescaled (Table 4)",
+        "criterion": "holds by construction, not as an empirical finding: Eq. 5 divides the logits by their "
+        "largest absolute value, so scaling the last layer's weights and bias by any c > 0 leaves "
+        "every normalised prediction, and so the KL ascent, unchanged; the row only checks the code: "
+        f"psi's largest relative change over {scales} below {INVARIANCE_TOL:g}",
+        "numbers": "; ".join(
+            f"{n}: psi {r['x1']:.4g}, largest relative change {change[n]:.1e}" for n, r in reparam.items()
+        ),
+        "holds": "yes (by construction)" if still else "no: the normalisation is not scale-invariant as coded",
+    }
+    row_d = {
+        "claim": "softmax psi and eps-sharpness do move under the same rescaling (Table 4)",
+        "criterion": f"for every model of Table 4, each changes by more than a factor {MOVE_FACTOR:g} (up or "
+        f"down) under one of {scales}",
+        "numbers": "; ".join(
+            f"{n}: softmax psi by a factor {m['softmax']:.3g}, eps-sharpness {m['sharpness']:.3g}"
+            for n, m in moved.items()
+        ),
+        "holds": "yes" if move else "no",
+    }
+    return [row_c, row_d], {
+        "reparam_invariant": bool(still),
+        "reparam_max_change": float(max(change.values())),
+        "reparam_others_move": bool(move),
+    }
 
 
-def claims(evals: Dict[str, ModelEval], reparam: Optional[Dict[str, Dict[str, float]]] = None,
-           factors: Sequence[float] = (), seed: int = 0) -> Tuple[Any, Dict[str, Any]]:
+def claims(
+    evals: Dict[str, ModelEval],
+    reparam: Optional[Dict[str, Dict[str, float]]] = None,
+    factors: Sequence[float] = (),
+    seed: int = 0,
+) -> Tuple[Any, Dict[str, Any]]:
     """The paper's claims, checked on these models: (1) the min-max model has the largest psi (Tables 1-2); (2) psi
     orders the models as CW-30 accuracy does (Sec. 5.2); (3) distillation's high FGSM/PGD accuracy does not raise
     its psi and (4) its psi stays with the undefended model's (Table 3, "unreliable estimation"); with Table 4's

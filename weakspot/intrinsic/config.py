@@ -24,9 +24,13 @@ EPS_COLOUR = 8.0 / 255.0
 DEFENCE_NAMES = ("fgsm_at", "minmax", "gradreg", "distillation")
 
 #: What each model is, in words (the report's labels; "none" is the audited model itself).
-DEFENCE_TITLES = {"none": "no defence (the audited model)", "fgsm_at": "FGSM adversarial training",
-                  "minmax": "min-max (PGD) training", "gradreg": "input-gradient regularisation",
-                  "distillation": "defensive distillation"}
+DEFENCE_TITLES = {
+    "none": "no defence (the audited model)",
+    "fgsm_at": "FGSM adversarial training",
+    "minmax": "min-max (PGD) training",
+    "gradreg": "input-gradient regularisation",
+    "distillation": "defensive distillation",
+}
 
 #: The paper's settings where it gives them, for the report's "settings that differ" table.
 PAPER_SETTINGS = {
@@ -96,14 +100,18 @@ class SurfaceParams(_Section):
 
     n_inputs: int = Field(2, ge=1, le=20)  # ours: inputs pictured per target
     grid: int = Field(41, ge=5, le=401)  # ours: points per axis
-    span: float = Field(2.0, gt=0)  # ours: each axis spans [-span * eps, span * eps] (Fig. 3: the robust plateau ends near eps)
+    span: float = Field(
+        2.0, gt=0
+    )  # ours: each axis spans [-span * eps, span * eps] (Fig. 3: the robust plateau ends near eps)
 
 
 class IntrinsicParams(_Section):
     """params.yaml ``intrinsic`` section."""
 
     seed: int = 0
-    eps: Optional[float] = Field(None, gt=0, lt=1e6)  # L-inf eps in the data's units (None: 0.3 grey / 8/255 colour x range)
+    eps: Optional[float] = Field(
+        None, gt=0, lt=1e6
+    )  # L-inf eps in the data's units (None: 0.3 grey / 8/255 colour x range)
     n_inputs: int = Field(500, ge=2)  # inputs for psi (the test split, then val): ours (paper: the test set)
     n_attack: int = Field(200, ge=1)  # inputs attacked per model (a prefix of the psi inputs): ours (CPU)
     pgd_steps: int = Field(30, ge=1)  # Sec. 5.1

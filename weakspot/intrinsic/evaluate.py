@@ -77,8 +77,17 @@ class ModelEval:
 def ascent_kwargs(params: IntrinsicParams, eps: float, clip: Tuple[float, float], device: Any) -> Dict[str, Any]:
     """The KL ascent's keyword arguments (:func:`weakspot.intrinsic.psi.max_kl`), the same for every model."""
     p = params
-    return dict(eps=eps, steps=p.psi.steps, step_size=p.psi.step_size, restarts=p.psi.restarts, clip=clip,
-                seed=p.seed, batch_size=int(p.batch_size), device=device, floor=p.psi.floor)
+    return dict(
+        eps=eps,
+        steps=p.psi.steps,
+        step_size=p.psi.step_size,
+        restarts=p.psi.restarts,
+        clip=clip,
+        seed=p.seed,
+        batch_size=int(p.batch_size),
+        device=device,
+        floor=p.psi.floor,
+    )
 
 
 def probabilities(module: torch.nn.Module, X: np.ndarray, device: Any, batch_size: int) -> np.ndarray:
@@ -87,13 +96,23 @@ def probabilities(module: torch.nn.Module, X: np.ndarray, device: Any, batch_siz
     module.eval()
     with torch.no_grad():
         for s in range(0, len(X), batch_size):
-            out.append(torch.softmax(module(torch.as_tensor(X[s:s + batch_size], device=device)), 1).cpu().numpy())
+            out.append(torch.softmax(module(torch.as_tensor(X[s : s + batch_size], device=device)), 1).cpu().numpy())
     return np.concatenate(out).astype(np.float64)
 
 
-def attack_accuracies(name: str, module: torch.nn.Module, X: np.ndarray, y: np.ndarray, n_classes: int, *,
-                      eps: float, clip: Tuple[float, float], params: IntrinsicParams, device: Any = "cpu",
-                      progress: Optional[Progress] = None) -> Tuple[Dict[str, float], Dict[str, float]]:
+def attack_accuracies(
+    name: str,
+    module: torch.nn.Module,
+    X: np.ndarray,
+    y: np.ndarray,
+    n_classes: int,
+    *,
+    eps: float,
+    clip: Tuple[float, float],
+    params: IntrinsicParams,
+    device: Any = "cpu",
+    progress: Optional[Progress] = None,
+) -> Tuple[Dict[str, float], Dict[str, float]]:
     """Accuracy on ``X`` under FGSM, PGD-``pgd_steps``, CW-``cw_steps`` (Sec. 5.1) and, when enabled, the reduced
     AutoAttack; ``(accuracies, seconds)`` keyed ``fgsm``, ``pgd30``, ``cw30``, ``autoattack`` (the keys keep the
     paper's 30 whatever the steps). Clean accuracy is the caller's.
@@ -112,8 +131,10 @@ def attack_accuracies(name: str, module: torch.nn.Module, X: np.ndarray, y: np.n
         t0 = time.perf_counter()
         xadv = A.batched(fn, module, X, y, batch_size=bs, device=device, **kwargs)
         if not np.all(np.abs(xadv - X) <= eps + 1e-5):
-            raise ModelError(f"{name}: attack {key} left the eps-ball (eps {eps:.4g}; largest change "
-                             f"{float(np.abs(xadv - X).max()):.4g})")
+            raise ModelError(
+                f"{name}: attack {key} left the eps-ball (eps {eps:.4g}; largest change "
+                f"{float(np.abs(xadv - X).max()):.4g})"
+            )
         acc[key] = float(np.mean(A.predict(module, xadv, device=device) == y))
         sec[key] = time.perf_counter() - t0
         if progress is not None:
@@ -127,17 +148,39 @@ def attack_accuracies(name: str, module: torch.nn.Module, X: np.ndarray, y: np.n
         from weakspot.adversarial.art_attacks import art_autoattack
 
         t0 = time.perf_counter()
-        xadv = art_autoattack(module, X, y, eps=eps, clip=clip, n_classes=n_classes, iters=p.autoattack.iters,
-                              attacks=tuple(p.autoattack.attacks), seed=p.seed, batch_size=bs, device=device)
+        xadv = art_autoattack(
+            module,
+            X,
+            y,
+            eps=eps,
+            clip=clip,
+            n_classes=n_classes,
+            iters=p.autoattack.iters,
+            attacks=tuple(p.autoattack.attacks),
+            seed=p.seed,
+            batch_size=bs,
+            device=device,
+        )
         acc["autoattack"] = float(np.mean(A.predict(module, xadv, device=device) == y))
         sec["autoattack"] = time.perf_counter() - t0
     return acc, sec
 
 
-def evaluate_model(name: str, label: str, module: torch.nn.Module, X: np.ndarray, y: np.ndarray, n_classes: int, *,
-                   eps: float, clip: Tuple[float, float], params: IntrinsicParams, device: Any = "cpu",
-                   kl_pool: Optional[Tuple[np.ndarray, np.ndarray]] = None,
-                   progress: Optional[Progress] = None) -> ModelEval:
+def evaluate_model(
+    name: str,
+    label: str,
+    module: torch.nn.Module,
+    X: np.ndarray,
+    y: np.ndarray,
+    n_classes: int,
+    *,
+    eps: float,
+    clip: Tuple[float, float],
+    params: IntrinsicParams,
+    device: Any = "cpu",
+    kl_pool: Optional[Tuple[np.ndarray, np.ndarray]] = None,
+    progress: Optional[Progress] = None,
+) -> ModelEval:
     """psi (normalised and softmax) on ``X`` and the reference attacks on its first ``n_attack`` inputs.
     ``kl_pool``: (kl, x_worst) already computed on a pool that starts with ``X`` (reused, not recomputed)."""
     p = params
@@ -159,25 +202,53 @@ def evaluate_model(name: str, label: str, module: torch.nn.Module, X: np.ndarray
     pw = probabilities(module, xw, device, bs)
     n = min(int(p.n_attack), len(X))
     acc: Dict[str, float] = {"clean": float(np.mean(pred[:n] == y[:n]))}
-    attacked, attack_sec = attack_accuracies(name, module, X[:n], y[:n], n_classes, eps=eps, clip=clip, params=p,
-                                             device=device, progress=progress)
+    attacked, attack_sec = attack_accuracies(
+        name, module, X[:n], y[:n], n_classes, eps=eps, clip=clip, params=p, device=device, progress=progress
+    )
     acc.update(attacked)
     sec.update(attack_sec)
-    return ModelEval(name=name, label=label, kl=kl, kl_softmax=kl_sm, x_worst=xw, psi=psi(kl), psi_softmax=psi(kl_sm),
-                     psi_class=psi_per_class(kl, y, n_classes), acc=acc, n_attacked=n, pred=pred,
-                     pred_worst=pw.argmax(1), conf_worst=pw.max(1), seconds=sec)
+    return ModelEval(
+        name=name,
+        label=label,
+        kl=kl,
+        kl_softmax=kl_sm,
+        x_worst=xw,
+        psi=psi(kl),
+        psi_softmax=psi(kl_sm),
+        psi_class=psi_per_class(kl, y, n_classes),
+        acc=acc,
+        n_attacked=n,
+        pred=pred,
+        pred_worst=pw.argmax(1),
+        conf_worst=pw.max(1),
+        seconds=sec,
+    )
 
 
-def pgd_vs_art(module: torch.nn.Module, X: np.ndarray, y: np.ndarray, n_classes: int, *, eps: float,
-               clip: Tuple[float, float], steps: int, batch_size: int, device: Any = "cpu") -> Dict[str, float]:
+def pgd_vs_art(
+    module: torch.nn.Module,
+    X: np.ndarray,
+    y: np.ndarray,
+    n_classes: int,
+    *,
+    eps: float,
+    clip: Tuple[float, float],
+    steps: int,
+    batch_size: int,
+    device: Any = "cpu",
+) -> Dict[str, float]:
     """Our PGD against IBM ART's on the same model and inputs, both deterministic (no random start): each one's
     accuracy and the largest difference between the attacked inputs."""
     from weakspot.adversarial.art_attacks import art_pgd
 
-    ours = A.batched(A.pgd, module, X, y, batch_size=batch_size, device=device, eps=eps, steps=steps,
-                     random_start=False, clip=clip)
-    theirs = art_pgd(module, X, y, eps=eps, steps=steps, clip=clip, n_classes=n_classes, batch_size=batch_size,
-                     device=device)
-    return {"ours": float(np.mean(A.predict(module, ours, device=device) == y)),
-            "art": float(np.mean(A.predict(module, theirs, device=device) == y)),
-            "max_abs_diff": float(np.abs(ours - theirs).max())}
+    ours = A.batched(
+        A.pgd, module, X, y, batch_size=batch_size, device=device, eps=eps, steps=steps, random_start=False, clip=clip
+    )
+    theirs = art_pgd(
+        module, X, y, eps=eps, steps=steps, clip=clip, n_classes=n_classes, batch_size=batch_size, device=device
+    )
+    return {
+        "ours": float(np.mean(A.predict(module, ours, device=device) == y)),
+        "art": float(np.mean(A.predict(module, theirs, device=device) == y)),
+        "max_abs_diff": float(np.abs(ours - theirs).max()),
+    }

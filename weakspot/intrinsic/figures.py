@@ -24,12 +24,14 @@ def figures(result: IntrinsicResult, params: IntrinsicParams, target: Any) -> Di
     """``psi_vs_attacks``, ``stability``, ``per_class``, ``worst_inputs`` and one ``surface_<j>`` per pictured
     input."""
     evals, classes, y = result.evals, result.classes, result.y
-    out = {"psi_vs_attacks": psi_vs_attacks_figure(evals, params), "stability": stability_figure(result.stability),
-           "per_class": per_class_figure(evals, classes),
-           "worst_inputs": worst_inputs_figure(evals["none"], result.X, y, classes, params)}
+    out = {
+        "psi_vs_attacks": psi_vs_attacks_figure(evals, params),
+        "stability": stability_figure(result.stability),
+        "per_class": per_class_figure(evals, classes),
+        "worst_inputs": worst_inputs_figure(evals["none"], result.X, y, classes, params),
+    }
     for j, (i, per) in enumerate(result.surfaces.items()):
-        out[f"surface_{j}"] = surface_figure(per, eps=result.eps,
-                                             title=f"input {i} (true class {classes[int(y[i])]})")
+        out[f"surface_{j}"] = surface_figure(per, eps=result.eps, title=f"input {i} (true class {classes[int(y[i])]})")
     return out
 
 
@@ -38,8 +40,13 @@ def psi_vs_attacks_figure(evals: Dict[str, ModelEval], params: IntrinsicParams) 
     plt = pyplot()
     p = params
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
-    keys = [("clean", "clean", "o"), ("fgsm", "FGSM", "s"), ("pgd30", f"PGD-{p.pgd_steps}", "^"),
-            ("cw30", f"CW-{p.cw_steps}", "v"), ("autoattack", "AutoAttack (ART)", "D")]
+    keys = [
+        ("clean", "clean", "o"),
+        ("fgsm", "FGSM", "s"),
+        ("pgd30", f"PGD-{p.pgd_steps}", "^"),
+        ("cw30", f"CW-{p.cw_steps}", "v"),
+        ("autoattack", "AutoAttack (ART)", "D"),
+    ]
     for key, lab, mk in keys:
         pts = [(e.psi, e.acc[key]) for e in evals.values() if key in e.acc]
         if pts:
@@ -66,8 +73,13 @@ def stability_figure(stab: Any) -> Any:
     if len(stab):
         ax.errorbar(stab["batch_size"], stab["psi_mean"], yerr=stab["psi_std"], marker="o", capsize=4)
         for b, r in zip(stab["batch_size"], stab["relative_std"]):
-            ax.annotate(f"{r:.1%}", (b, float(stab.loc[stab["batch_size"] == b, "psi_mean"].iloc[0])),
-                        textcoords="offset points", xytext=(6, 6), fontsize=8)
+            ax.annotate(
+                f"{r:.1%}",
+                (b, float(stab.loc[stab["batch_size"] == b, "psi_mean"].iloc[0])),
+                textcoords="offset points",
+                xytext=(6, 6),
+                fontsize=8,
+            )
     ax.set_xlabel("inputs per batch")
     ax.set_ylabel("psi (mean +- std over batches)")
     ax.grid(alpha=0.3)
@@ -92,14 +104,20 @@ def per_class_figure(evals: Dict[str, ModelEval], classes: List[str]) -> Any:
     return fig
 
 
-def worst_inputs_figure(e: ModelEval, X: np.ndarray, y: np.ndarray, classes: List[str],
-                        params: IntrinsicParams) -> Any:
+def worst_inputs_figure(e: ModelEval, X: np.ndarray, y: np.ndarray, classes: List[str], params: IntrinsicParams) -> Any:
     """The inputs with the largest KL divergence (top row) and their worst neighbours (bottom row), captioned with
     the predictions (red: wrong)."""
-    columns = [((X[i], f"true {classes[y[i]]}\npred {classes[e.pred[i]]}", e.pred[i] != y[i]),
-                (e.x_worst[i], f"KL {e.kl[i]:.3f}\npred {classes[e.pred_worst[i]]} ({e.conf_worst[i]:.0%})",
-                 e.pred_worst[i] != y[i]))
-               for i in worst_inputs(e, max(1, min(8, int(params.max_findings) or 8)))]
+    columns = [
+        (
+            (X[i], f"true {classes[y[i]]}\npred {classes[e.pred[i]]}", e.pred[i] != y[i]),
+            (
+                e.x_worst[i],
+                f"KL {e.kl[i]:.3f}\npred {classes[e.pred_worst[i]]} ({e.conf_worst[i]:.0%})",
+                e.pred_worst[i] != y[i],
+            ),
+        )
+        for i in worst_inputs(e, max(1, min(8, int(params.max_findings) or 8)))
+    ]
     return pairs_across(columns, row_labels=("input", "worst neighbour"), width=1.5, fontsize=7)
 
 
@@ -119,8 +137,9 @@ def surface_figure(rows: Dict[str, List[Surface]], *, eps: float, title: str = "
         norm = TwoSlopeNorm(vcenter=0.0, vmin=-lim, vmax=lim)
         for c, s in enumerate(surfs):
             ax = axes[r, c]
-            im = ax.imshow(s.g, origin="lower", cmap="RdBu", norm=norm, aspect="auto",
-                           extent=(s.a[0], s.a[-1], s.b[0], s.b[-1]))
+            im = ax.imshow(
+                s.g, origin="lower", cmap="RdBu", norm=norm, aspect="auto", extent=(s.a[0], s.a[-1], s.b[0], s.b[-1])
+            )
             if s.g.min() < 0 < s.g.max():
                 ax.contour(s.a, s.b, s.g, levels=[0.0], colors="black", linewidths=1.2)
             ax.plot([-eps, eps, eps, -eps, -eps], [-eps, -eps, eps, eps, -eps], "k--", lw=0.8)

@@ -22,11 +22,15 @@ from weakspot.intrinsic.evaluate import ModelEval
 from weakspot.intrinsic.tables import attack_names
 
 SEVERITY_THREAT = "share of the attacked inputs misclassified under the strongest attack that ran (1 = every one)"
-SEVERITY_CLASS = ("lift: the share of the class's correctly classified held-out inputs with a misclassified neighbour "
-                  "in the eps-ball over that of the other classes' (the class chosen by its psi on the other half)")
-CONFIRM_CLASS = (" (inputs of class {c} the model gets right in the half of the attacked inputs that did not choose "
-                 "the class, against the other classes' inputs it gets right there; an input fails when a neighbour "
-                 "in its eps-ball is misclassified)")
+SEVERITY_CLASS = (
+    "lift: the share of the class's correctly classified held-out inputs with a misclassified neighbour "
+    "in the eps-ball over that of the other classes' (the class chosen by its psi on the other half)"
+)
+CONFIRM_CLASS = (
+    " (inputs of class {c} the model gets right in the half of the attacked inputs that did not choose "
+    "the class, against the other classes' inputs it gets right there; an input fails when a neighbour "
+    "in its eps-ball is misclassified)"
+)
 
 
 def class_evidence(e: ModelEval, y: np.ndarray, n_classes: int, seed: int, top: int = 3) -> List[Tuple[int, Any]]:
@@ -43,7 +47,7 @@ def class_evidence(e: ModelEval, y: np.ndarray, n_classes: int, seed: int, top: 
     n = len(y)
     order = np.random.default_rng(seed).permutation(n)
     a, b = np.zeros(n, bool), np.zeros(n, bool)
-    a[order[: n // 2]], b[order[n // 2:]] = True, True
+    a[order[: n // 2]], b[order[n // 2 :]] = True, True
     kl = np.asarray(e.kl, np.float64)
 
     def psi_of(inputs: np.ndarray) -> float:  # 1 / mean KL of the inputs; NaN for none (or a mean of 0)
@@ -56,8 +60,11 @@ def class_evidence(e: ModelEval, y: np.ndarray, n_classes: int, seed: int, top: 
     clean = np.asarray(e.pred) == y  # fragile under attack: inputs the model gets right that the attack turns wrong
     fails = np.asarray(e.pred_worst) != y
     return [(c, on_masks(fails[b], (y[b] == c) & clean[b], control=clean[b])) for c in chosen]
-SEVERITY_INPUT = ("largest KL divergence between the prediction at the input and at a neighbour in the eps-ball "
-                  "(normalised logits)")
+
+
+SEVERITY_INPUT = (
+    "largest KL divergence between the prediction at the input and at a neighbour in the eps-ball (normalised logits)"
+)
 
 
 def worst_inputs(e: ModelEval, k: int) -> np.ndarray:
@@ -65,8 +72,9 @@ def worst_inputs(e: ModelEval, k: int) -> np.ndarray:
     return np.argsort(-e.kl, kind="stable")[:k]
 
 
-def findings(e: ModelEval, X: np.ndarray, y: np.ndarray, classes: List[str], params: IntrinsicParams,
-             eps: float) -> Any:
+def findings(
+    e: ModelEval, X: np.ndarray, y: np.ndarray, classes: List[str], params: IntrinsicParams, eps: float
+) -> Any:
     """Findings of the audited model: the strongest attack's error rate (one row), the least stable classes, and the
     inputs with the largest KL divergence (their worst neighbour as the example image), an input before each class
     (the target's card shows the first few)."""
@@ -78,33 +86,60 @@ def findings(e: ModelEval, X: np.ndarray, y: np.ndarray, classes: List[str], par
     att = [k for k in e.acc if k != "clean"]
     worst = min(att, key=lambda k: e.acc[k])
     names = attack_names(p)
-    rows = [{"weak_spot": f"{names[worst]} at L-inf eps {eps:.4g} leaves {e.acc[worst]:.0%} of inputs correct "
-                          f"(clean {e.acc['clean']:.0%})",
-             "kind": "threat_model", "severity": 1.0 - e.acc[worst], "severity_meaning": SEVERITY_THREAT,
-             "label": "", "prediction": "", "confidence": float("nan"),
-             "example": json.dumps({k: round(v, 4) for k, v in e.acc.items()})}]
+    rows = [
+        {
+            "weak_spot": f"{names[worst]} at L-inf eps {eps:.4g} leaves {e.acc[worst]:.0%} of inputs correct "
+            f"(clean {e.acc['clean']:.0%})",
+            "kind": "threat_model",
+            "severity": 1.0 - e.acc[worst],
+            "severity_meaning": SEVERITY_THREAT,
+            "label": "",
+            "prediction": "",
+            "confidence": float("nan"),
+            "example": json.dumps({k: round(v, 4) for k, v in e.acc.items()}),
+        }
+    ]
     overall = e.psi
     class_rows = []
     for c, ev in class_evidence(e, y, len(classes), int(p.seed)):
-        class_rows.append({"weak_spot": f"class {classes[c]}: psi {e.psi_class[c]:.1f} (all inputs: {overall:.1f})",
-                           "kind": "class", "severity": float(np.nan_to_num(ev.lift, nan=0.0)),
-                           "severity_meaning": SEVERITY_CLASS, "label": classes[c], "prediction": "",
-                           "confidence": float("nan"),
-                           "example": json.dumps({"psi_class": round(float(e.psi_class[c]), 4),
-                                                  "psi_all": round(float(overall), 4)}),
-                           **ev.columns(), "confirmation": ev.sentence() + CONFIRM_CLASS.format(c=classes[c])})
+        class_rows.append(
+            {
+                "weak_spot": f"class {classes[c]}: psi {e.psi_class[c]:.1f} (all inputs: {overall:.1f})",
+                "kind": "class",
+                "severity": float(np.nan_to_num(ev.lift, nan=0.0)),
+                "severity_meaning": SEVERITY_CLASS,
+                "label": classes[c],
+                "prediction": "",
+                "confidence": float("nan"),
+                "example": json.dumps(
+                    {"psi_class": round(float(e.psi_class[c]), 4), "psi_all": round(float(overall), 4)}
+                ),
+                **ev.columns(),
+                "confirmation": ev.sentence() + CONFIRM_CLASS.format(c=classes[c]),
+            }
+        )
     input_rows = []
     for i in worst_inputs(e, int(p.max_findings)):
-        moved = (f"moves the prediction from {classes[e.pred[i]]} to {classes[e.pred_worst[i]]}"
-                 if e.pred[i] != e.pred_worst[i] else
-                 f"keeps class {classes[e.pred[i]]} but moves its probabilities by KL {float(e.kl[i]):.3g}")
-        input_rows.append({"weak_spot": f"input {int(i)}: a neighbour within eps {eps:.4g} {moved}",
-                           "kind": "input", "severity": float(e.kl[i]), "severity_meaning": SEVERITY_INPUT,
-                           "label": classes[y[i]], "prediction": classes[e.pred_worst[i]],
-                           "confidence": float(e.conf_worst[i]),
-                           "example": json.dumps({"input": int(i), "clean_prediction": classes[e.pred[i]],
-                                                  "kl": round(float(e.kl[i]), 5)}),
-                           "image": to_png(e.x_worst[i], scale=4 if X.shape[-1] <= 16 else 2)})
+        moved = (
+            f"moves the prediction from {classes[e.pred[i]]} to {classes[e.pred_worst[i]]}"
+            if e.pred[i] != e.pred_worst[i]
+            else f"keeps class {classes[e.pred[i]]} but moves its probabilities by KL {float(e.kl[i]):.3g}"
+        )
+        input_rows.append(
+            {
+                "weak_spot": f"input {int(i)}: a neighbour within eps {eps:.4g} {moved}",
+                "kind": "input",
+                "severity": float(e.kl[i]),
+                "severity_meaning": SEVERITY_INPUT,
+                "label": classes[y[i]],
+                "prediction": classes[e.pred_worst[i]],
+                "confidence": float(e.conf_worst[i]),
+                "example": json.dumps(
+                    {"input": int(i), "clean_prediction": classes[e.pred[i]], "kl": round(float(e.kl[i]), 5)}
+                ),
+                "image": to_png(e.x_worst[i], scale=4 if X.shape[-1] <= 16 else 2),
+            }
+        )
     for j in range(max(len(class_rows), len(input_rows))):
-        rows += input_rows[j:j + 1] + class_rows[j:j + 1]
+        rows += input_rows[j : j + 1] + class_rows[j : j + 1]
     return pd.DataFrame(rows)

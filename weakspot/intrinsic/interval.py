@@ -29,8 +29,9 @@ DRAWS = 2000
 LEVEL = 0.95
 
 
-def psi_change_interval(kl_base: Any, kl_other: Any, *, draws: int = DRAWS, level: float = LEVEL,
-                        seed: int = 0) -> Tuple[float, float, float]:
+def psi_change_interval(
+    kl_base: Any, kl_other: Any, *, draws: int = DRAWS, level: float = LEVEL, seed: int = 0
+) -> Tuple[float, float, float]:
     """The relative change of psi from ``kl_base``'s model to ``kl_other``'s, ``psi_other / psi_base - 1``, with its
     paired-bootstrap percentile interval at ``level``: ``(change, lo, hi)``.
 
@@ -46,8 +47,9 @@ def psi_change_interval(kl_base: Any, kl_other: Any, *, draws: int = DRAWS, leve
     """
     a, b = np.asarray(kl_base, np.float64), np.asarray(kl_other, np.float64)
     if a.shape != b.shape or a.ndim != 1 or len(a) == 0:
-        raise DataError(f"psi_change_interval needs two 1-D KL arrays of the same inputs; got shapes {a.shape} and "
-                        f"{b.shape}")
+        raise DataError(
+            f"psi_change_interval needs two 1-D KL arrays of the same inputs; got shapes {a.shape} and {b.shape}"
+        )
     if not (a.sum() > 0 and b.sum() > 0):
         raise DataError("psi_change_interval: a model's KLs are all 0 (psi infinite), no change to compare")
     change = float(a.mean() / b.mean() - 1.0)  # psi_b / psi_a = mean(kl_a) / mean(kl_b)

@@ -163,8 +163,10 @@ def _check_inputs(X: Any, clip: Clip, who: str) -> np.ndarray:
         raise DataError(f"{who}: the inputs hold infinite values")
     tol = 1e-5 * (clip[1] - clip[0])
     if X.min() < clip[0] - tol or X.max() > clip[1] + tol:
-        raise DataError(f"{who}: the inputs range over [{X.min():.4g}, {X.max():.4g}], outside clip = {clip}; "
-                        "pass the data's range as clip")
+        raise DataError(
+            f"{who}: the inputs range over [{X.min():.4g}, {X.max():.4g}], outside clip = {clip}; "
+            "pass the data's range as clip"
+        )
     return np.clip(X, clip[0], clip[1])
 
 
@@ -180,8 +182,10 @@ def _logits(module: torch.nn.Module, x: torch.Tensor, who: str) -> torch.Tensor:
     z = module(x)
     if not isinstance(z, torch.Tensor) or z.ndim != 2 or z.shape[0] != x.shape[0]:
         shape = tuple(z.shape) if isinstance(z, torch.Tensor) else type(z).__name__
-        raise ModelError(f"{who}: the module must return logits of shape (n, k) = ({x.shape[0]}, k) for {x.shape[0]} "
-                         f"inputs; it returned {shape}")
+        raise ModelError(
+            f"{who}: the module must return logits of shape (n, k) = ({x.shape[0]}, k) for {x.shape[0]} "
+            f"inputs; it returned {shape}"
+        )
     return z
 
 
@@ -189,10 +193,22 @@ def _view(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return mask.view(-1, *([1] * (like.ndim - 1)))
 
 
-def max_kl(module: torch.nn.Module, X: Any, *, eps: float, steps: int = 20, step_size: Optional[float] = None,
-           restarts: int = 1, normalisation: str = "invariant", clip: Clip = (0.0, 1.0), seed: int = 0,
-           batch_size: int = 256, device: Any = "cpu", progress: Optional[Progress] = None,
-           floor: float = TINY) -> MaxKL:
+def max_kl(
+    module: torch.nn.Module,
+    X: Any,
+    *,
+    eps: float,
+    steps: int = 20,
+    step_size: Optional[float] = None,
+    restarts: int = 1,
+    normalisation: str = "invariant",
+    clip: Clip = (0.0, 1.0),
+    seed: int = 0,
+    batch_size: int = 256,
+    device: Any = "cpu",
+    progress: Optional[Progress] = None,
+    floor: float = TINY,
+) -> MaxKL:
     """Largest ``KL(p(x) || p(x'))`` over the L-inf ball ``||x' - x||_inf <= eps`` (within ``clip``), per input.
 
     Sec. 4.1, Eq. 4 of Yu et al. 2019, by gradient ascent on the KL with ``p(x)`` held fixed: L-inf steepest ascent
@@ -267,7 +283,7 @@ def max_kl(module: torch.nn.Module, X: Any, *, eps: float, steps: int = 20, step
     try:
         chunk = max(1, batch_size // restarts)  # inputs per pass: every restart of a chunk runs in one batch
         for s in range(0, n, chunk):
-            x = torch.as_tensor(X[s:s + chunk], device=dev)
+            x = torch.as_tensor(X[s : s + chunk], device=dev)
             m = x.shape[0]
             with torch.no_grad():
                 z = _logits(module, x, who)
@@ -296,14 +312,23 @@ def max_kl(module: torch.nn.Module, X: Any, *, eps: float, steps: int = 20, step
                 raise ModelError(f"{who}: the module's logits went NaN or infinite inside the eps-ball (inputs {s}..)")
             r_best = best_kl.view(restarts, m).argmax(dim=0)  # the first restart among equals
             rows = r_best * m + torch.arange(m, device=dev)
-            kl_out[s:s + m] = best_kl[rows].clamp_min(0.0).double().cpu().numpy()  # KL >= 0; float error aside
-            x_out[s:s + m] = best_x[rows].cpu().numpy()
+            kl_out[s : s + m] = best_kl[rows].clamp_min(0.0).double().cpu().numpy()  # KL >= 0; float error aside
+            x_out[s : s + m] = best_x[rows].cpu().numpy()
             if progress is not None:
                 progress("max KL", s + m, n)
     finally:
         module.train(was_training)
-    return MaxKL(kl=kl_out, x_worst=x_out, eps=eps, steps=steps, step_size=alpha, restarts=restarts,
-                 normalisation=normalisation, clip=clip, seed=int(seed))
+    return MaxKL(
+        kl=kl_out,
+        x_worst=x_out,
+        eps=eps,
+        steps=steps,
+        step_size=alpha,
+        restarts=restarts,
+        normalisation=normalisation,
+        clip=clip,
+        seed=int(seed),
+    )
 
 
 # -------------------------------------------------------------------------------------------------------------- psi
@@ -371,9 +396,19 @@ def psi_per_class(kl_values: Any, labels: Any, n_classes: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- reparameterisation
-def eps_sharpness(module: torch.nn.Module, X: Any, y: Any, *, eps: float, steps: int = 20,
-                  step_size: Optional[float] = None, clip: Clip = (0.0, 1.0), seed: int = 0, batch_size: int = 256,
-                  device: Any = "cpu") -> float:
+def eps_sharpness(
+    module: torch.nn.Module,
+    X: Any,
+    y: Any,
+    *,
+    eps: float,
+    steps: int = 20,
+    step_size: Optional[float] = None,
+    clip: Clip = (0.0, 1.0),
+    seed: int = 0,
+    batch_size: int = 256,
+    device: Any = "cpu",
+) -> float:
     """Keskar et al. 2017's eps-sharpness moved to input space, as Sec. 5.4 (Table 4) of Yu et al. 2019 does.
 
     With ``L(X)`` the mean cross-entropy over the inputs::
@@ -428,15 +463,28 @@ def eps_sharpness(module: torch.nn.Module, X: Any, y: Any, *, eps: float, steps:
     module.eval()
     try:
         for s in range(0, n, batch_size):
-            x = torch.as_tensor(X[s:s + batch_size], device=dev)
-            yb = torch.as_tensor(y[s:s + batch_size], dtype=torch.int64, device=dev)
+            x = torch.as_tensor(X[s : s + batch_size], device=dev)
+            yb = torch.as_tensor(y[s : s + batch_size], dtype=torch.int64, device=dev)
             with torch.no_grad():
                 z = _logits(module, x, who)
             if yb.min() < 0 or yb.max() >= z.shape[1]:
-                raise DataError(f"{who}: labels range over [{int(yb.min())}, {int(yb.max())}], outside the "
-                                f"module's {z.shape[1]} classes")
-            x_adv = pgd(module, x, yb, eps=eps, steps=steps, step_size=alpha, random_start=True, loss="ce",
-                        clip=clip, generator=gen, keep_best=True)
+                raise DataError(
+                    f"{who}: labels range over [{int(yb.min())}, {int(yb.max())}], outside the "
+                    f"module's {z.shape[1]} classes"
+                )
+            x_adv = pgd(
+                module,
+                x,
+                yb,
+                eps=eps,
+                steps=steps,
+                step_size=alpha,
+                random_start=True,
+                loss="ce",
+                clip=clip,
+                generator=gen,
+                keep_best=True,
+            )
             with torch.no_grad():
                 clean = F.cross_entropy(z.double(), yb, reduction="none")
                 worst = F.cross_entropy(module(x_adv).double(), yb, reduction="none")
@@ -446,6 +494,7 @@ def eps_sharpness(module: torch.nn.Module, X: Any, y: Any, *, eps: float, steps:
         module.train(was_training)
     L, L_max = clean_sum / n, worst_sum / n
     if not (np.isfinite(L) and np.isfinite(L_max)):
-        raise ModelError(f"{who}: the cross-entropy is not finite (clean {L}, worst {L_max}); check the module's "
-                         "logits")
+        raise ModelError(
+            f"{who}: the cross-entropy is not finite (clean {L}, worst {L_max}); check the module's logits"
+        )
     return (L_max - L) / (1.0 + L) * 100.0

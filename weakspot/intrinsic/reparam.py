@@ -24,8 +24,16 @@ def factor_key(factor: float) -> str:
     return f"x{factor:g}"
 
 
-def reparam_row(module: torch.nn.Module, X: np.ndarray, y: np.ndarray, *, eps: float, clip: Tuple[float, float],
-                params: IntrinsicParams, device: Any = "cpu") -> Dict[str, float]:
+def reparam_row(
+    module: torch.nn.Module,
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    eps: float,
+    clip: Tuple[float, float],
+    params: IntrinsicParams,
+    device: Any = "cpu",
+) -> Dict[str, float]:
     """Table 4 for one model: psi (normalised and softmax) and input-space eps-sharpness, with the last layer as it is
     and scaled by each factor of ``params.reparam.factors``.
 
@@ -42,6 +50,9 @@ def reparam_row(module: torch.nn.Module, X: np.ndarray, y: np.ndarray, *, eps: f
         key = factor_key(f)
         out[key] = psi(max_kl(m, X, normalisation="invariant", **kw).kl)
         out[f"softmax_{key}"] = psi(max_kl(m, X, normalisation="softmax", **kw).kl)
-        out[f"sharpness_{key}"] = float(eps_sharpness(m, X, y, eps=eps, steps=p.psi.steps, clip=clip, seed=p.seed,
-                                                      batch_size=int(p.batch_size), device=device))
+        out[f"sharpness_{key}"] = float(
+            eps_sharpness(
+                m, X, y, eps=eps, steps=p.psi.steps, clip=clip, seed=p.seed, batch_size=int(p.batch_size), device=device
+            )
+        )
     return out

@@ -16,8 +16,17 @@ from weakspot.intrinsic.claims import claims, grade, grade_applies
 from weakspot.intrinsic.config import IntrinsicParams
 from weakspot.intrinsic.findings import findings
 from weakspot.intrinsic.run import IntrinsicResult
-from weakspot.intrinsic.tables import (PAPER_TABLE, attack_names, autoattack_name, defences_table, per_class_table,
-                                       pool_words, reparam_table, seconds_table, settings_table)
+from weakspot.intrinsic.tables import (
+    PAPER_TABLE,
+    attack_names,
+    autoattack_name,
+    defences_table,
+    per_class_table,
+    pool_words,
+    reparam_table,
+    seconds_table,
+    settings_table,
+)
 from weakspot.methods import MethodReport
 from weakspot.result import StageResult
 
@@ -30,18 +39,39 @@ def report(result: IntrinsicResult, params: IntrinsicParams, target: Any) -> Met
 
     p = params
     claim_t, claim_m = claims(result.evals, result.reparam, p.reparam.factors, seed=p.seed)
-    settings_t = settings_table(p, len(result.X), result.n_attack, result.eps, result.defence_info, result.init,
-                                len(result.evals) > 1, grey=result.X.ndim == 4 and result.X.shape[1] == 1,
-                                n_pool=result.n_pool, n_test=result.n_test)
-    tables = {"seconds": seconds_table(result), "defences": defences_table(result, p),
-              "paper": pd.DataFrame(PAPER_TABLE), "reparam": reparam_table(result.reparam, p),
-              "stability": result.stability, "per_class": per_class_table(result), "claims": claim_t,
-              "settings": settings_t}
+    settings_t = settings_table(
+        p,
+        len(result.X),
+        result.n_attack,
+        result.eps,
+        result.defence_info,
+        result.init,
+        len(result.evals) > 1,
+        grey=result.X.ndim == 4 and result.X.shape[1] == 1,
+        n_pool=result.n_pool,
+        n_test=result.n_test,
+    )
+    tables = {
+        "seconds": seconds_table(result),
+        "defences": defences_table(result, p),
+        "paper": pd.DataFrame(PAPER_TABLE),
+        "reparam": reparam_table(result.reparam, p),
+        "stability": result.stability,
+        "per_class": per_class_table(result),
+        "claims": claim_t,
+        "settings": settings_t,
+    }
     m = metrics(result, claim_m)
-    section = StageResult(metrics=m, tables=tables, title=f"{TITLE} ({target.name})",
-                          summary=summary(result, p, m, claim_t, settings_t), items=items(result, p),
-                          headline=[headline(result, p, m)],
-                          key_metrics=["psi", "psi_softmax", "pgd30_acc", "cw30_acc"], sample=sample(result, p))
+    section = StageResult(
+        metrics=m,
+        tables=tables,
+        title=f"{TITLE} ({target.name})",
+        summary=summary(result, p, m, claim_t, settings_t),
+        items=items(result, p),
+        headline=[headline(result, p, m)],
+        key_metrics=["psi", "psi_softmax", "pgd30_acc", "cw30_acc"],
+        sample=sample(result, p),
+    )
     found = findings(result.evals["none"], result.X, result.y, result.classes, p, result.eps)
     # what ran, its settings and training time (timings stay out of the metrics)
     return MethodReport(section=section, findings=found, lineage={"defences": result.defence_info})
@@ -54,9 +84,11 @@ def sample(result: IntrinsicResult, p: IntrinsicParams) -> str:
     rest = f" and {n - from_test} validation inputs" if n > from_test else ""
     pool = int(result.stability["batch_size"].max()) if len(result.stability) else 0
     words, _ = pool_words(result.n_pool, result.n_test, p.stability.batch_sizes)
-    return (f"{from_test} of the {result.n_test} test inputs{rest} for psi (drawn with seed {p.seed}), the first "
-            f"{result.n_attack} of them attacked per model; Fig. 6 draws batches of up to {pool} from a pool of "
-            f"{words}; the defended copies trained on the train split")
+    return (
+        f"{from_test} of the {result.n_test} test inputs{rest} for psi (drawn with seed {p.seed}), the first "
+        f"{result.n_attack} of them attacked per model; Fig. 6 draws batches of up to {pool} from a pool of "
+        f"{words}; the defended copies trained on the train split"
+    )
 
 
 def metrics(result: IntrinsicResult, claim_metrics: Dict[str, Any]) -> Dict[str, Any]:
@@ -65,14 +97,28 @@ def metrics(result: IntrinsicResult, claim_metrics: Dict[str, Any]) -> Dict[str,
     evals = result.evals
     grey = grade_applies(result.X.shape, result.eps, result.clip)
     n_psi, n_test, n_pool = int(len(result.X)), int(result.n_test), int(result.n_pool)
-    m: Dict[str, Any] = {"eps": float(result.eps), "n_inputs": n_psi, "n_attack": int(result.n_attack),
-                         # where the inputs came from: the test split first, then val; never train
-                         "inputs": {"psi_test": min(n_psi, n_test), "psi_val": n_psi - min(n_psi, n_test),
-                                    "fig6_pool_test": min(n_pool, n_test), "fig6_pool_val": n_pool - min(n_pool, n_test),
-                                    "fig6_pool_train": 0}}
+    m: Dict[str, Any] = {
+        "eps": float(result.eps),
+        "n_inputs": n_psi,
+        "n_attack": int(result.n_attack),
+        # where the inputs came from: the test split first, then val; never train
+        "inputs": {
+            "psi_test": min(n_psi, n_test),
+            "psi_val": n_psi - min(n_psi, n_test),
+            "fig6_pool_test": min(n_pool, n_test),
+            "fig6_pool_val": n_pool - min(n_pool, n_test),
+            "fig6_pool_train": 0,
+        },
+    }
     for name, e in evals.items():
-        row: Dict[str, Any] = {"psi": e.psi, "psi_softmax": e.psi_softmax, "clean_acc": e.acc["clean"],
-                               "fgsm_acc": e.acc["fgsm"], "pgd30_acc": e.acc["pgd30"], "cw30_acc": e.acc["cw30"]}
+        row: Dict[str, Any] = {
+            "psi": e.psi,
+            "psi_softmax": e.psi_softmax,
+            "clean_acc": e.acc["clean"],
+            "fgsm_acc": e.acc["fgsm"],
+            "pgd30_acc": e.acc["pgd30"],
+            "cw30_acc": e.acc["cw30"],
+        }
         if "autoattack" in e.acc:
             row["autoattack_acc"] = e.acc["autoattack"]
         if grey:
@@ -87,8 +133,10 @@ def metrics(result: IntrinsicResult, claim_metrics: Dict[str, Any]) -> Dict[str,
     m["reparam"] = result.reparam
     m["stability"] = {f"b{int(r['batch_size'])}": float(r["relative_std"]) for r in result.stability.to_dict("records")}
     m["claims"] = claim_metrics
-    m["surface_boundary_distance"] = {str(i): {lab: {s.direction: s.boundary_distance() for s in ss}
-                                               for lab, ss in per.items()} for i, per in result.surfaces.items()}
+    m["surface_boundary_distance"] = {
+        str(i): {lab: {s.direction: s.boundary_distance() for s in ss} for lab, ss in per.items()}
+        for i, per in result.surfaces.items()
+    }
     m["pgd_vs_art"] = result.art_check
     return m
 
@@ -98,8 +146,9 @@ def _names(result: IntrinsicResult, params: IntrinsicParams) -> Dict[str, Any]:
     return attack_names(params, autoattack_name(params, aa_on))
 
 
-def summary(result: IntrinsicResult, params: IntrinsicParams, m: Dict[str, Any], claim_t: Any,
-            settings_t: Any) -> List[str]:
+def summary(
+    result: IntrinsicResult, params: IntrinsicParams, m: Dict[str, Any], claim_t: Any, settings_t: Any
+) -> List[str]:
     """The section's opening paragraphs: what psi is and what ran, the audited model, the PGD check against ART, the
     defended models and the paper's claims, the caveats."""
     p, evals, eps = params, result.evals, result.eps
@@ -128,11 +177,16 @@ def summary(result: IntrinsicResult, params: IntrinsicParams, m: Dict[str, Any],
         f"Our PGD-{p.pgd_steps} checked against IBM ART's on the audited model, both without a random start, same "
         f"eps, steps and step size: accuracy {art['ours']:.1%} (ours) and {art['art']:.1%} (ART), the attacked "
         f"inputs differing by at most {art['max_abs_diff']:.2g}.",
-        *([f"Defended models ({', '.join(defended)}), each from the audited model's architecture and seed: the largest "
-           f"psi is {best}'s ({evals[best].psi:.1f}, at clean accuracy {evals[best].acc['clean']:.1%}; the audited "
-           f"model's {n0.acc['clean']:.1%}). The paper's claims, checked (the claims table gives each one's pass rule "
-           "and numbers): " + "; ".join(f"{r['claim']}: {r['holds']}" for r in claim_t.to_dict("records")) + "."]
-          if defended else []),
+        *(
+            [
+                f"Defended models ({', '.join(defended)}), each from the audited model's architecture and seed: the largest "
+                f"psi is {best}'s ({evals[best].psi:.1f}, at clean accuracy {evals[best].acc['clean']:.1%}; the audited "
+                f"model's {n0.acc['clean']:.1%}). The paper's claims, checked (the claims table gives each one's pass rule "
+                "and numbers): " + "; ".join(f"{r['claim']}: {r['holds']}" for r in claim_t.to_dict("records")) + "."
+            ]
+            if defended
+            else []
+        ),
         "Caveats: psi and every accuracy come from gradient-based searches, so they bound the model's worst case from "
         "one side only (a stronger search can only lower the accuracy and raise the KL). Eq. 5 gives the most "
         "negative logit probability exactly 0 whenever its magnitude is the largest (on nearly every clean input "
@@ -140,11 +194,15 @@ def summary(result: IntrinsicResult, params: IntrinsicParams, m: Dict[str, Any],
         "is on a different scale from the paper's tables (compare models, not numbers across papers). Gradient "
         "inhibition (Liu et al. 2018, Table 3) is not among the defences: seeds/002 describes it only as relying on "
         "vanishing input gradients, and its own paper is not at hand to implement it from. "
-        + ("The grade is Sec. 5.6's three levels for MNIST at its eps, with bounds placed between Table 1's LeNet "
-           "models because the paper's ranges are not legible in our copy; our inputs are smaller than MNIST's. "
-           if grey else "")
+        + (
+            "The grade is Sec. 5.6's three levels for MNIST at its eps, with bounds placed between Table 1's LeNet "
+            "models because the paper's ranges are not legible in our copy; our inputs are smaller than MNIST's. "
+            if grey
+            else ""
+        )
         + "Settings that differ from the paper's (the settings table gives both values): "
-        + ", ".join(r["setting"] for r in settings_t.to_dict("records") if r["differs"]) + ".",
+        + ", ".join(r["setting"] for r in settings_t.to_dict("records") if r["differs"])
+        + ".",
     ]
 
 
@@ -152,32 +210,56 @@ def items(result: IntrinsicResult, params: IntrinsicParams) -> List[Dict[str, st
     """The section's figures and tables, in reading order, with their captions."""
     p = params
     return [
-        {"table": "defences", "caption": f"Tables 1-3 as one: psi and accuracy (on {result.n_attack} inputs) under "
-         f"each attack at eps = {result.eps:.4g}, for the audited model and each defended model; 'what ran' says how "
-         "it was trained."},
-        {"figure": "psi_vs_attacks", "caption": "psi (log scale) against accuracy under each attack, one point per "
-         "model: if psi measures what the attacks measure, the points of each attack rise from left to right."},
-        {"table": "claims", "caption": "The paper's claims, checked on these models: each row's pass rule "
-         "(criterion, with its thresholds), the measured numbers, and the verdict."},
-        {"table": "paper", "caption": "The paper's numbers, for reference (MNIST LeNet eps 0.3; CIFAR-10 ResNet18 "
-         "eps 8/255)."},
-        {"figure": "worst_inputs", "caption": "The inputs with the largest KL divergence in the eps-ball (top) and "
-         "the neighbour the ascent found (bottom), with the audited model's predictions."},
+        {
+            "table": "defences",
+            "caption": f"Tables 1-3 as one: psi and accuracy (on {result.n_attack} inputs) under "
+            f"each attack at eps = {result.eps:.4g}, for the audited model and each defended model; 'what ran' says how "
+            "it was trained.",
+        },
+        {
+            "figure": "psi_vs_attacks",
+            "caption": "psi (log scale) against accuracy under each attack, one point per "
+            "model: if psi measures what the attacks measure, the points of each attack rise from left to right.",
+        },
+        {
+            "table": "claims",
+            "caption": "The paper's claims, checked on these models: each row's pass rule "
+            "(criterion, with its thresholds), the measured numbers, and the verdict.",
+        },
+        {
+            "table": "paper",
+            "caption": "The paper's numbers, for reference (MNIST LeNet eps 0.3; CIFAR-10 ResNet18 eps 8/255).",
+        },
+        {
+            "figure": "worst_inputs",
+            "caption": "The inputs with the largest KL divergence in the eps-ball (top) and "
+            "the neighbour the ascent found (bottom), with the audited model's predictions.",
+        },
         {"figure": "per_class", "caption": "psi per true class: the classes whose neighbourhood is least stable."},
-        {"table": "per_class", "caption": "psi per class and model (each model's clean accuracy: Tables 1-3 "
-         "above)."},
-        *[{"figure": f"surface_{j}", "caption": "Decision surfaces (Sec. 3, Figs. 2-4): g = z_true - max of the other "
-           "logits over a plane through the input (the cross), x-axis a random sign direction, y-axis random, FGSM, "
-           "least-likely FGSM and C&W directions; red is wrong, the black line is the boundary g = 0, the dashed "
-           "square the eps-ball. Top: the audited model; bottom: the min-max model (when it ran)."}
-          for j in range(len(result.surfaces))],
-        {"table": "reparam", "caption": "Table 4: the last layer's weights and bias scaled. Normalised psi cannot "
-         "move: Eq. 5 divides the logits by their largest absolute value, so the invariance holds by construction "
-         "(its row in the claims table checks the code, it is not a finding); softmax psi and the input-space "
-         "eps-sharpness of Keskar et al. do move." + _clean_of(result, p.reparam.defences)},
-        {"figure": "stability", "caption": f"Fig. 6: the spread of the audited model's psi over {p.stability.draws} "
-         "random batches of each size, drawn from a pool of "
-         f"{pool_words(result.n_pool, result.n_test, p.stability.batch_sizes)[0]}."},
+        {"table": "per_class", "caption": "psi per class and model (each model's clean accuracy: Tables 1-3 above)."},
+        *[
+            {
+                "figure": f"surface_{j}",
+                "caption": "Decision surfaces (Sec. 3, Figs. 2-4): g = z_true - max of the other "
+                "logits over a plane through the input (the cross), x-axis a random sign direction, y-axis random, FGSM, "
+                "least-likely FGSM and C&W directions; red is wrong, the black line is the boundary g = 0, the dashed "
+                "square the eps-ball. Top: the audited model; bottom: the min-max model (when it ran).",
+            }
+            for j in range(len(result.surfaces))
+        ],
+        {
+            "table": "reparam",
+            "caption": "Table 4: the last layer's weights and bias scaled. Normalised psi cannot "
+            "move: Eq. 5 divides the logits by their largest absolute value, so the invariance holds by construction "
+            "(its row in the claims table checks the code, it is not a finding); softmax psi and the input-space "
+            "eps-sharpness of Keskar et al. do move." + _clean_of(result, p.reparam.defences),
+        },
+        {
+            "figure": "stability",
+            "caption": f"Fig. 6: the spread of the audited model's psi over {p.stability.draws} "
+            "random batches of each size, drawn from a pool of "
+            f"{pool_words(result.n_pool, result.n_test, p.stability.batch_sizes)[0]}.",
+        },
         {"table": "stability", "caption": "Fig. 6 as numbers: relative standard deviation of psi across batches."},
         {"table": "settings", "caption": "What ran against the paper's settings."},
     ]
@@ -187,8 +269,11 @@ def _clean_of(result: IntrinsicResult, names: Any) -> str:
     """Clean accuracy of the defended models among ``names`` that ran, as a sentence (a defence's psi is never read
     without it)."""
     shown = [n for n in names if n in result.evals and n != "none"]
-    return (" Clean accuracy: " + ", ".join(f"{n} {result.evals[n].acc['clean']:.1%}" for n in ["none", *shown])
-            + ".") if shown else ""
+    return (
+        (" Clean accuracy: " + ", ".join(f"{n} {result.evals[n].acc['clean']:.1%}" for n in ["none", *shown]) + ".")
+        if shown
+        else ""
+    )
 
 
 def headline(result: IntrinsicResult, params: IntrinsicParams, m: Dict[str, Any]) -> str:
@@ -198,11 +283,15 @@ def headline(result: IntrinsicResult, params: IntrinsicParams, m: Dict[str, Any]
     n0 = evals["none"]
     least = [result.classes[c] for c in m["least_stable_classes"]]
     strongest = min((k for k in n0.acc if k != "clean"), key=lambda k: n0.acc[k])
-    head = (f"Intrinsic robustness: psi {n0.psi:.1f}; {_names(result, p)[strongest]} at eps {result.eps:.4g} leaves "
-            f"{n0.acc[strongest]:.0%} of inputs correct (clean {n0.acc['clean']:.0%}); least stable classes "
-            f"{', '.join(least)}")
+    head = (
+        f"Intrinsic robustness: psi {n0.psi:.1f}; {_names(result, p)[strongest]} at eps {result.eps:.4g} leaves "
+        f"{n0.acc[strongest]:.0%} of inputs correct (clean {n0.acc['clean']:.0%}); least stable classes "
+        f"{', '.join(least)}"
+    )
     if "minmax" in evals:
         mm = evals["minmax"]
-        head += (f"; min-max training: psi {mm.psi:.1f} at clean accuracy {mm.acc['clean']:.0%} (the audited model's "
-                 f"{n0.acc['clean']:.0%}), CW-{p.cw_steps} {mm.acc['cw30']:.0%}")  # a defence's psi never without it
+        head += (
+            f"; min-max training: psi {mm.psi:.1f} at clean accuracy {mm.acc['clean']:.0%} (the audited model's "
+            f"{n0.acc['clean']:.0%}), CW-{p.cw_steps} {mm.acc['cw30']:.0%}"
+        )  # a defence's psi never without it
     return head + "."

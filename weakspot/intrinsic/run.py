@@ -97,9 +97,20 @@ def run(target: AuditTarget, params: IntrinsicParams, runtime: Any) -> Intrinsic
     defended, info, eps = defended_models(target, names, params, runtime)
     eps = eps if names else target_eps(target, params)
     models = {"none": target.model.module, **defended}
-    return measure(models, X_pool, y_pool, [str(c) for c in target.classes], params, eps=eps, clip=clip,
-                   n_test=len(target.test.X), defence_info=info, init=params.defence_init,
-                   device=resolve_device(runtime.device), progress=runtime.progress)
+    return measure(
+        models,
+        X_pool,
+        y_pool,
+        [str(c) for c in target.classes],
+        params,
+        eps=eps,
+        clip=clip,
+        n_test=len(target.test.X),
+        defence_info=info,
+        init=params.defence_init,
+        device=resolve_device(runtime.device),
+        progress=runtime.progress,
+    )
 
 
 def pool_order(n_test: int, n: int, seed: int) -> np.ndarray:
@@ -109,10 +120,21 @@ def pool_order(n_test: int, n: int, seed: int) -> np.ndarray:
     return np.concatenate([rng.permutation(nt), nt + rng.permutation(n - nt)])
 
 
-def measure(models: Dict[str, torch.nn.Module], X_pool: np.ndarray, y_pool: np.ndarray, classes: Sequence[str],
-            params: IntrinsicParams, *, eps: float, clip: Tuple[float, float], n_test: int,
-            defence_info: Optional[Dict[str, Dict[str, Any]]] = None, init: Optional[str] = None,
-            device: Any = "cpu", progress: Optional[Progress] = None) -> IntrinsicResult:
+def measure(
+    models: Dict[str, torch.nn.Module],
+    X_pool: np.ndarray,
+    y_pool: np.ndarray,
+    classes: Sequence[str],
+    params: IntrinsicParams,
+    *,
+    eps: float,
+    clip: Tuple[float, float],
+    n_test: int,
+    defence_info: Optional[Dict[str, Dict[str, Any]]] = None,
+    init: Optional[str] = None,
+    device: Any = "cpu",
+    progress: Optional[Progress] = None,
+) -> IntrinsicResult:
     """Measure every model (``"none"`` = the audited one first, then its defended copies).
 
     Parameters
@@ -131,8 +153,10 @@ def measure(models: Dict[str, torch.nn.Module], X_pool: np.ndarray, y_pool: np.n
     """
     p = params
     if "none" not in models:
-        raise ConfigError(f"intrinsic robustness needs the audited model under the name 'none'; got models "
-                          f"{', '.join(map(repr, models)) or '(none)'}")
+        raise ConfigError(
+            f"intrinsic robustness needs the audited model under the name 'none'; got models "
+            f"{', '.join(map(repr, models)) or '(none)'}"
+        )
     k = len(classes)
     order = pool_order(n_test, len(X_pool), p.seed)
     X_pool = np.ascontiguousarray(X_pool, np.float32)[order]
@@ -141,39 +165,97 @@ def measure(models: Dict[str, torch.nn.Module], X_pool: np.ndarray, y_pool: np.n
     n_pool = min(int(p.stability.pool), len(X_pool))
     n_attack = min(int(p.n_attack), n_psi)
     X, y = X_pool[:n_psi], y_pool[:n_psi]
-    pool_r = max_kl(models["none"], X_pool[:max(n_psi, n_pool)], normalisation="invariant", progress=progress,
-                    **ascent_kwargs(p, eps, clip, device))
+    pool_r = max_kl(
+        models["none"],
+        X_pool[: max(n_psi, n_pool)],
+        normalisation="invariant",
+        progress=progress,
+        **ascent_kwargs(p, eps, clip, device),
+    )
     evals: Dict[str, ModelEval] = {}
     for name, module in models.items():
-        evals[name] = evaluate_model(name, DEFENCE_TITLES.get(name, name), module, X, y, k, eps=eps, clip=clip,
-                                     params=p, device=device,
-                                     kl_pool=(pool_r.kl, pool_r.x_worst) if name == "none" else None,
-                                     progress=progress)
+        evals[name] = evaluate_model(
+            name,
+            DEFENCE_TITLES.get(name, name),
+            module,
+            X,
+            y,
+            k,
+            eps=eps,
+            clip=clip,
+            params=p,
+            device=device,
+            kl_pool=(pool_r.kl, pool_r.x_worst) if name == "none" else None,
+            progress=progress,
+        )
         if progress is not None:
             progress("models", len(evals), len(models))
-    art_check = pgd_vs_art(models["none"], X[:n_attack], y[:n_attack], k, eps=eps, clip=clip, steps=p.pgd_steps,
-                           batch_size=int(p.batch_size), device=device)
+    art_check = pgd_vs_art(
+        models["none"],
+        X[:n_attack],
+        y[:n_attack],
+        k,
+        eps=eps,
+        clip=clip,
+        steps=p.pgd_steps,
+        batch_size=int(p.batch_size),
+        device=device,
+    )
     nr = min(int(p.reparam.n_inputs), n_psi)
-    reparam = {name: reparam_row(models[name], X[:nr], y[:nr], eps=eps, clip=clip, params=p, device=device)
-               for name in p.reparam.defences if name in models}
+    reparam = {
+        name: reparam_row(models[name], X[:nr], y[:nr], eps=eps, clip=clip, params=p, device=device)
+        for name in p.reparam.defences
+        if name in models
+    }
     stab = stability_table(pool_r.kl[:n_pool], p.stability.batch_sizes, p.stability.draws, p.seed)
     right = np.flatnonzero(evals["none"].pred == y)[: int(p.surface.n_inputs)]
-    return IntrinsicResult(evals=evals, X=X, y=y, classes=list(classes), eps=float(eps), clip=clip, n_test=int(n_test),
-                           n_pool=n_pool, n_attack=n_attack, init=init or p.defence_init, art_check=art_check,
-                           reparam=reparam, stability=stab,
-                           surfaces=surfaces(models, X, y, right, eps=eps, params=p, device=device),
-                           defence_info=dict(defence_info or {}))
+    return IntrinsicResult(
+        evals=evals,
+        X=X,
+        y=y,
+        classes=list(classes),
+        eps=float(eps),
+        clip=clip,
+        n_test=int(n_test),
+        n_pool=n_pool,
+        n_attack=n_attack,
+        init=init or p.defence_init,
+        art_check=art_check,
+        reparam=reparam,
+        stability=stab,
+        surfaces=surfaces(models, X, y, right, eps=eps, params=p, device=device),
+        defence_info=dict(defence_info or {}),
+    )
 
 
-def surfaces(models: Dict[str, torch.nn.Module], X: np.ndarray, y: np.ndarray,
-             inputs: Union[Sequence[int], np.ndarray], *, eps: float, params: IntrinsicParams,
-             device: Any = "cpu") -> Dict[int, Dict[str, List[Surface]]]:
+def surfaces(
+    models: Dict[str, torch.nn.Module],
+    X: np.ndarray,
+    y: np.ndarray,
+    inputs: Union[Sequence[int], np.ndarray],
+    *,
+    eps: float,
+    params: IntrinsicParams,
+    device: Any = "cpu",
+) -> Dict[int, Dict[str, List[Surface]]]:
     """Decision surfaces (Sec. 3) of each input in ``inputs``, for the audited model and the min-max one (when it
     ran): ``{input: {model label: [Surface per direction]}}``; input ``j`` of the list draws its random directions
     from ``params.seed + j``."""
     p = params
     shown = [n for n in ("none", "minmax") if n in models]
-    return {int(i): {DEFENCE_TITLES[n]: decision_surfaces(models[n], X[i], int(y[i]), eps=eps, grid=p.surface.grid,
-                                                          span=p.surface.span, seed=p.seed + j, device=device)
-                     for n in shown}
-            for j, i in enumerate(inputs)}
+    return {
+        int(i): {
+            DEFENCE_TITLES[n]: decision_surfaces(
+                models[n],
+                X[i],
+                int(y[i]),
+                eps=eps,
+                grid=p.surface.grid,
+                span=p.surface.span,
+                seed=p.seed + j,
+                device=device,
+            )
+            for n in shown
+        }
+        for j, i in enumerate(inputs)
+    }

@@ -21,8 +21,15 @@ import numpy as np
 
 from weakspot.intrinsic.psi import psi
 
-COLUMNS = ["batch_size", "draws", "psi_mean", "psi_std", "relative_std", "relative_std_in_pool",
-           "max_relative_deviation"]
+COLUMNS = [
+    "batch_size",
+    "draws",
+    "psi_mean",
+    "psi_std",
+    "relative_std",
+    "relative_std_in_pool",
+    "max_relative_deviation",
+]
 
 
 def stability_table(kl_pool: np.ndarray, batch_sizes: Sequence[int], draws: int, seed: int) -> Any:
@@ -40,7 +47,15 @@ def stability_table(kl_pool: np.ndarray, batch_sizes: Sequence[int], draws: int,
         vals = np.array([psi(kl_pool[rng.choice(N, size=b, replace=False)]) for _ in range(int(draws))])
         raw = float(vals.std(ddof=1) / vals.mean())
         fpc = float(np.sqrt((N - b) / (N - 1)))
-        rows.append({"batch_size": int(b), "draws": int(draws), "psi_mean": float(vals.mean()),
-                     "psi_std": float(vals.std(ddof=1)), "relative_std": raw / fpc, "relative_std_in_pool": raw,
-                     "max_relative_deviation": float(np.max(np.abs(vals - full)) / full)})
+        rows.append(
+            {
+                "batch_size": int(b),
+                "draws": int(draws),
+                "psi_mean": float(vals.mean()),
+                "psi_std": float(vals.std(ddof=1)),
+                "relative_std": raw / fpc,
+                "relative_std_in_pool": raw,
+                "max_relative_deviation": float(np.max(np.abs(vals - full)) / full),
+            }
+        )
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -28,8 +28,12 @@ from weakspot.errors import ConfigError
 
 #: The y-axis directions of Fig. 2 (a)-(d), in the paper's order.
 DIRECTIONS = ("random", "fgsm", "ll_fgsm", "cw")
-DIRECTION_LABELS = {"random": "random", "fgsm": "FGSM sign-gradient", "ll_fgsm": "least-likely FGSM",
-                    "cw": "C&W margin gradient"}
+DIRECTION_LABELS = {
+    "random": "random",
+    "fgsm": "FGSM sign-gradient",
+    "ll_fgsm": "least-likely FGSM",
+    "cw": "C&W margin gradient",
+}
 
 
 @dataclass
@@ -70,9 +74,19 @@ def direction(module: torch.nn.Module, x: torch.Tensor, y: int, kind: str, gener
     return d
 
 
-def decision_surfaces(module: torch.nn.Module, x: np.ndarray, y: int, *, eps: float, grid: int = 41,
-                      span: float = 2.0, directions: Sequence[str] = DIRECTIONS, seed: int = 0,
-                      device: Any = "cpu", batch_size: int = 1024) -> List[Surface]:
+def decision_surfaces(
+    module: torch.nn.Module,
+    x: np.ndarray,
+    y: int,
+    *,
+    eps: float,
+    grid: int = 41,
+    span: float = 2.0,
+    directions: Sequence[str] = DIRECTIONS,
+    seed: int = 0,
+    device: Any = "cpu",
+    batch_size: int = 1024,
+) -> List[Surface]:
     """The decision surfaces of one input ``x`` (shape ``(...)``, no batch axis) with true class ``y``: one per
     y-axis direction, all sharing the random x-axis direction; each axis spans ``[-span * eps, span * eps]``."""
     module.eval()
@@ -89,7 +103,7 @@ def decision_surfaces(module: torch.nn.Module, x: np.ndarray, y: int, *, eps: fl
         gs = []
         with torch.no_grad():
             for s in range(0, a_t.numel(), int(batch_size)):
-                aa, bb = a_t[s:s + batch_size], b_t[s:s + batch_size]
+                aa, bb = a_t[s : s + batch_size], b_t[s : s + batch_size]
                 shape = (-1,) + (1,) * (xt.ndim - 1)
                 pts = xt + aa.view(shape) * d1 + bb.view(shape) * d2
                 yy = torch.full((pts.shape[0],), int(y), dtype=torch.int64, device=device)

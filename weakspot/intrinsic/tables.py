@@ -30,8 +30,12 @@ PAPER_TABLE = [
 
 def attack_names(params: IntrinsicParams, autoattack: Optional[str] = "AutoAttack") -> Dict[str, Optional[str]]:
     """How each attack key is named in the report: FGSM, PGD-<steps>, CW-<steps> and ``autoattack``."""
-    return {"fgsm": "FGSM", "pgd30": f"PGD-{params.pgd_steps}", "cw30": f"CW-{params.cw_steps}",
-            "autoattack": autoattack}
+    return {
+        "fgsm": "FGSM",
+        "pgd30": f"PGD-{params.pgd_steps}",
+        "cw30": f"CW-{params.cw_steps}",
+        "autoattack": autoattack,
+    }
 
 
 def autoattack_name(params: IntrinsicParams, ran: bool) -> Optional[str]:
@@ -56,10 +60,16 @@ def defences_table(result: Any, params: IntrinsicParams) -> Any:
     rows = []
     for name, e in evals.items():
         info = result.defence_info.get(name, {})
-        r = {"model": name, "what ran": info.get("label", "the model under audit") if name != "none" else
-             "the model under audit", "psi": round(e.psi, 2), "psi (softmax)": round(e.psi_softmax, 3),
-             "clean": _percent(e.acc["clean"]), "FGSM": _percent(e.acc["fgsm"]),
-             f"PGD-{p.pgd_steps}": _percent(e.acc["pgd30"]), f"CW-{p.cw_steps}": _percent(e.acc["cw30"])}
+        r = {
+            "model": name,
+            "what ran": info.get("label", "the model under audit") if name != "none" else "the model under audit",
+            "psi": round(e.psi, 2),
+            "psi (softmax)": round(e.psi_softmax, 3),
+            "clean": _percent(e.acc["clean"]),
+            "FGSM": _percent(e.acc["fgsm"]),
+            f"PGD-{p.pgd_steps}": _percent(e.acc["pgd30"]),
+            f"CW-{p.cw_steps}": _percent(e.acc["cw30"]),
+        }
         if aa_name is not None:  # AutoAttack ran
             r[aa_name] = _percent(e.acc.get("autoattack"))
         if grey:
@@ -87,16 +97,22 @@ def per_class_table(result: Any) -> Any:
     import pandas as pd
 
     classes = result.classes
-    return pd.DataFrame({"class": classes, **{f"psi {n}": np.round(e.psi_class, 2) for n, e in result.evals.items()},
-                         "inputs": np.bincount(result.y, minlength=len(classes))})
+    return pd.DataFrame(
+        {
+            "class": classes,
+            **{f"psi {n}": np.round(e.psi_class, 2) for n, e in result.evals.items()},
+            "inputs": np.bincount(result.y, minlength=len(classes)),
+        }
+    )
 
 
 def seconds_table(result: Any) -> Any:
     """Seconds each measurement of each model took."""
     import pandas as pd
 
-    return pd.DataFrame([{"model": n, **{k: round(v, 2) for k, v in e.seconds.items()}}
-                         for n, e in result.evals.items()])
+    return pd.DataFrame(
+        [{"model": n, **{k: round(v, 2) for k, v in e.seconds.items()}} for n, e in result.evals.items()]
+    )
 
 
 #: Madry et al. 2018's PGD steps in min-max training: 40 on MNIST (grey-scale), 7 on CIFAR-10 (colour).
@@ -110,15 +126,20 @@ def source_settings(grey: bool) -> Dict[str, Tuple[Dict[str, Any], str]]:
 
     steps = MADRY_STEPS_PAPER["grey" if grey else "colour"]
     return {
-        "fgsm_at": ({"lam": D.KURAKIN_LAMBDA, "fraction": D.KURAKIN_FRACTION},
-                    f"Kurakin et al. 2016: lambda {D.KURAKIN_LAMBDA:g}, {D.KURAKIN_FRACTION:.0%} of each batch "
-                    "adversarial"),
+        "fgsm_at": (
+            {"lam": D.KURAKIN_LAMBDA, "fraction": D.KURAKIN_FRACTION},
+            f"Kurakin et al. 2016: lambda {D.KURAKIN_LAMBDA:g}, {D.KURAKIN_FRACTION:.0%} of each batch adversarial",
+        ),
         "minmax": ({"steps": steps}, f"Madry et al. 2018: PGD-{steps} ({'MNIST' if grey else 'CIFAR-10'})"),
-        "gradreg": ({"lam": D.ROSS_LAMBDA_PAPER},
-                    f"Ross & Doshi-Velez 2018: lambda {D.ROSS_LAMBDA_PAPER:g} (MNIST, in their code's normalisation "
-                    "of the penalty)"),
-        "distillation": ({"temperature": D.PAPERNOT_TEMPERATURE, "warm_start": False},
-                         f"Papernot et al. 2016: T {D.PAPERNOT_TEMPERATURE:g}, from a fresh network"),
+        "gradreg": (
+            {"lam": D.ROSS_LAMBDA_PAPER},
+            f"Ross & Doshi-Velez 2018: lambda {D.ROSS_LAMBDA_PAPER:g} (MNIST, in their code's normalisation "
+            "of the penalty)",
+        ),
+        "distillation": (
+            {"temperature": D.PAPERNOT_TEMPERATURE, "warm_start": False},
+            f"Papernot et al. 2016: T {D.PAPERNOT_TEMPERATURE:g}, from a fresh network",
+        ),
     }
 
 
@@ -131,8 +152,7 @@ def _defence_rows(defence_info: Dict[str, Any], grey: bool) -> List[Dict[str, An
         want, words = src.get(d, ({}, DEFENCE_TITLES.get(d, d)))
         ran = info.get("settings", {})
         off = [k for k, v in want.items() if k in ran and ran[k] != v]
-        rows.append({"setting": f"defence {d}", "ran": info.get("label", ""), "paper": words,
-                     "differs": bool(off)})
+        rows.append({"setting": f"defence {d}", "ran": info.get("label", ""), "paper": words, "differs": bool(off)})
     return rows
 
 
@@ -145,8 +165,19 @@ def pool_words(n_pool: int, n_test: int, batch_sizes: Sequence[int]) -> Tuple[st
     return (f"{n_pool} inputs ({' + '.join(parts)}, no training input)", skipped)
 
 
-def settings_table(params: IntrinsicParams, n_psi: int, n_attack: int, eps: float, defence_info: Dict[str, Any],
-                   init: str, defended: bool, *, grey: bool = True, n_pool: int = 0, n_test: int = 0) -> Any:
+def settings_table(
+    params: IntrinsicParams,
+    n_psi: int,
+    n_attack: int,
+    eps: float,
+    defence_info: Dict[str, Any],
+    init: str,
+    defended: bool,
+    *,
+    grey: bool = True,
+    n_pool: int = 0,
+    n_test: int = 0,
+) -> Any:
     """What ran against the paper's settings (:data:`~weakspot.intrinsic.config.PAPER_SETTINGS`), one row per
     setting, with ``differs`` where ours is not the paper's; each defended model against its own paper's settings
     (:func:`source_settings`); Fig. 6's pool (``n_pool`` inputs, the first ``n_test`` of the pool from the test split).
@@ -154,31 +185,66 @@ def settings_table(params: IntrinsicParams, n_psi: int, n_attack: int, eps: floa
     import pandas as pd
 
     p = params
-    aa = (f"{' + '.join(a.upper() for a in p.autoattack.attacks)}, {p.autoattack.iters} iterations (IBM ART)"
-          if p.autoattack.enabled else "off")
+    aa = (
+        f"{' + '.join(a.upper() for a in p.autoattack.attacks)}, {p.autoattack.iters} iterations (IBM ART)"
+        if p.autoattack.enabled
+        else "off"
+    )
     mm = defence_info.get("minmax", {}).get("settings", {}).get("steps")
-    ran = {"pgd_steps": p.pgd_steps, "cw_steps": p.cw_steps, "n_inputs": f"{n_psi} for psi, {n_attack} attacked",
-           "autoattack": aa,
-           "defence_init": (("fine-tuned from the audited model for "
-                             f"{p.defence_epochs} epoch(s)" if init == "target" else "scratch")
-                            if defended else "no defended models")}
-    rows = [{"setting": k, "ran": str(ran[k]), "paper": f"{v} ({w})", "differs": str(ran[k]) != str(v)}
-            for k, (v, w) in PAPER_SETTINGS.items() if k in ran]
+    ran = {
+        "pgd_steps": p.pgd_steps,
+        "cw_steps": p.cw_steps,
+        "n_inputs": f"{n_psi} for psi, {n_attack} attacked",
+        "autoattack": aa,
+        "defence_init": (
+            (f"fine-tuned from the audited model for {p.defence_epochs} epoch(s)" if init == "target" else "scratch")
+            if defended
+            else "no defended models"
+        ),
+    }
+    rows = [
+        {"setting": k, "ran": str(ran[k]), "paper": f"{v} ({w})", "differs": str(ran[k]) != str(v)}
+        for k, (v, w) in PAPER_SETTINGS.items()
+        if k in ran
+    ]
     if mm is not None:
         want = MADRY_STEPS_PAPER["grey" if grey else "colour"]
-        rows.append({"setting": "minmax steps", "ran": str(mm), "paper": f"{want} ({PAPER_SETTINGS['minmax steps'][1]})",
-                     "differs": int(mm) != want})
-    rows.append({"setting": "eps (L-inf)", "ran": f"{eps:.4g}",
-                 "paper": "0.3 MNIST, 8/255 = 0.0314 CIFAR-10 (Sec. 5.1)",
-                 "differs": not any(abs(eps - e) < 1e-3 for e in (0.3, 8 / 255))})
-    rows.append({"setting": "KL ascent", "ran": f"{p.psi.steps} signed-gradient steps, {p.psi.restarts} random "
-                 f"start(s), step {'2.5 eps / steps' if p.psi.step_size is None else p.psi.step_size}",
-                 "paper": "gradient ascent on the KL (Sec. 4.1; no numbers)", "differs": False})
+        rows.append(
+            {
+                "setting": "minmax steps",
+                "ran": str(mm),
+                "paper": f"{want} ({PAPER_SETTINGS['minmax steps'][1]})",
+                "differs": int(mm) != want,
+            }
+        )
+    rows.append(
+        {
+            "setting": "eps (L-inf)",
+            "ran": f"{eps:.4g}",
+            "paper": "0.3 MNIST, 8/255 = 0.0314 CIFAR-10 (Sec. 5.1)",
+            "differs": not any(abs(eps - e) < 1e-3 for e in (0.3, 8 / 255)),
+        }
+    )
+    rows.append(
+        {
+            "setting": "KL ascent",
+            "ran": f"{p.psi.steps} signed-gradient steps, {p.psi.restarts} random "
+            f"start(s), step {'2.5 eps / steps' if p.psi.step_size is None else p.psi.step_size}",
+            "paper": "gradient ascent on the KL (Sec. 4.1; no numbers)",
+            "differs": False,
+        }
+    )
     if n_pool:
         words, skipped = pool_words(n_pool, n_test, p.stability.batch_sizes)
         sizes = ", ".join(str(b) for b in p.stability.batch_sizes if b not in skipped)
-        rows.append({"setting": "Fig. 6 pool", "ran": f"{words}; batches of {sizes}"
-                     + (f" ({', '.join(map(str, skipped))} left out: not smaller than the pool)" if skipped else ""),
-                     "paper": "the test set; batches of 100 to 1000 (Sec. 5.5)", "differs": True})
+        rows.append(
+            {
+                "setting": "Fig. 6 pool",
+                "ran": f"{words}; batches of {sizes}"
+                + (f" ({', '.join(map(str, skipped))} left out: not smaller than the pool)" if skipped else ""),
+                "paper": "the test set; batches of 100 to 1000 (Sec. 5.5)",
+                "differs": True,
+            }
+        )
     rows += _defence_rows(defence_info, grey)
     return pd.DataFrame(rows, columns=["setting", "ran", "paper", "differs"])

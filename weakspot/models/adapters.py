@@ -60,8 +60,9 @@ class TorchClassifier:
     (4, 2)
     """
 
-    def __init__(self, module: Any, *, n_classes: int, device: Any = "auto", batch_size: int = 512,
-                 outputs: Outputs = "logits"):
+    def __init__(
+        self, module: Any, *, n_classes: int, device: Any = "auto", batch_size: int = 512, outputs: Outputs = "logits"
+    ):
         import torch
 
         from weakspot.device import resolve_device
@@ -91,7 +92,9 @@ class TorchClassifier:
         out = self.module(xb)
         if not hasattr(out, "shape") or tuple(out.shape) != (xb.shape[0], self.n_classes):
             got = tuple(out.shape) if hasattr(out, "shape") else type(out).__name__
-            raise ModelError(f"{self.name}: module returned shape {got}, expected (n, k) = ({xb.shape[0]}, {self.n_classes})")
+            raise ModelError(
+                f"{self.name}: module returned shape {got}, expected (n, k) = ({xb.shape[0]}, {self.n_classes})"
+            )
         return out
 
     def logits(self, x: Any) -> "Any":
@@ -111,7 +114,7 @@ class TorchClassifier:
         chunks = []
         with torch.no_grad():
             for start in range(0, n, self.batch_size):
-                out = self._forward(self._tensor(x[start:start + self.batch_size]))
+                out = self._forward(self._tensor(x[start : start + self.batch_size]))
                 if self.outputs == "logits":
                     out = torch.softmax(out.float(), dim=1)
                 chunks.append(out.double().cpu())
@@ -148,8 +151,8 @@ class TorchClassifier:
         self.module.eval()
         try:
             for start in range(0, n, self.batch_size):
-                xb = self._tensor(x[start:start + self.batch_size]).detach().clone().requires_grad_(True)
-                tb = torch.as_tensor(t[start:start + self.batch_size].astype(np.int64), device=self.device)
+                xb = self._tensor(x[start : start + self.batch_size]).detach().clone().requires_grad_(True)
+                tb = torch.as_tensor(t[start : start + self.batch_size].astype(np.int64), device=self.device)
                 loss = torch.nn.functional.cross_entropy(self.logits(xb), tb, reduction="sum")
                 (g,) = torch.autograd.grad(loss, xb)
                 grads.append(g.detach().float().cpu())
@@ -185,8 +188,10 @@ class SklearnClassifier:
     def __init__(self, estimator: Any, *, n_classes: Optional[int] = None):
         name = type(estimator).__name__
         if not callable(getattr(estimator, "predict_proba", None)):
-            raise ModelError(f"SklearnClassifier needs an estimator with predict_proba; {name} has none "
-                             "(for SVC set probability=True)")
+            raise ModelError(
+                f"SklearnClassifier needs an estimator with predict_proba; {name} has none "
+                "(for SVC set probability=True)"
+            )
         classes = getattr(estimator, "classes_", None)
         if classes is None:
             raise ModelError(f"SklearnClassifier: {name} is not fitted (it has no classes_); fit it first")
@@ -195,11 +200,14 @@ class SklearnClassifier:
         self.name = f"SklearnClassifier({name})"
         self.n_classes = _check_n_classes(len(classes) if n_classes is None else n_classes)
         self._columns: Optional[np.ndarray] = None
-        if len(classes) != self.n_classes or (np.issubdtype(classes.dtype, np.integer)
-                                              and not np.array_equal(classes, np.arange(self.n_classes))):
+        if len(classes) != self.n_classes or (
+            np.issubdtype(classes.dtype, np.integer) and not np.array_equal(classes, np.arange(self.n_classes))
+        ):
             if not np.issubdtype(classes.dtype, np.integer) or classes.min() < 0 or classes.max() >= self.n_classes:
-                raise ModelError(f"{self.name}: classes_ {classes.tolist()} cannot be mapped onto class codes "
-                                 f"0..{self.n_classes - 1}")
+                raise ModelError(
+                    f"{self.name}: classes_ {classes.tolist()} cannot be mapped onto class codes "
+                    f"0..{self.n_classes - 1}"
+                )
             self._columns = classes.astype(np.int64)
 
     def predict_proba(self, x: Any) -> np.ndarray:

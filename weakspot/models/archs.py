@@ -86,12 +86,20 @@ class LeNet(nn.Module):
     torch.Size([2, 10])
     """
 
-    def __init__(self, in_channels: int = 1, n_classes: int = 10, image_size: int = 8, *,
-                 channels: Sequence[int] = (6, 16), hidden: Sequence[int] = (120, 84)):
+    def __init__(
+        self,
+        in_channels: int = 1,
+        n_classes: int = 10,
+        image_size: int = 8,
+        *,
+        channels: Sequence[int] = (6, 16),
+        hidden: Sequence[int] = (120, 84),
+    ):
         super().__init__()
-        in_channels, n_classes, image_size = (_positive_ints(k, [v])[0] for k, v in
-                                              (("in_channels", in_channels), ("n_classes", n_classes),
-                                               ("image_size", image_size)))
+        in_channels, n_classes, image_size = (
+            _positive_ints(k, [v])[0]
+            for k, v in (("in_channels", in_channels), ("n_classes", n_classes), ("image_size", image_size))
+        )
         if image_size < 4:
             raise ConfigError(f"LeNet image_size must be >= 4 (two 2x2 poolings), got {image_size}")
         if n_classes < 2:
@@ -103,8 +111,12 @@ class LeNet(nn.Module):
         hidden = _positive_ints("hidden", hidden)
         self.in_channels, self.n_classes, self.image_size = in_channels, n_classes, image_size
         self.features = nn.Sequential(
-            nn.Conv2d(in_channels, c1, kernel_size=5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(c1, c2, kernel_size=5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(in_channels, c1, kernel_size=5, padding=2),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(c1, c2, kernel_size=5, padding=2),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
         )
         side = (image_size // 2) // 2
         layers: list = [nn.Flatten()]
@@ -117,7 +129,6 @@ class LeNet(nn.Module):
 
     def forward(self, x: Any) -> Any:
         return self.classifier(self.features(x))
-
 
 
 class MLP(nn.Module):
@@ -163,7 +174,9 @@ def build_lenet(input_shape: Sequence[int], n_classes: int) -> Any:
     """LeNet for square images of shape ``(C, S, S)``."""
     shape = tuple(int(s) for s in input_shape)
     if len(shape) != 3 or shape[1] != shape[2]:
-        raise ConfigError(f"arch 'lenet' needs square images (C, S, S), got input shape {shape}; use arch 'mlp' for tabular data")
+        raise ConfigError(
+            f"arch 'lenet' needs square images (C, S, S), got input shape {shape}; use arch 'mlp' for tabular data"
+        )
     return LeNet(in_channels=shape[0], n_classes=n_classes, image_size=shape[1])
 
 
@@ -230,14 +243,23 @@ def build_small_cnn(input_shape: Sequence[int], n_classes: int, *, width: int = 
     w = int(width)
     return nn.Sequential(
         Normalize(),
-        *block(channels, w), nn.MaxPool2d(2), *block(w, 2 * w), nn.MaxPool2d(2), *block(2 * w, 4 * w),
-        nn.MaxPool2d(2), *block(4 * w, 4 * w), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4 * w, n_classes),
+        *block(channels, w),
+        nn.MaxPool2d(2),
+        *block(w, 2 * w),
+        nn.MaxPool2d(2),
+        *block(2 * w, 4 * w),
+        nn.MaxPool2d(2),
+        *block(4 * w, 4 * w),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(4 * w, n_classes),
     )
 
 
 @register_arch("alexnet")
-def build_alexnet(input_shape: Sequence[int], n_classes: int, *, width_classifier: int = 512,
-                  pool_size: int = 2) -> nn.Module:
+def build_alexnet(
+    input_shape: Sequence[int], n_classes: int, *, width_classifier: int = 512, pool_size: int = 2
+) -> nn.Module:
     """torchvision AlexNet (untrained) for small [0, 1] images: the same 5 conv + 3 FC layout, first conv 5x5 /
     stride 1 and 2x2 pools, adaptive pool to ``pool_size`` and a ``width_classifier``-wide classifier (4096 in the
     original); paper ``seeds/000`` Sec. 4.1 trains it with Adam, lr 0.001."""
@@ -247,16 +269,28 @@ def build_alexnet(input_shape: Sequence[int], n_classes: int, *, width_classifie
     n_classes = _check_classes("alexnet", n_classes)
     m = tv_alexnet(weights=None, num_classes=n_classes)
     m.features = nn.Sequential(
-        nn.Conv2d(channels, 64, kernel_size=5, stride=1, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(2),
-        nn.Conv2d(64, 192, kernel_size=3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(2),
-        nn.Conv2d(192, 384, kernel_size=3, padding=1), nn.ReLU(inplace=True),
-        nn.Conv2d(384, 256, kernel_size=3, padding=1), nn.ReLU(inplace=True),
-        nn.Conv2d(256, 256, kernel_size=3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(2),
+        nn.Conv2d(channels, 64, kernel_size=5, stride=1, padding=2),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(2),
+        nn.Conv2d(64, 192, kernel_size=3, padding=1),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(2),
+        nn.Conv2d(192, 384, kernel_size=3, padding=1),
+        nn.ReLU(inplace=True),
+        nn.Conv2d(384, 256, kernel_size=3, padding=1),
+        nn.ReLU(inplace=True),
+        nn.Conv2d(256, 256, kernel_size=3, padding=1),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(2),
     )
     m.avgpool = nn.AdaptiveAvgPool2d((pool_size, pool_size))
     m.classifier = nn.Sequential(
-        nn.Dropout(0.5), nn.Linear(256 * pool_size * pool_size, width_classifier), nn.ReLU(inplace=True),
-        nn.Dropout(0.5), nn.Linear(width_classifier, width_classifier), nn.ReLU(inplace=True),
+        nn.Dropout(0.5),
+        nn.Linear(256 * pool_size * pool_size, width_classifier),
+        nn.ReLU(inplace=True),
+        nn.Dropout(0.5),
+        nn.Linear(width_classifier, width_classifier),
+        nn.ReLU(inplace=True),
         nn.Linear(width_classifier, n_classes),
     )
     return nn.Sequential(Normalize(), m)

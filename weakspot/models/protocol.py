@@ -79,7 +79,9 @@ def check_probabilities(p: Any, n: int, n_classes: int, source: str) -> np.ndarr
     try:
         arr = np.asarray(p, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ModelError(f"{source}: predict_proba returned {type(p).__name__}, not numeric probabilities ({exc})") from None
+        raise ModelError(
+            f"{source}: predict_proba returned {type(p).__name__}, not numeric probabilities ({exc})"
+        ) from None
     if arr.shape != (n, n_classes):
         raise ModelError(f"{source}: predict_proba returned shape {arr.shape}, expected (n, k) = ({n}, {n_classes})")
     finite = np.isfinite(arr)
@@ -92,7 +94,9 @@ def check_probabilities(p: Any, n: int, n_classes: int, source: str) -> np.ndarr
         raise ModelError(f"{source}: predict_proba returned {kinds} in {rows} of {n} rows (first at row {first})")
     if (arr < 0).any():
         rows = int((arr < 0).any(axis=1).sum())
-        raise ModelError(f"{source}: predict_proba returned negative values in {rows} of {n} rows (min {arr.min():.4g})")
+        raise ModelError(
+            f"{source}: predict_proba returned negative values in {rows} of {n} rows (min {arr.min():.4g})"
+        )
     if n:
         sums = arr.sum(axis=1)
         off = np.abs(sums - 1.0) > SUM_TOLERANCE

@@ -109,8 +109,12 @@ def fit_svm_grid(
         model = make_pipeline(
             StandardScaler(),
             SVC(
-                kernel=best["svc__kernel"], C=best["svc__C"], gamma=best.get("svc__gamma", "scale"),
-                probability=True, random_state=seed, max_iter=200_000,
+                kernel=best["svc__kernel"],
+                C=best["svc__C"],
+                gamma=best.get("svc__gamma", "scale"),
+                probability=True,
+                random_state=seed,
+                max_iter=200_000,
             ),
         ).fit(X, y)
     info = {

@@ -88,7 +88,9 @@ def resolve_factory(factory: Optional[str]) -> Callable[..., Any]:
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ModelError(f"factory {factory!r}: cannot import module {module_name!r} ({exc}); is it on PYTHONPATH?") from None
+        raise ModelError(
+            f"factory {factory!r}: cannot import module {module_name!r} ({exc}); is it on PYTHONPATH?"
+        ) from None
     for part in attr_path.split("."):
         if not hasattr(obj, part):
             raise ModelError(f"factory {factory!r}: module {module_name!r} has no attribute {attr_path!r}")
@@ -215,11 +217,14 @@ def load_model(spec: ModelSpec, *, n_classes: int, input_shape: Sequence[int], d
             except Exception as exc:  # joblib/pickle raise many kinds for a bad file  # noqa: BLE001
                 raise ModelError(f"sklearn model {path}: cannot unpickle it with joblib: {exc}") from None
         else:
-            estimator = call_factory(resolve_factory(spec.factory), spec.factory, n_classes=n_classes,
-                                     input_shape=input_shape)
+            estimator = call_factory(
+                resolve_factory(spec.factory), spec.factory, n_classes=n_classes, input_shape=input_shape
+            )
         return SklearnClassifier(estimator, n_classes=n_classes)
     # callable
     fn = call_factory(resolve_factory(spec.factory), spec.factory, n_classes=n_classes, input_shape=input_shape)
     if not callable(fn):
-        raise ModelError(f"factory {spec.factory!r} returned {type(fn).__name__}, expected a function x -> probabilities")
+        raise ModelError(
+            f"factory {spec.factory!r} returned {type(fn).__name__}, expected a function x -> probabilities"
+        )
     return CallableClassifier(fn, n_classes=n_classes)

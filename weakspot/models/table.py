@@ -36,9 +36,11 @@ def frame_of(X: Any, names: List[str], categories: Dict[str, List[str]]) -> "Any
         codes = df[col].to_numpy()
         whole = np.rint(codes)
         if len(codes) and (np.abs(codes - whole).max() > 1e-6 or whole.min() < 0 or whole.max() >= len(texts)):
-            raise DataError(f"categorical column {col!r} was given values other than its codes 0..{len(texts) - 1} "
-                            f"(e.g. {codes[np.abs(codes - whole) > 1e-6][:3].tolist() or codes[:3].tolist()}); a "
-                            "method must hold categories at observed values")
+            raise DataError(
+                f"categorical column {col!r} was given values other than its codes 0..{len(texts) - 1} "
+                f"(e.g. {codes[np.abs(codes - whole) > 1e-6][:3].tolist() or codes[:3].tolist()}); a "
+                "method must hold categories at observed values"
+            )
         df[col] = np.asarray(texts, dtype=object)[whole.astype(np.int64)]
     return df
 
@@ -97,8 +99,10 @@ def for_data(clf: Any, ds: Any, *, trained_here: bool) -> Any:
     names, cats = list(ds.feature_names), dict(ds.categories or {})
     if isinstance(clf, TorchClassifier):
         if cats:
-            raise ModelError(f"{clf.name}: the table has categorical column(s) {sorted(cats)}, which a torch module "
-                             "cannot take as text; encode them in the model's factory, or give a scikit-learn pipeline")
+            raise ModelError(
+                f"{clf.name}: the table has categorical column(s) {sorted(cats)}, which a torch module "
+                "cannot take as text; encode them in the model's factory, or give a scikit-learn pipeline"
+            )
         return clf
     if cats or _fitted_on_frame(clf, names):
         return TableClassifier(clf, names, cats)

@@ -44,8 +44,8 @@ def _evaluate(module: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, batch_s
     loss_sum, correct = 0.0, 0
     with torch.no_grad():
         for start in range(0, X.shape[0], batch_size):
-            out = module(X[start:start + batch_size])
-            yb = y[start:start + batch_size]
+            out = module(X[start : start + batch_size])
+            yb = y[start : start + batch_size]
             loss_sum += float(torch.nn.functional.cross_entropy(out, yb, reduction="sum"))
             correct += int((out.argmax(dim=1) == yb).sum())
     n = max(int(X.shape[0]), 1)
@@ -139,8 +139,15 @@ def train_torch_classifier(
         Xv, yv = _as_tensors(X_val, y_val, "validation data", dev)
     if augment == "hflip" and X.ndim != 4:
         raise ConfigError(f"train_torch_classifier: augment='hflip' needs images (n, C, H, W), got X {tuple(X.shape)}")
-    history: Dict[str, List[float]] = {"epoch": [], "train_loss": [], "train_accuracy": [], "val_loss": [],
-                                       "val_accuracy": [], "seconds": [], "steps": []}
+    history: Dict[str, List[float]] = {
+        "epoch": [],
+        "train_loss": [],
+        "train_accuracy": [],
+        "val_loss": [],
+        "val_accuracy": [],
+        "seconds": [],
+        "steps": [],
+    }
     steps = 0
     opt = torch.optim.Adam(module.parameters(), lr=float(lr), weight_decay=float(weight_decay))
     n = int(X.shape[0])
@@ -149,8 +156,19 @@ def train_torch_classifier(
     sched = None
     if lr_schedule == "cosine":
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, int(epochs) * -(-n // int(batch_size))))
-    loop = _Epoch(module, X, y, int(batch_size), opt, sched, torch.Generator().manual_seed(int(seed)), augment,
-                  loss_fn, _has_batch_norm(module), dev)
+    loop = _Epoch(
+        module,
+        X,
+        y,
+        int(batch_size),
+        opt,
+        sched,
+        torch.Generator().manual_seed(int(seed)),
+        augment,
+        loss_fn,
+        _has_batch_norm(module),
+        dev,
+    )
     t0 = time.perf_counter()
     devices: List[int] = [dev.index or 0] if dev.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
@@ -159,8 +177,13 @@ def train_torch_classifier(
             loss_sum, correct, seen, done = loop.run()
             steps += done
             seen = max(seen, 1)
-            row = {"epoch": epoch, "train_loss": float(loss_sum) / seen, "train_accuracy": int(correct) / seen,
-                   "val_loss": float("nan"), "val_accuracy": float("nan")}
+            row = {
+                "epoch": epoch,
+                "train_loss": float(loss_sum) / seen,
+                "train_accuracy": int(correct) / seen,
+                "val_loss": float("nan"),
+                "val_accuracy": float("nan"),
+            }
             if Xv is not None and yv is not None:  # set together
                 row["val_loss"], row["val_accuracy"] = _evaluate(module, Xv, yv, max(int(batch_size), 512))
             row["seconds"] = time.perf_counter() - t0
@@ -179,36 +202,67 @@ def _note(row: Dict[str, float]) -> str:
     return note if row["val_accuracy"] != row["val_accuracy"] else note + f", val acc {row['val_accuracy']:.3f}"
 
 
-def _check_training(epochs: Any, batch_size: Any, lr: Any, weight_decay: Any, seed: Any, lr_schedule: Any,
-                    loss_fn: Any, X_val: Any, y_val: Any, augment: Any) -> None:
+def _check_training(
+    epochs: Any,
+    batch_size: Any,
+    lr: Any,
+    weight_decay: Any,
+    seed: Any,
+    lr_schedule: Any,
+    loss_fn: Any,
+    X_val: Any,
+    y_val: Any,
+    augment: Any,
+) -> None:
     """:func:`train_torch_classifier`'s arguments, each checked before any work (a ConfigError names the bad one)."""
-    for name, value, ok in (("epochs", epochs, isinstance(epochs, (int, np.integer)) and epochs >= 1),
-                            ("batch_size", batch_size, isinstance(batch_size, (int, np.integer)) and batch_size >= 1),
-                            ("lr", lr, isinstance(lr, (int, float)) and np.isfinite(lr) and lr > 0),
-                            ("weight_decay", weight_decay, isinstance(weight_decay, (int, float)) and weight_decay >= 0),
-                            ("seed", seed, isinstance(seed, (int, np.integer)) and not isinstance(seed, bool))):
+    for name, value, ok in (
+        ("epochs", epochs, isinstance(epochs, (int, np.integer)) and epochs >= 1),
+        ("batch_size", batch_size, isinstance(batch_size, (int, np.integer)) and batch_size >= 1),
+        ("lr", lr, isinstance(lr, (int, float)) and np.isfinite(lr) and lr > 0),
+        ("weight_decay", weight_decay, isinstance(weight_decay, (int, float)) and weight_decay >= 0),
+        ("seed", seed, isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)),
+    ):
         if not ok or isinstance(value, bool):
-            raise ConfigError(f"train_torch_classifier: {name} = {value!r} is not allowed "
-                              "(epochs, batch_size: integers >= 1; lr > 0; weight_decay >= 0; seed: integer)")
+            raise ConfigError(
+                f"train_torch_classifier: {name} = {value!r} is not allowed "
+                "(epochs, batch_size: integers >= 1; lr > 0; weight_decay >= 0; seed: integer)"
+            )
     if lr_schedule not in LR_SCHEDULES:
-        raise ConfigError(f"train_torch_classifier: lr_schedule = {lr_schedule!r} is not allowed; use "
-                          f"{', '.join(repr(a) for a in LR_SCHEDULES)}")
+        raise ConfigError(
+            f"train_torch_classifier: lr_schedule = {lr_schedule!r} is not allowed; use "
+            f"{', '.join(repr(a) for a in LR_SCHEDULES)}"
+        )
     if loss_fn is not None and not callable(loss_fn):
-        raise ConfigError(f"train_torch_classifier: loss_fn = {loss_fn!r} is not callable; give a function "
-                          "(module, xb, yb, generator) -> (loss, logits), or None for cross-entropy")
+        raise ConfigError(
+            f"train_torch_classifier: loss_fn = {loss_fn!r} is not callable; give a function "
+            "(module, xb, yb, generator) -> (loss, logits), or None for cross-entropy"
+        )
     if (X_val is None) != (y_val is None):
         raise ConfigError("train_torch_classifier: give both X_val and y_val, or neither")
     if augment is not None and augment not in AUGMENTATIONS:
-        raise ConfigError(f"train_torch_classifier: augment = {augment!r} is not allowed; use None or "
-                          f"{', '.join(repr(a) for a in AUGMENTATIONS)}")
+        raise ConfigError(
+            f"train_torch_classifier: augment = {augment!r} is not allowed; use None or "
+            f"{', '.join(repr(a) for a in AUGMENTATIONS)}"
+        )
 
 
 class _Epoch:
     """One pass over the training set in the seeded batch order: the steps of :func:`train_torch_classifier`."""
 
-    def __init__(self, module: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, batch_size: int, opt: Any,
-                 sched: Any, gen: torch.Generator, augment: Optional[str], loss_fn: Optional[LossFn],
-                 skip_single: bool, dev: torch.device):
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        X: torch.Tensor,
+        y: torch.Tensor,
+        batch_size: int,
+        opt: Any,
+        sched: Any,
+        gen: torch.Generator,
+        augment: Optional[str],
+        loss_fn: Optional[LossFn],
+        skip_single: bool,
+        dev: torch.device,
+    ):
         self.module, self.X, self.y, self.batch_size = module, X, y, batch_size
         self.opt, self.sched, self.gen, self.augment, self.loss_fn = opt, sched, gen, augment, loss_fn
         self.skip_single, self.dev = skip_single, dev
@@ -218,13 +272,19 @@ class _Epoch:
             out = self.module(xb)
             return torch.nn.functional.cross_entropy(out, yb), out
         loss, out = self.loss_fn(self.module, xb, yb, self.gen)
-        if not (isinstance(loss, torch.Tensor) and loss.ndim == 0 and isinstance(out, torch.Tensor)
-                and out.ndim == 2 and out.shape[0] == yb.shape[0]):
+        if not (
+            isinstance(loss, torch.Tensor)
+            and loss.ndim == 0
+            and isinstance(out, torch.Tensor)
+            and out.ndim == 2
+            and out.shape[0] == yb.shape[0]
+        ):
             raise ConfigError(
                 "train_torch_classifier: loss_fn must return (scalar loss tensor, logits (m, k)) for a "
                 f"batch of m = {int(yb.shape[0])}; got loss "
                 f"{tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__} and "
-                f"logits {tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__}")
+                f"logits {tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__}"
+            )
         return loss, out
 
     def run(self) -> Tuple[torch.Tensor, torch.Tensor, int, int]:
@@ -238,7 +298,7 @@ class _Epoch:
         correct = torch.zeros((), dtype=torch.int64, device=dev)
         seen = steps = 0
         for start in range(0, n, self.batch_size):
-            idx = perm[start:start + self.batch_size]
+            idx = perm[start : start + self.batch_size]
             if self.skip_single and idx.shape[0] < 2 and n >= 2:  # batch norm needs two samples
                 continue
             xb, yb = self.X[idx], self.y[idx]
@@ -259,9 +319,19 @@ class _Epoch:
         return loss_sum, correct, seen, steps
 
 
-def fit_builtin(arch: str, X_train: np.ndarray, y_train: np.ndarray, n_classes: int, params: Any, *, seed: int,
-                X_val: Optional[np.ndarray] = None, y_val: Optional[np.ndarray] = None, device: Any = "auto",
-                progress: Optional[Progress] = None) -> Tuple[Any, Dict[str, Any]]:
+def fit_builtin(
+    arch: str,
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    n_classes: int,
+    params: Any,
+    *,
+    seed: int,
+    X_val: Optional[np.ndarray] = None,
+    y_val: Optional[np.ndarray] = None,
+    device: Any = "auto",
+    progress: Optional[Progress] = None,
+) -> Tuple[Any, Dict[str, Any]]:
     """Train the built-in architecture ``arch`` as the ``train`` stage does: a torch one (``ARCHS``, seeded weights,
     :func:`train_torch_classifier` with ``params``' epochs, lr, schedule ...) or a scikit-learn one
     (``SKLEARN_ARCHS`` with ``params.options``). ``params`` is a ``weakspot.targets.TrainParams``; ``seed`` replaces
@@ -274,11 +344,23 @@ def fit_builtin(arch: str, X_train: np.ndarray, y_train: np.ndarray, n_classes: 
         seed_everything(int(seed))
         module = ARCHS.get(arch)(tuple(X_train.shape[1:]), int(n_classes))
         history = train_torch_classifier(
-            module, X_train, y_train, X_val=X_val, y_val=y_val, epochs=params.epochs, lr=params.lr,
-            batch_size=params.batch_size, weight_decay=params.weight_decay, seed=int(seed), augment=params.augment,
-            lr_schedule=params.lr_schedule, device=resolve_device(device) if isinstance(device, str) else device,
-            progress=progress)
+            module,
+            X_train,
+            y_train,
+            X_val=X_val,
+            y_val=y_val,
+            epochs=params.epochs,
+            lr=params.lr,
+            batch_size=params.batch_size,
+            weight_decay=params.weight_decay,
+            seed=int(seed),
+            augment=params.augment,
+            lr_schedule=params.lr_schedule,
+            device=resolve_device(device) if isinstance(device, str) else device,
+            progress=progress,
+        )
         return module, {"history": history}
-    est, info = SKLEARN_ARCHS.get(arch)(np.asarray(X_train).reshape(len(X_train), -1), y_train, seed=int(seed),
-                                        **params.options)
+    est, info = SKLEARN_ARCHS.get(arch)(
+        np.asarray(X_train).reshape(len(X_train), -1), y_train, seed=int(seed), **params.options
+    )
     return est, {"info": dict(info)}

@@ -89,6 +89,22 @@ def render_report(
     >>> "<h1>empty</h1>" in page
     True
     """
-    return environment().get_template("page.html").render(view.page(
-        sections, figures=figures, tables=tables, metrics=metrics, title=title, run_info=run_info,
-        max_table_rows=max_table_rows, targets=targets, groups=groups, since=since, trend_png=trend_png))
+    return (
+        environment()
+        .get_template("page.html")
+        .render(
+            view.page(
+                sections,
+                figures=figures,
+                tables=tables,
+                metrics=metrics,
+                title=title,
+                run_info=run_info,
+                max_table_rows=max_table_rows,
+                targets=targets,
+                groups=groups,
+                since=since,
+                trend_png=trend_png,
+            )
+        )
+    )

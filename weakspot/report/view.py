@@ -60,11 +60,19 @@ def table(df: Any, max_rows: int) -> Dict[str, Any]:
     a scroll bar. A long one keeps its first ``max_rows`` rows.
     """
     if len(df.columns) > TRANSPOSE_COLUMNS and 0 < len(df) <= min(TRANSPOSE_ROWS, max_rows):
-        return {"transposed": True, "head": ["column", *_row_labels(df)], "more": 0,
-                "rows": [[str(c), *(number(v) for v in df[c])] for c in df.columns]}
+        return {
+            "transposed": True,
+            "head": ["column", *_row_labels(df)],
+            "more": 0,
+            "rows": [[str(c), *(number(v) for v in df[c])] for c in df.columns],
+        }
     shown = df.head(max_rows)
-    return {"transposed": False, "head": [str(c) for c in shown.columns], "more": max(0, len(df) - max_rows),
-            "rows": [[number(v) for v in row] for row in shown.itertuples(index=False)]}
+    return {
+        "transposed": False,
+        "head": [str(c) for c in shown.columns],
+        "more": max(0, len(df) - max_rows),
+        "rows": [[number(v) for v in row] for row in shown.itertuples(index=False)],
+    }
 
 
 def cards(metrics: Mapping[str, Any], keys: Any = None) -> List[tuple]:
@@ -114,35 +122,59 @@ def control_verdict(df: Any) -> Dict[str, str]:
     checked = df[df["n_confirm"] > 0] if "n_confirm" in df.columns else df.iloc[:0]
     n_ok = int(df["confirmed"].sum()) if "confirmed" in df.columns else 0
     if not len(checked):
-        return {"kind": "unchecked", "text": f"Not checked against a control: its {len(df)} finding(s) are the "
-                                             "search's own output, shown below as not confirmed."}
+        return {
+            "kind": "unchecked",
+            "text": f"Not checked against a control: its {len(df)} finding(s) are the "
+            "search's own output, shown below as not confirmed.",
+        }
     family = int(df["family"].max()) if "family" in df.columns and len(df) else len(checked)
     if n_ok:
-        return {"kind": "won", "text": f"Beat its control: {n_ok} of {len(checked)} finding(s) checked on held-out "
-                                       f"inputs confirmed (at {FDR:.0%} false discovery rate over {family} "
-                                       "candidates)."}
-    return {"kind": "lost", "text": f"Did not beat its control: none of the {len(checked)} finding(s) checked on "
-                                    "held-out inputs failed more often than its control, after the correction for "
-                                    f"{family} candidates."}
+        return {
+            "kind": "won",
+            "text": f"Beat its control: {n_ok} of {len(checked)} finding(s) checked on held-out "
+            f"inputs confirmed (at {FDR:.0%} false discovery rate over {family} "
+            "candidates).",
+        }
+    return {
+        "kind": "lost",
+        "text": f"Did not beat its control: none of the {len(checked)} finding(s) checked on "
+        "held-out inputs failed more often than its control, after the correction for "
+        f"{family} candidates.",
+    }
 
 
 def method_card(m: Mapping[str, Any], max_findings: int) -> Dict[str, Any]:
     """One method's card in a target's weak spots: why it did not run, that its findings are missing, or its top
     ``max_findings`` findings."""
-    card = {"name": m.get("name", ""), "title": m["title"], "paper": m.get("paper", ""),
-            "reason": m.get("reason") or "", "anchor": m.get("anchor") or "", "sample": m.get("sample") or "",
-            "missing": False, "findings": [], "unconfirmed": [], "meaning": "", "count": 0,
-            "control": {"kind": "none", "text": ""}}
+    card = {
+        "name": m.get("name", ""),
+        "title": m["title"],
+        "paper": m.get("paper", ""),
+        "reason": m.get("reason") or "",
+        "anchor": m.get("anchor") or "",
+        "sample": m.get("sample") or "",
+        "missing": False,
+        "findings": [],
+        "unconfirmed": [],
+        "meaning": "",
+        "count": 0,
+        "control": {"kind": "none", "text": ""},
+    }
     df = m.get("findings")
     if card["reason"]:
         return card
     if df is None:
         return {**card, "missing": True}
     ok = df["confirmed"].astype(bool) if "confirmed" in df.columns else np.zeros(len(df), bool)
-    return {**card, "findings": [finding(r) for r in df[ok].head(max_findings).to_dict("records")],
-            "unconfirmed": [finding(r) for r in df[~ok].head(max_findings).to_dict("records")],
-            "meaning": df["severity_meaning"].iloc[0] if len(df) else "", "count": len(df),
-            "n_unconfirmed": int((~ok).sum()), "control": control_verdict(df)}
+    return {
+        **card,
+        "findings": [finding(r) for r in df[ok].head(max_findings).to_dict("records")],
+        "unconfirmed": [finding(r) for r in df[~ok].head(max_findings).to_dict("records")],
+        "meaning": df["severity_meaning"].iloc[0] if len(df) else "",
+        "count": len(df),
+        "n_unconfirmed": int((~ok).sum()),
+        "control": control_verdict(df),
+    }
 
 
 def by_kind(spots: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -150,8 +182,12 @@ def by_kind(spots: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     ``[{"kind", "title", "spots"}]`` for the kinds that have any."""
     from weakspot.methods import FINDS
 
-    return [{"kind": k, "title": title, "spots": mine, "forest": forest(mine)}
-            for k, title in FINDS.items() for mine in [[s for s in spots if s["finds"] == k]] if mine]
+    return [
+        {"kind": k, "title": title, "spots": mine, "forest": forest(mine)}
+        for k, title in FINDS.items()
+        for mine in [[s for s in spots if s["finds"] == k]]
+        if mine
+    ]
 
 
 def forest(spots: List[Dict[str, Any]], width: int = 520, row: int = 20, left: int = 24) -> Dict[str, Any]:
@@ -169,12 +205,26 @@ def forest(spots: List[Dict[str, Any]], width: int = 520, row: int = 20, left: i
         v = min(max(v, bottom), top)
         return round(left + (width - 2 * left) * (math.log(v) - math.log(bottom)) / span, 1)
 
-    rows = [{"y": 14 + i * row, "lo": x(s["lift_lo_adjusted"]), "pt": x(s["lift"]),
-             "hi": x(s["lift_hi"]) if math.isfinite(s["lift_hi"]) else x(top), "open": not math.isfinite(s["lift_hi"]),
-             "n": i + 1} for i, s in enumerate(spots)]
+    rows = [
+        {
+            "y": 14 + i * row,
+            "lo": x(s["lift_lo_adjusted"]),
+            "pt": x(s["lift"]),
+            "hi": x(s["lift_hi"]) if math.isfinite(s["lift_hi"]) else x(top),
+            "open": not math.isfinite(s["lift_hi"]),
+            "n": i + 1,
+        }
+        for i, s in enumerate(spots)
+    ]
     ticks = [t for t in (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000) if bottom <= t <= top]
-    return {"width": width, "height": 30 + len(spots) * row, "rows": rows, "one": x(1.0),
-            "ticks": [(x(t), f"{t:g}") for t in ticks], "axis": 22 + len(spots) * row}
+    return {
+        "width": width,
+        "height": 30 + len(spots) * row,
+        "rows": rows,
+        "one": x(1.0),
+        "ticks": [(x(t), f"{t:g}") for t in ticks],
+        "axis": 22 + len(spots) * row,
+    }
 
 
 def confirmed_spots(t: Mapping[str, Any]) -> List[Dict[str, Any]]:
@@ -193,14 +243,24 @@ def confirmed_spots(t: Mapping[str, Any]) -> List[Dict[str, Any]]:
             n, f = int(r.get("n_confirm", 0) or 0), int(r.get("failures", 0) or 0)
             c, nc = int(r.get("control_failures", 0) or 0), int(r.get("n_control", 0) or 0)
             excess = f - n * c / nc if nc else float("nan")
-            out.append({**finding(r), "method": str(m["title"]), "finds": finds_of(str(m.get("name", ""))), "lift": float(r["lift"]),
-                        "lift_lo_adjusted": float(r.get("lift_lo_adjusted", float("nan"))),
-                        "lift_hi": float(r.get("lift_hi", float("nan"))),
-                        "interval": interval(r["lift_lo"], r["lift_hi"]),
-                        "adjusted": bound(r.get("lift_lo_adjusted", float("nan"))),
-                        "p_adjusted": f"{float(r.get('p_adjusted', float('nan'))):.2g}",
-                        "family": int(r.get("family", 0) or 0), "size": n, "rate": f / n if n else 0.0,
-                        "control_rate": c / nc if nc else 0.0, "excess": fmt(excess, 3)})
+            out.append(
+                {
+                    **finding(r),
+                    "method": str(m["title"]),
+                    "finds": finds_of(str(m.get("name", ""))),
+                    "lift": float(r["lift"]),
+                    "lift_lo_adjusted": float(r.get("lift_lo_adjusted", float("nan"))),
+                    "lift_hi": float(r.get("lift_hi", float("nan"))),
+                    "interval": interval(r["lift_lo"], r["lift_hi"]),
+                    "adjusted": bound(r.get("lift_lo_adjusted", float("nan"))),
+                    "p_adjusted": f"{float(r.get('p_adjusted', float('nan'))):.2g}",
+                    "family": int(r.get("family", 0) or 0),
+                    "size": n,
+                    "rate": f / n if n else 0.0,
+                    "control_rate": c / nc if nc else 0.0,
+                    "excess": fmt(excess, 3),
+                }
+            )
     return sorted(out, key=lambda f: -f["lift_lo_adjusted"] if f["lift_lo_adjusted"] == f["lift_lo_adjusted"] else 0)
 
 
@@ -208,9 +268,16 @@ def target(t: Mapping[str, Any], max_findings: int = 4) -> Dict[str, Any]:
     """``{"name", "intro", "confirmed": [...], "model", "accuracy", "methods": [...]}`` (see
     :func:`weakspot.report.html.weak_spots_html`) for ``weak_spots.html``."""
     spots = confirmed_spots(t)
-    return {"name": t["name"], "intro": t.get("intro", ""), "confirmed": spots, "kinds": by_kind(spots), "fdr": FDR,
-            "model": t.get("model"), "accuracy": t.get("accuracy"),
-            "methods": [method_card(m, max_findings) for m in t.get("methods", [])]}
+    return {
+        "name": t["name"],
+        "intro": t.get("intro", ""),
+        "confirmed": spots,
+        "kinds": by_kind(spots),
+        "fdr": FDR,
+        "model": t.get("model"),
+        "accuracy": t.get("accuracy"),
+        "methods": [method_card(m, max_findings) for m in t.get("methods", [])],
+    }
 
 
 def overview(shown: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
@@ -222,15 +289,26 @@ def overview(shown: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
         methods += [m["title"] for m in t["methods"] if m["title"] not in methods]
     rows = []
     for t in shown:
-        verdicts = {m["title"]: "not run" if m["reason"] else "missing" if m["missing"] else m["control"]["kind"]
-                    for m in t["methods"]}
+        verdicts = {
+            m["title"]: "not run" if m["reason"] else "missing" if m["missing"] else m["control"]["kind"]
+            for m in t["methods"]
+        }
         acc = t.get("accuracy")
-        rows.append({"name": t["name"], "model": str(t.get("model") or ""),
-                     "accuracy": "" if acc is None else f"{100 * float(acc):.1f}%", "n_confirmed": len(t["confirmed"]),
-                     "worst": "; ".join(f"{k['title']}: {k['spots'][0]['weak_spot']} ({k['spots'][0]['method']}): lift "
-                                        f"{fmt(k['spots'][0]['lift'], 2)}, at least {k['spots'][0]['adjusted']}"
-                                        for k in t.get("kinds", [])) or "none confirmed",
-                     "verdicts": [verdicts.get(m, "") for m in methods]})
+        rows.append(
+            {
+                "name": t["name"],
+                "model": str(t.get("model") or ""),
+                "accuracy": "" if acc is None else f"{100 * float(acc):.1f}%",
+                "n_confirmed": len(t["confirmed"]),
+                "worst": "; ".join(
+                    f"{k['title']}: {k['spots'][0]['weak_spot']} ({k['spots'][0]['method']}): lift "
+                    f"{fmt(k['spots'][0]['lift'], 2)}, at least {k['spots'][0]['adjusted']}"
+                    for k in t.get("kinds", [])
+                )
+                or "none confirmed",
+                "verdicts": [verdicts.get(m, "") for m in methods],
+            }
+        )
     return {"methods": methods, "rows": rows}
 
 
@@ -242,8 +320,9 @@ def verdict_line(since: Mapping[str, Any]) -> str:
         return "first audit in the history: nothing to compare with yet"
     rows = since.get("rows", [])
     bad = sum(bool(r["regression"]) for r in rows)
-    return (f"{bad} regression{'s' if bad != 1 else ''} among {len(rows)} watched metrics since audit "
-            f"{since['previous']}")
+    return (
+        f"{bad} regression{'s' if bad != 1 else ''} among {len(rows)} watched metrics since audit {since['previous']}"
+    )
 
 
 def _since_cell(v: Any) -> str:
@@ -256,8 +335,9 @@ def _since_cell(v: Any) -> str:
     return json.dumps(v) if isinstance(v, (list, dict)) else str(v)
 
 
-def since_section(comparison: Mapping[str, Any], trend_png: Optional[bytes] = None,
-                  max_rows: int = 40) -> Dict[str, Any]:
+def since_section(
+    comparison: Mapping[str, Any], trend_png: Optional[bytes] = None, max_rows: int = 40
+) -> Dict[str, Any]:
     """:func:`weakspot.history.since_last`'s comparison as ``since.html`` shows it: the regressions first, then every
     other watched metric, ``max_rows`` in all, and the trend figure over past audits."""
     rows = list(comparison.get("rows", []))
@@ -265,15 +345,28 @@ def since_section(comparison: Mapping[str, Any], trend_png: Optional[bytes] = No
     shown = (bad + [r for r in rows if not r["regression"]])[:max_rows]
     n_trend = len(comparison.get("trend") or {})
     return {
-        "bad": bool(bad), "verdict": verdict_line(comparison), "recorded": bool(comparison.get("recorded")),
-        "current": str(comparison.get("current")), "n_audits": comparison.get("n_audits", 0),
-        "rows": [{"regression": bool(r["regression"]), "metric": r["metric"], "before": _since_cell(r["before"]),
-                  "after": _since_cell(r["after"]), "rule": r["rule"], "note": r["note"],
-                  "change": _since_cell(r["change"]) if r["change"] is not None else ""} for r in shown],
+        "bad": bool(bad),
+        "verdict": verdict_line(comparison),
+        "recorded": bool(comparison.get("recorded")),
+        "current": str(comparison.get("current")),
+        "n_audits": comparison.get("n_audits", 0),
+        "rows": [
+            {
+                "regression": bool(r["regression"]),
+                "metric": r["metric"],
+                "before": _since_cell(r["before"]),
+                "after": _since_cell(r["after"]),
+                "rule": r["rule"],
+                "note": r["note"],
+                "change": _since_cell(r["change"]) if r["change"] is not None else "",
+            }
+            for r in shown
+        ],
         "more": max(0, len(rows) - max_rows),
         "trend": png_src(trend_png) if trend_png else "",
-        "trend_which": ("The watched metrics" if n_trend <= 12
-                        else f"12 of the {n_trend} watched metrics (regressions first)"),
+        "trend_which": (
+            "The watched metrics" if n_trend <= 12 else f"12 of the {n_trend} watched metrics (regressions first)"
+        ),
         "n_times": len(comparison.get("times", [])),
     }
 
@@ -285,21 +378,48 @@ def conditions_section(since: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     rules = list(since.get("rows") or [])
     if not gates and not rules:
         return None
-    rows: List[Dict[str, Any]] = [{"passed": bool(g["passed"]), "kind": "gate", "condition": str(g["condition"]),
-                                   "numbers": str(g.get("numbers", ""))} for g in gates]
+    rows: List[Dict[str, Any]] = [
+        {
+            "passed": bool(g["passed"]),
+            "kind": "gate",
+            "condition": str(g["condition"]),
+            "numbers": str(g.get("numbers", "")),
+        }
+        for g in gates
+    ]
     bad_rules = [r for r in rules if r.get("regression")]
-    rows += [{"passed": False, "kind": "regression rule", "condition": f"{r['metric']} (worse if {r['rule']})",
-              "numbers": f"{_since_cell(r['before'])} -> {_since_cell(r['after'])}"} for r in bad_rules]
+    rows += [
+        {
+            "passed": False,
+            "kind": "regression rule",
+            "condition": f"{r['metric']} (worse if {r['rule']})",
+            "numbers": f"{_since_cell(r['before'])} -> {_since_cell(r['after'])}",
+        }
+        for r in bad_rules
+    ]
     if rules:
         n_ok = len(rules) - len(bad_rules)
-        rows.append({"passed": not bad_rules, "kind": "regression rules",
-                     "condition": f"no watched metric worse than audit {since.get('previous')}",
-                     "numbers": f"{n_ok} of {len(rules)} watched metrics within their rules"})
+        rows.append(
+            {
+                "passed": not bad_rules,
+                "kind": "regression rules",
+                "condition": f"no watched metric worse than audit {since.get('previous')}",
+                "numbers": f"{n_ok} of {len(rules)} watched metrics within their rules",
+            }
+        )
     n_bad = sum(not r["passed"] for r in rows)
     rows.sort(key=lambda r: r["passed"])
-    return {"bad": bool(n_bad), "rows": rows,
-            "verdict": (f"{n_bad} of {len(rows)} conditions failed" if n_bad else
-                        "the one condition holds" if len(rows) == 1 else f"all {len(rows)} conditions hold")}
+    return {
+        "bad": bool(n_bad),
+        "rows": rows,
+        "verdict": (
+            f"{n_bad} of {len(rows)} conditions failed"
+            if n_bad
+            else "the one condition holds"
+            if len(rows) == 1
+            else f"all {len(rows)} conditions hold"
+        ),
+    }
 
 
 def comparison(cmp: Mapping[str, Any], curve_png: Optional[bytes] = None) -> Dict[str, Any]:
@@ -307,25 +427,49 @@ def comparison(cmp: Mapping[str, Any], curve_png: Optional[bytes] = None) -> Dic
     from weakspot.fmt import interval
 
     def spot(s: Mapping[str, Any]) -> Dict[str, str]:
-        return {"method": str(s["method"]), "weak_spot": str(s["weak_spot"]),
-                "lift": f"{number(float(s['lift']))} ({interval(s['lift_lo'], s['lift_hi'])})"}
+        return {
+            "method": str(s["method"]),
+            "weak_spot": str(s["weak_spot"]),
+            "lift": f"{number(float(s['lift']))} ({interval(s['lift_lo'], s['lift_hi'])})",
+        }
 
     a, b = str(cmp["a"]), str(cmp["b"])
+
     def cell(v: Any) -> str:
         return "-" if v is None else number(v)
 
-    methods = [{"title": str(m["title"]), "rows": [{"metric": str(f["metric"]), "a": cell(f["a"]), "b": cell(f["b"])}
-                                                  for f in m["figures"]]} for m in cmp["methods"]]
-    return {"a": a, "b": b, "data": json.dumps(cmp.get("data"), sort_keys=True), "n_test": cmp.get("n_test", "?"),
-            "accuracy": (number(cmp["accuracy"][a]), number(cmp["accuracy"][b])), "methods": methods,
-            "shared": [{"method": s["a"]["method"], "weak_spot": s["a"]["weak_spot"],
-                        "lift_a": spot(s["a"])["lift"], "lift_b": spot(s["b"])["lift"]} for s in cmp["shared"]],
-            "fixed": [spot(s) for s in cmp["fixed"]], "new": [spot(s) for s in cmp["new"]],
-            "curve": png_src(curve_png) if curve_png else ""}
+    methods = [
+        {
+            "title": str(m["title"]),
+            "rows": [{"metric": str(f["metric"]), "a": cell(f["a"]), "b": cell(f["b"])} for f in m["figures"]],
+        }
+        for m in cmp["methods"]
+    ]
+    return {
+        "a": a,
+        "b": b,
+        "data": json.dumps(cmp.get("data"), sort_keys=True),
+        "n_test": cmp.get("n_test", "?"),
+        "accuracy": (number(cmp["accuracy"][a]), number(cmp["accuracy"][b])),
+        "methods": methods,
+        "shared": [
+            {
+                "method": s["a"]["method"],
+                "weak_spot": s["a"]["weak_spot"],
+                "lift_a": spot(s["a"])["lift"],
+                "lift_b": spot(s["b"])["lift"],
+            }
+            for s in cmp["shared"]
+        ],
+        "fixed": [spot(s) for s in cmp["fixed"]],
+        "new": [spot(s) for s in cmp["new"]],
+        "curve": png_src(curve_png) if curve_png else "",
+    }
 
 
-def _parts(s: Mapping[str, Any], key: str, figures: Mapping[str, bytes], tables: Mapping[str, Any],
-           max_table_rows: int) -> List[Dict[str, Any]]:
+def _parts(
+    s: Mapping[str, Any], key: str, figures: Mapping[str, bytes], tables: Mapping[str, Any], max_table_rows: int
+) -> List[Dict[str, Any]]:
     """A section's figures and tables in order, each ``{"kind": "figure", "caption", "figure"}``, ``{"kind": "table",
     "caption", "table"}`` or ``{"kind": "missing", "missing"}`` (a figure or table the section names, not given)."""
     out = []
@@ -334,25 +478,40 @@ def _parts(s: Mapping[str, Any], key: str, figures: Mapping[str, bytes], tables:
         if "figure" in item:
             fkey = f"{key}/{item['figure']}"
             png = figures.get(fkey)
-            out.append({"kind": "missing", "missing": f"figure {fkey}"} if png is None
-                       else {"kind": "figure", "caption": caption, "figure": png_src(png)})
+            out.append(
+                {"kind": "missing", "missing": f"figure {fkey}"}
+                if png is None
+                else {"kind": "figure", "caption": caption, "figure": png_src(png)}
+            )
         elif "table" in item:
             tkey = f"{key}/{item['table']}"
             df = tables.get(tkey)
-            out.append({"kind": "missing", "missing": f"table {tkey}"} if df is None
-                       else {"kind": "table", "caption": caption, "table": table(df, max_table_rows)})
+            out.append(
+                {"kind": "missing", "missing": f"table {tkey}"}
+                if df is None
+                else {"kind": "table", "caption": caption, "table": table(df, max_table_rows)}
+            )
     return out
 
 
-def section(s: Mapping[str, Any], key: str, *, figures: Mapping[str, bytes], tables: Mapping[str, Any],
-            metrics: Mapping[str, Mapping[str, Any]], max_table_rows: int) -> Dict[str, Any]:
+def section(
+    s: Mapping[str, Any],
+    key: str,
+    *,
+    figures: Mapping[str, bytes],
+    tables: Mapping[str, Any],
+    metrics: Mapping[str, Mapping[str, Any]],
+    max_table_rows: int,
+) -> Dict[str, Any]:
     """One stage's section (its key is ``stage/target``) as ``section.html`` shows it: metric cards, summary,
     figures and tables, and the lineage (params, code version, input hashes, all metrics) folded away."""
     lineage = s.get("lineage") or {}
     return {
-        "id": anchor(key), "title": s.get("title", s["stage"]),
+        "id": anchor(key),
+        "title": s.get("title", s["stage"]),
         "cards": cards(metrics.get(key, {}), s.get("key_metrics")),
-        "summary": list(s.get("summary", [])), "parts": _parts(s, key, figures, tables, max_table_rows),
+        "summary": list(s.get("summary", [])),
+        "parts": _parts(s, key, figures, tables, max_table_rows),
         "details": bool(lineage) or key in metrics,
         "metrics_json": json.dumps(metrics[key], indent=2, sort_keys=True) if key in metrics else None,
         "lineage_json": json.dumps(lineage, indent=2, sort_keys=True),
@@ -367,34 +526,59 @@ def _sections(sections: List[Mapping[str, Any]], groups: Mapping[str, str], **da
     for s in sections:
         key = f"{s['stage']}/{s['target']}" if s.get("target") else s["stage"]
         group = groups.get(s["stage"], s.get("title", s["stage"]))
-        out.append({**section(s, key, **data), "group": None if group in seen else group,
-                    "group_id": "group-" + anchor(key)})
+        out.append(
+            {**section(s, key, **data), "group": None if group in seen else group, "group_id": "group-" + anchor(key)}
+        )
         seen.add(group)
     return out
 
 
-def page(sections: Sequence[Mapping[str, Any]], *, figures: Mapping[str, bytes], tables: Mapping[str, Any],
-         metrics: Mapping[str, Mapping[str, Any]], title: str, run_info: Optional[Mapping[str, Any]],
-         max_table_rows: int, targets: Optional[List[Mapping[str, Any]]], groups: Optional[Mapping[str, str]],
-         since: Optional[Mapping[str, Any]], trend_png: Optional[bytes]) -> Dict[str, Any]:
+def page(
+    sections: Sequence[Mapping[str, Any]],
+    *,
+    figures: Mapping[str, bytes],
+    tables: Mapping[str, Any],
+    metrics: Mapping[str, Mapping[str, Any]],
+    title: str,
+    run_info: Optional[Mapping[str, Any]],
+    max_table_rows: int,
+    targets: Optional[List[Mapping[str, Any]]],
+    groups: Optional[Mapping[str, str]],
+    since: Optional[Mapping[str, Any]],
+    trend_png: Optional[bytes],
+) -> Dict[str, Any]:
     """Everything ``page.html`` shows (see :func:`weakspot.report.html.render_report` for the arguments): the
     header's line, the navigation, the headlines, each target's weak spots, since the last audit, every section."""
     sections = sorted(sections, key=lambda s: (s.get("order", 99), s.get("target") or "", s.get("stage", "")))
-    secs = _sections(sections, dict(groups or {}), figures=figures, tables=tables, metrics=metrics,
-                     max_table_rows=max_table_rows)
+    secs = _sections(
+        sections, dict(groups or {}), figures=figures, tables=tables, metrics=metrics, max_table_rows=max_table_rows
+    )
     shown = [target(t) for t in targets or []]
     info = dict(run_info or {})
     if since is not None:
         info["since the last audit"] = verdict_line(since)
     cond = None if since is None else conditions_section(since)
     failures = list((since or {}).get("failures") or [])
-    nav = ([("failures", "Incomplete")] if failures else []) + ([("conditions", "Conditions")] if cond else []) + ([("overview", "Targets")] if shown else []) + (
-        [("glance", "At a glance")]
-           + [(f"target-{t['name']}", f"Weak spots: {t['name']}") for t in shown]
-           + ([("since", "Since the last audit")] if since is not None else [])
-           + [(s["group_id"], s["group"]) for s in secs if s["group"] is not None])
-    return {"title": title, "meta": [(str(k), str(v)) for k, v in info.items()], "nav": nav,
-            "glance": [(s.get("title", s["stage"]), h) for s in sections for h in s.get("headline", [])],
-            "targets": shown, "sections": secs, "overview": overview(shown) if shown else None,
-            "since": None if since is None else since_section(since, trend_png, max(40, max_table_rows)),
-            "conditions": None if since is None else conditions_section(since), "failures": failures}
+    nav = (
+        ([("failures", "Incomplete")] if failures else [])
+        + ([("conditions", "Conditions")] if cond else [])
+        + ([("overview", "Targets")] if shown else [])
+        + (
+            [("glance", "At a glance")]
+            + [(f"target-{t['name']}", f"Weak spots: {t['name']}") for t in shown]
+            + ([("since", "Since the last audit")] if since is not None else [])
+            + [(s["group_id"], s["group"]) for s in secs if s["group"] is not None]
+        )
+    )
+    return {
+        "title": title,
+        "meta": [(str(k), str(v)) for k, v in info.items()],
+        "nav": nav,
+        "glance": [(s.get("title", s["stage"]), h) for s in sections for h in s.get("headline", [])],
+        "targets": shown,
+        "sections": secs,
+        "overview": overview(shown) if shown else None,
+        "since": None if since is None else since_section(since, trend_png, max(40, max_table_rows)),
+        "conditions": None if since is None else conditions_section(since),
+        "failures": failures,
+    }

@@ -8,11 +8,21 @@ Importing this package registers the method (and loads its params model only).
 from weakspot.methods import Method, register_method
 from weakspot.robustness.config import RobustnessParams
 
-METHOD = register_method(Method(
-    "robustness", "Robustness curve: accuracy under attack over the perturbation budget",
-    "ours (Madry et al. 2018's PGD; Croce and Hein 2020's AutoAttack through IBM ART)", params=RobustnessParams,
-    run="weakspot.robustness.run:run", report="weakspot.robustness.report:report",
-    figures="weakspot.robustness.figures:figures", modalities=("image",), white_box=True, order=25, finds="attack"))
+METHOD = register_method(
+    Method(
+        "robustness",
+        "Robustness curve: accuracy under attack over the perturbation budget",
+        "ours (Madry et al. 2018's PGD; Croce and Hein 2020's AutoAttack through IBM ART)",
+        params=RobustnessParams,
+        run="weakspot.robustness.run:run",
+        report="weakspot.robustness.report:report",
+        figures="weakspot.robustness.figures:figures",
+        modalities=("image",),
+        white_box=True,
+        order=25,
+        finds="attack",
+    )
+)
 
 #: Tables of its section that are curves, declared in dvc.yaml's plots by ops/pipeline.py: (table, x, y columns).
 PLOTS = (("curve", "eps", ("clean", "pgd")),)

@@ -18,8 +18,12 @@ def figures(res: CurveResult, params: RobustnessParams, target: Any) -> Dict[str
         ax.plot(t["eps (data units)"], t[a], marker="o", label=NAMES[a])
         ax.fill_between(t["eps (data units)"], t[f"{a} lo"], t[f"{a} hi"], alpha=0.2)
     ax.axhline(float(t["clean"].iloc[0]), color="grey", linestyle=":", label="clean")
-    ax.set(xlabel="L-inf eps (data units)", ylabel="accuracy", ylim=(0, 1.02),
-           title=f"{target.name}: accuracy under attack ({res.n} test inputs)")
+    ax.set(
+        xlabel="L-inf eps (data units)",
+        ylabel="accuracy",
+        ylim=(0, 1.02),
+        title=f"{target.name}: accuracy under attack ({res.n} test inputs)",
+    )
     ax.legend()
     fig.tight_layout()
     return {"curve": fig}

@@ -24,8 +24,10 @@ from weakspot.robustness.config import RobustnessParams
 from weakspot.robustness.run import CurveResult
 
 NAMES = {"clean": "clean", "pgd": "PGD", "autoattack": "AutoAttack (ART)"}
-SEVERITY_CLASS = ("lift: the share of the class's correctly classified held-out inputs PGD turns wrong at the focal eps "
-                  "over that of the other classes' (the class chosen on the other half)")
+SEVERITY_CLASS = (
+    "lift: the share of the class's correctly classified held-out inputs PGD turns wrong at the focal eps "
+    "over that of the other classes' (the class chosen on the other half)"
+)
 
 
 def _wilson(k: int, n: int) -> List[float]:
@@ -54,7 +56,7 @@ def halves(res: CurveResult, seed: int) -> tuple:
     """Two random halves of the inputs (masks): the first chooses, the second confirms."""
     order = np.random.default_rng(int(seed)).permutation(res.n)
     a, b = np.zeros(res.n, bool), np.zeros(res.n, bool)
-    a[order[: res.n // 2]], b[order[res.n // 2:]] = True, True
+    a[order[: res.n // 2]], b[order[res.n // 2 :]] = True, True
     return a, b
 
 
@@ -68,14 +70,19 @@ def focal(res: CurveResult, seed: int) -> int:
 
 
 def metrics(res: CurveResult, seed: int = 0) -> Dict[str, Any]:
-    m: Dict[str, Any] = {"n_inputs": res.n, "eps": [rounded(e, 6) for e in res.eps],
-                         "clean_accuracy": rounded(float(res.accuracy("clean")[0]))}
+    m: Dict[str, Any] = {
+        "n_inputs": res.n,
+        "eps": [rounded(e, 6) for e in res.eps],
+        "clean_accuracy": rounded(float(res.accuracy("clean")[0])),
+    }
     for a in res.correct:
         if a == "clean":
             continue
         k = res.correct[a].sum(axis=1)
-        m[a] = {"accuracy": [rounded(float(v)) for v in res.accuracy(a)],
-                "interval": [_wilson(int(x), res.n) for x in k]}
+        m[a] = {
+            "accuracy": [rounded(float(v)) for v in res.accuracy(a)],
+            "interval": [_wilson(int(x), res.n) for x in k],
+        }
         m[f"eps_half_{a}"] = eps_half(res.eps, res.accuracy(a))
     f = focal(res, seed)
     m["focal_eps"] = rounded(res.eps[f], 6)
@@ -116,16 +123,37 @@ def findings(res: CurveResult, p: RobustnessParams) -> Any:
     rows = []
     for c in chosen:
         ev = on_masks(fails[b], (y[b] == c) & clean[b], control=clean[b])
-        rows.append({"weak_spot": f"class {res.classes[c]} under PGD at L-inf eps {res.eps_data[f]:.4g}",
-                     "kind": "class", "severity": float(np.nan_to_num(ev.lift, nan=0.0)),
-                     "severity_meaning": SEVERITY_CLASS, "label": res.classes[c], "prediction": "",
-                     "confidence": float("nan"), "example": json.dumps({"eps": round(res.eps_data[f], 6)}),
-                     **ev.columns(),
-                     "confirmation": ev.sentence() + f" (inputs of class {res.classes[c]} in the half that did not "
-                                                     "choose the class and the model gets right, against the other classes' inputs it gets right there)"})
-    cols = list(REQUIRED) + ["example", "confirmation", "n_confirm", "failures", "n_control", "control_failures",
-                             "lift", "lift_lo", "lift_hi", "p_value", "p_adjusted", "lift_lo_adjusted", "family",
-                             "confirmed"]
+        rows.append(
+            {
+                "weak_spot": f"class {res.classes[c]} under PGD at L-inf eps {res.eps_data[f]:.4g}",
+                "kind": "class",
+                "severity": float(np.nan_to_num(ev.lift, nan=0.0)),
+                "severity_meaning": SEVERITY_CLASS,
+                "label": res.classes[c],
+                "prediction": "",
+                "confidence": float("nan"),
+                "example": json.dumps({"eps": round(res.eps_data[f], 6)}),
+                **ev.columns(),
+                "confirmation": ev.sentence() + f" (inputs of class {res.classes[c]} in the half that did not "
+                "choose the class and the model gets right, against the other classes' inputs it gets right there)",
+            }
+        )
+    cols = list(REQUIRED) + [
+        "example",
+        "confirmation",
+        "n_confirm",
+        "failures",
+        "n_control",
+        "control_failures",
+        "lift",
+        "lift_lo",
+        "lift_hi",
+        "p_value",
+        "p_adjusted",
+        "lift_lo_adjusted",
+        "family",
+        "confirmed",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -133,25 +161,46 @@ def report(res: CurveResult, params: RobustnessParams, target: AuditTarget) -> M
     m = metrics(res, params.seed)
     f = focal(res, params.seed)
     attacks = [a for a in res.correct if a != "clean"]
-    pts = "; ".join(f"{NAMES[a]} at eps {res.eps_data[f]:.4g}: {m[a]['accuracy'][f]:.1%} "
-                    f"({m[a]['interval'][f][0]:.1%}-{m[a]['interval'][f][1]:.1%})" for a in attacks)
+    pts = "; ".join(
+        f"{NAMES[a]} at eps {res.eps_data[f]:.4g}: {m[a]['accuracy'][f]:.1%} "
+        f"({m[a]['interval'][f][0]:.1%}-{m[a]['interval'][f][1]:.1%})"
+        for a in attacks
+    )
     half = m["eps_half_pgd"]
-    head = (f"Robustness curve: clean accuracy {m['clean_accuracy']:.1%} on {res.n} test inputs; {pts}; PGD halves "
-            "the accuracy " + (f"at eps {half * (res.clip[1] - res.clip[0]):.3g}" if half is not None else
-                               f"nowhere up to eps {res.eps_data[-1]:.3g}"))
+    head = (
+        f"Robustness curve: clean accuracy {m['clean_accuracy']:.1%} on {res.n} test inputs; {pts}; PGD halves "
+        "the accuracy "
+        + (
+            f"at eps {half * (res.clip[1] - res.clip[0]):.3g}"
+            if half is not None
+            else f"nowhere up to eps {res.eps_data[-1]:.3g}"
+        )
+    )
     summary = [
         f"The audited model attacked on {res.n} held-out test inputs (a seeded sample, seed {params.seed}) at "
         f"{len(res.eps)} budgets eps from 0 to {res.eps_data[-1]:.4g} (L-inf, in the data's units; "
         f"{res.eps[-1]:.3g} of its range): PGD-{params.pgd_steps} with a random start"
-        + (f" and AutoAttack (APGD-CE + APGD-DLR, {params.autoattack_iters} iterations, IBM ART)" if params.autoattack
-           else " (AutoAttack off: robustness.autoattack)") + ". Each point is the share of inputs the attack leaves "
+        + (
+            f" and AutoAttack (APGD-CE + APGD-DLR, {params.autoattack_iters} iterations, IBM ART)"
+            if params.autoattack
+            else " (AutoAttack off: robustness.autoattack)"
+        )
+        + ". Each point is the share of inputs the attack leaves "
         "correct, with its 95% Wilson interval; an attack's accuracy is an upper bound on the model's robust "
         "accuracy at that eps.",
-        head + "."]
+        head + ".",
+    ]
     section = StageResult(
-        metrics=m, tables={"curve": curve_table(res)}, title=f"Robustness curve ({target.name})", summary=summary,
-        items=[{"figure": "curve", "caption": "Accuracy under attack against eps (95% intervals shaded)."},
-               {"table": "curve", "caption": "The curve's points (also a DVC plot: `dvc plots show`)."}],
-        headline=[head + "."], key_metrics=["clean_accuracy", "pgd_accuracy_at_focal_eps", "eps_half_pgd"],
-        sample=f"{res.n} held-out test inputs (seed {params.seed}), never a training input")
+        metrics=m,
+        tables={"curve": curve_table(res)},
+        title=f"Robustness curve ({target.name})",
+        summary=summary,
+        items=[
+            {"figure": "curve", "caption": "Accuracy under attack against eps (95% intervals shaded)."},
+            {"table": "curve", "caption": "The curve's points (also a DVC plot: `dvc plots show`)."},
+        ],
+        headline=[head + "."],
+        key_metrics=["clean_accuracy", "pgd_accuracy_at_focal_eps", "eps_half_pgd"],
+        sample=f"{res.n} held-out test inputs (seed {params.seed}), never a training input",
+    )
     return MethodReport(section=section, findings=findings(res, params))

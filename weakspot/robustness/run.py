@@ -42,8 +42,12 @@ def _correct(module: Any, X: np.ndarray, y: np.ndarray, batch: int, device: Any)
     import torch
 
     with torch.no_grad():
-        pred = np.concatenate([module(torch.as_tensor(X[i:i + batch], device=device)).argmax(1).cpu().numpy()
-                               for i in range(0, len(X), batch)])
+        pred = np.concatenate(
+            [
+                module(torch.as_tensor(X[i : i + batch], device=device)).argmax(1).cpu().numpy()
+                for i in range(0, len(X), batch)
+            ]
+        )
     return pred == y
 
 
@@ -61,14 +65,22 @@ def run(target: AuditTarget, params: RobustnessParams, runtime: Any) -> CurveRes
     X, y = np.asarray(target.test.X, np.float32), np.asarray(target.test.y, np.int64)
     if X.ndim != 4 or not np.isfinite(X).all():
         raise DataError(f"{target.name}: the robustness curve needs finite images (n, c, h, w), got {X.shape}")
-    keep = np.sort(np.random.default_rng(int(p.seed)).permutation(len(X))[:int(p.n_inputs)])
+    keep = np.sort(np.random.default_rng(int(p.seed)).permutation(len(X))[: int(p.n_inputs)])
     X, y = X[keep], y[keep]
     clip = image_range(X)
     fracs = grid(p, X.shape[1])
     eps = [f * (clip[1] - clip[0]) for f in fracs]
     attacks = ["pgd"] + (["autoattack"] if p.autoattack else [])
-    res = CurveResult(fracs, eps, len(y), clip, {a: np.zeros((len(eps), len(y)), bool) for a in ["clean", *attacks]},
-                      [str(c) for c in target.classes], y, int(X.shape[1]))
+    res = CurveResult(
+        fracs,
+        eps,
+        len(y),
+        clip,
+        {a: np.zeros((len(eps), len(y)), bool) for a in ["clean", *attacks]},
+        [str(c) for c in target.classes],
+        y,
+        int(X.shape[1]),
+    )
     clean = _correct(module, X, y, p.batch_size, dev)
     res.correct["clean"][:] = clean
     gen = torch.Generator().manual_seed(int(p.seed))
@@ -77,14 +89,35 @@ def run(target: AuditTarget, params: RobustnessParams, runtime: Any) -> CurveRes
             for a in attacks:
                 res.correct[a][i] = clean
             continue
-        Xa = batched(pgd, module, X, y, batch_size=p.batch_size, device=dev, eps=e, steps=p.pgd_steps,
-                     step_size=2.5 * e / p.pgd_steps, clip=clip, generator=gen)
+        Xa = batched(
+            pgd,
+            module,
+            X,
+            y,
+            batch_size=p.batch_size,
+            device=dev,
+            eps=e,
+            steps=p.pgd_steps,
+            step_size=2.5 * e / p.pgd_steps,
+            clip=clip,
+            generator=gen,
+        )
         res.correct["pgd"][i] = _correct(module, Xa, y, p.batch_size, dev) & clean
         if p.autoattack:
             from weakspot.adversarial.art_attacks import art_autoattack
 
-            Xa = art_autoattack(module, X, y, eps=e, clip=clip, n_classes=len(target.classes),
-                                iters=p.autoattack_iters, seed=p.seed, batch_size=p.batch_size, device=dev)
+            Xa = art_autoattack(
+                module,
+                X,
+                y,
+                eps=e,
+                clip=clip,
+                n_classes=len(target.classes),
+                iters=p.autoattack_iters,
+                seed=p.seed,
+                batch_size=p.batch_size,
+                device=dev,
+            )
             res.correct["autoattack"][i] = _correct(module, Xa, y, p.batch_size, dev) & clean
         if runtime.progress is not None:
             runtime.progress("robustness curve (eps)", i + 1, len(eps))

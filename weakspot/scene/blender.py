@@ -90,13 +90,23 @@ class BlenderScene:
 
     _count = 0
 
-    def __init__(self, *, resolution: int, samples: int, device: str, seed: int, threads: int,
-                 background: Tuple[float, float, float], cache_size: int = 256):
+    def __init__(
+        self,
+        *,
+        resolution: int,
+        samples: int,
+        device: str,
+        seed: int,
+        threads: int,
+        background: Tuple[float, float, float],
+        cache_size: int = 256,
+    ):
         try:
             import bpy  # noqa: F401
         except ImportError as e:  # pragma: no cover - depends on the environment
-            raise RenderError(f"bpy (Blender as a Python module) is not importable: {e}; install bpy==5.0.1 "
-                              "(Python 3.11 only)") from None
+            raise RenderError(
+                f"bpy (Blender as a Python module) is not importable: {e}; install bpy==5.0.1 (Python 3.11 only)"
+            ) from None
         self.resolution = resolution
         self.background = np.asarray(background, dtype=np.float32)
         self.cache_size = cache_size
@@ -245,8 +255,9 @@ class BlenderScene:
         from mathutils import Matrix
 
         self.obj.data = self._mesh(p["class"], p["instance"])
-        self.camera.matrix_world = Matrix(camera_matrix(p["view_distance"], p["view_azimuth"], p["view_elevation"],
-                                                        p["view_roll"]).tolist())
+        self.camera.matrix_world = Matrix(
+            camera_matrix(p["view_distance"], p["view_azimuth"], p["view_elevation"], p["view_roll"]).tolist()
+        )
         self.sun.rotation_euler = (float(p["sun_alpha"]), float(p["sun_beta"]), float(p["sun_zeta"]))
         self.sun.data.energy = float(p["sun_energy"])
         self.point.location = spherical(p["light_distance"], p["light_azimuth"], p["light_elevation"])
@@ -285,7 +296,14 @@ class BlenderScene:
             import bpy
 
             self._cache.clear()
-            for coll in (bpy.data.objects, bpy.data.meshes, bpy.data.lights, bpy.data.cameras, bpy.data.materials,
-                         bpy.data.worlds, bpy.data.scenes):
+            for coll in (
+                bpy.data.objects,
+                bpy.data.meshes,
+                bpy.data.lights,
+                bpy.data.cameras,
+                bpy.data.materials,
+                bpy.data.worlds,
+                bpy.data.scenes,
+            ):
                 for item in [x for x in coll if x.name.startswith(self._prefix)]:
                     coll.remove(item)

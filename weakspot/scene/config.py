@@ -31,17 +31,24 @@ class SceneParams(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
     # paper Sec. 4: ShapeNet classes; ours are procedural stand-ins, keeping the hard round ones (bowl, barrel, Fig. 2)
-    classes: List[str] = Field(default_factory=lambda: list(CLASSES), min_length=2,
-                               description="object classes; the label is the position in this list")
+    classes: List[str] = Field(
+        default_factory=lambda: list(CLASSES),
+        min_length=2,
+        description="object classes; the label is the position in this list",
+    )
     train_instances: int = Field(8, ge=1, le=10_000, description="training instances per class")
     val_instances: int = Field(4, ge=1, le=10_000, description="validation instances per class (examined ones)")
-    views_per_instance: int = Field(10, ge=1, le=10_000, description="m, random views per instance (paper Sec. 4.1: 10)")
+    views_per_instance: int = Field(
+        10, ge=1, le=10_000, description="m, random views per instance (paper Sec. 4.1: 10)"
+    )
     resolution: int = Field(32, ge=16, le=1024, description="image side in pixels (paper: not stated)")
     samples: int = Field(8, ge=1, le=4096, description="Cycles samples per pixel")
     workers: int = Field(2, ge=0, le=256, description="Blender worker processes (0 = in-process)")
     seed: int = Field(0, ge=0, description="instance split, factor draws and Cycles' sampling seed")
     bounds: Dict[str, Tuple[float, float]] = Field(
-        default_factory=dict, description="overrides of the factor bounds (Blender units), e.g. view_elevation: [-30, 30]")
+        default_factory=dict,
+        description="overrides of the factor bounds (Blender units), e.g. view_elevation: [-30, 30]",
+    )
 
     @field_validator("classes")
     @classmethod

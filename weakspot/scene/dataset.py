@@ -54,16 +54,26 @@ def images_to_input(images: np.ndarray) -> np.ndarray:
     return out
 
 
-def scene_plan(classes: Sequence[str], instances_per_class: int, views_per_instance: int = 10,
-               space: Optional[SceneSpace] = None, seed: int = 0, *, val_instances_per_class: int = 0,
-               val_views_per_instance: Optional[int] = None) -> List[Dict[str, Any]]:
+def scene_plan(
+    classes: Sequence[str],
+    instances_per_class: int,
+    views_per_instance: int = 10,
+    space: Optional[SceneSpace] = None,
+    seed: int = 0,
+    *,
+    val_instances_per_class: int = 0,
+    val_views_per_instance: Optional[int] = None,
+) -> List[Dict[str, Any]]:
     """The scene params of a data set, without rendering: one dict per image (factors, class, instance, ...).
 
     Same parameters as :func:`render_dataset`; each dict also holds ``label``, ``split`` and ``view``.
     """
     labels = class_index(list(classes))
-    for name, v, lo in (("instances_per_class", instances_per_class, 1), ("views_per_instance", views_per_instance, 1),
-                        ("val_instances_per_class", val_instances_per_class, 0)):
+    for name, v, lo in (
+        ("instances_per_class", instances_per_class, 1),
+        ("views_per_instance", views_per_instance, 1),
+        ("val_instances_per_class", val_instances_per_class, 0),
+    ):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
             raise ConfigError(f"render_dataset: {name} must be an int >= {lo}, got {v!r}")
     val_views = views_per_instance if val_views_per_instance is None else val_views_per_instance
@@ -75,15 +85,25 @@ def scene_plan(classes: Sequence[str], instances_per_class: int, views_per_insta
             for inst in ids:
                 rng = np.random.default_rng([int(seed), zlib.crc32(f"{split}/{cls}".encode()), inst])
                 for view, p in enumerate(space.sample(rng, int(m))):
-                    plan.append({**p, "class": cls, "instance": int(inst), "label": labels[cls], "split": split,
-                                 "view": view})
+                    plan.append(
+                        {**p, "class": cls, "instance": int(inst), "label": labels[cls], "split": split, "view": view}
+                    )
     return plan
 
 
-def render_dataset(renderer: Any, classes: Sequence[str], instances_per_class: int, views_per_instance: int = 10,
-                   space: Optional[SceneSpace] = None, seed: int = 0, *, val_instances_per_class: int = 0,
-                   val_views_per_instance: Optional[int] = None, batch_size: int = 64,
-                   progress: Optional[Progress] = None) -> Tuple[np.ndarray, "Any"]:
+def render_dataset(
+    renderer: Any,
+    classes: Sequence[str],
+    instances_per_class: int,
+    views_per_instance: int = 10,
+    space: Optional[SceneSpace] = None,
+    seed: int = 0,
+    *,
+    val_instances_per_class: int = 0,
+    val_views_per_instance: Optional[int] = None,
+    batch_size: int = 64,
+    progress: Optional[Progress] = None,
+) -> Tuple[np.ndarray, "Any"]:
     """Render ``views_per_instance`` random views of each of ``instances_per_class`` instances of every class.
 
     Parameters
@@ -121,8 +141,15 @@ def render_dataset(renderer: Any, classes: Sequence[str], instances_per_class: i
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise ConfigError(f"render_dataset: batch_size must be a positive int, got {batch_size!r}")
-    plan = scene_plan(classes, instances_per_class, views_per_instance, space, seed,
-                      val_instances_per_class=val_instances_per_class, val_views_per_instance=val_views_per_instance)
+    plan = scene_plan(
+        classes,
+        instances_per_class,
+        views_per_instance,
+        space,
+        seed,
+        val_instances_per_class=val_instances_per_class,
+        val_views_per_instance=val_views_per_instance,
+    )
     total = len(plan)
     if progress is None:
         from weakspot.progress import tqdm_progress
@@ -130,22 +157,26 @@ def render_dataset(renderer: Any, classes: Sequence[str], instances_per_class: i
         progress = tqdm_progress("render dataset", unit="img")
     chunks = []
     for start in range(0, total, batch_size):
-        batch = plan[start:start + batch_size]
+        batch = plan[start : start + batch_size]
         images = np.asarray(renderer.render([{k: p[k] for k in (*FACTORS, "class", "instance")} for p in batch]))
         if images.ndim != 4 or images.shape[0] != len(batch) or images.shape[-1] != 3 or images.dtype != np.uint8:
-            raise RenderError(f"render_dataset: the renderer returned {images.dtype} {images.shape} for "
-                              f"{len(batch)} scenes; expected uint8 ({len(batch)}, H, W, 3)")
+            raise RenderError(
+                f"render_dataset: the renderer returned {images.dtype} {images.shape} for "
+                f"{len(batch)} scenes; expected uint8 ({len(batch)}, H, W, 3)"
+            )
         chunks.append(images)
         progress("render", min(start + batch_size, total), total)
     images = np.concatenate(chunks) if chunks else np.empty((0, 0, 0, 3), np.uint8)
-    table = pd.DataFrame({
-        "class": pd.Series([p["class"] for p in plan], dtype="string"),
-        "label": np.array([p["label"] for p in plan], dtype=np.int64),
-        "instance": np.array([p["instance"] for p in plan], dtype=np.int64),
-        "split": pd.Series([p["split"] for p in plan], dtype="string"),
-        "view": np.array([p["view"] for p in plan], dtype=np.int64),
-        **{f: np.array([p[f] for p in plan], dtype=np.float64) for f in FACTORS},
-    })
+    table = pd.DataFrame(
+        {
+            "class": pd.Series([p["class"] for p in plan], dtype="string"),
+            "label": np.array([p["label"] for p in plan], dtype=np.int64),
+            "instance": np.array([p["instance"] for p in plan], dtype=np.int64),
+            "split": pd.Series([p["split"] for p in plan], dtype="string"),
+            "view": np.array([p["view"] for p in plan], dtype=np.int64),
+            **{f: np.array([p[f] for p in plan], dtype=np.float64) for f in FACTORS},
+        }
+    )
     return images, table
 
 
@@ -155,8 +186,9 @@ def scenes_from_table(table: "Any") -> List[Dict[str, Any]]:
     if missing:
         raise ConfigError(f"scenes_from_table: the table lacks columns {missing}")
     rows = table[[*FACTORS, "class", "instance"]].to_dict("records")
-    return [{**{f: float(r[f]) for f in FACTORS}, "class": str(r["class"]), "instance": int(r["instance"])}
-            for r in rows]
+    return [
+        {**{f: float(r[f]) for f in FACTORS}, "class": str(r["class"]), "instance": int(r["instance"])} for r in rows
+    ]
 
 
 def contact_sheet(images: np.ndarray, ncols: int, *, pad: int = 2, value: int = 255) -> np.ndarray:
@@ -169,5 +201,5 @@ def contact_sheet(images: np.ndarray, ncols: int, *, pad: int = 2, value: int = 
     sheet = np.full((nrows * (h + pad) + pad, ncols * (w + pad) + pad, 3), value, np.uint8)
     for i in range(n):
         r, c = divmod(i, ncols)
-        sheet[pad + r * (h + pad):pad + r * (h + pad) + h, pad + c * (w + pad):pad + c * (w + pad) + w] = images[i]
+        sheet[pad + r * (h + pad) : pad + r * (h + pad) + h, pad + c * (w + pad) : pad + c * (w + pad) + w] = images[i]
     return sheet

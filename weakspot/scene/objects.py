@@ -98,8 +98,17 @@ class _Builder:
         self.smooth.extend([smooth] * len(f))
         self._n += len(v)
 
-    def lathe(self, profile, color, *, segments: int = 24, center=(0.0, 0.0, 0.0), axis: str = "z",
-              smooth: bool = True, scale_y: float = 1.0) -> None:
+    def lathe(
+        self,
+        profile,
+        color,
+        *,
+        segments: int = 24,
+        center=(0.0, 0.0, 0.0),
+        axis: str = "z",
+        smooth: bool = True,
+        scale_y: float = 1.0,
+    ) -> None:
         """Surface of revolution of ``profile`` ((K, 2) rows of (radius, height)); radius 0 closes to a point."""
         p = np.asarray(profile, dtype=np.float64)
         t = np.linspace(0.0, 2 * np.pi, segments, endpoint=False)
@@ -127,7 +136,7 @@ class _Builder:
 
     def box(self, center, size, color, *, rotz: float = 0.0, shear_x_per_z: float = 0.0) -> None:
         """Axis-aligned box (optionally turned about z, or sheared for swept wings)."""
-        sx, sy, sz = (np.asarray(size, dtype=np.float64) / 2)
+        sx, sy, sz = np.asarray(size, dtype=np.float64) / 2
         v = np.array([[x, y, z] for z in (-sz, sz) for y in (-sy, sy) for x in (-sx, sx)])
         v = _rotz(v, rotz) + np.asarray(center, dtype=np.float64)
         faces = [(0, 2, 3, 1), (4, 5, 7, 6), (0, 1, 5, 4), (2, 6, 7, 3), (0, 4, 6, 2), (1, 3, 7, 5)]
@@ -196,12 +205,13 @@ def _palette(rng: np.random.Generator, k: int) -> List[np.ndarray]:
         s = rng.uniform(0.15, 0.7)
         v = rng.uniform(0.45, 0.9)
         srgb = np.array(colorsys.hsv_to_rgb(h, s, v))
-        out.append((srgb ** 2.2).astype(np.float32))  # sRGB -> linear (approximately)
+        out.append((srgb**2.2).astype(np.float32))  # sRGB -> linear (approximately)
     return out
 
 
-def _vessel_profile(radius_fn: Callable[[np.ndarray], np.ndarray], height: float, wall: float, floor: float,
-                    n: int = 10) -> np.ndarray:
+def _vessel_profile(
+    radius_fn: Callable[[np.ndarray], np.ndarray], height: float, wall: float, floor: float, n: int = 10
+) -> np.ndarray:
     """Outer wall up, rim, inner wall down: an open, thick-walled vessel (mug, bowl)."""
     z = np.linspace(0.0, height, n)
     outer = np.c_[radius_fn(z), z]
@@ -260,16 +270,16 @@ def _barrel(rng: np.random.Generator, b: _Builder) -> None:
     h = 2 * r_mid * rng.uniform(1.15, 1.6)
     z = np.linspace(0.0, h, 13)
     r = r_end + (r_mid - r_end) * (1 - (2 * z / h - 1) ** 2)
-    prof = np.concatenate([[[0.0, 0.02 * h]], [[r_end * 0.92, 0.02 * h]], np.c_[r, z], [[r_end * 0.92, 0.98 * h]],
-                           [[0.0, 0.98 * h]]])
+    prof = np.concatenate(
+        [[[0.0, 0.02 * h]], [[r_end * 0.92, 0.02 * h]], np.c_[r, z], [[r_end * 0.92, 0.98 * h]], [[0.0, 0.98 * h]]]
+    )
     b.lathe(prof, wood, segments=28)
     n_hoops = int(rng.integers(2, 5))
     zs = np.linspace(0.08, 0.92, n_hoops) * h if n_hoops > 2 else np.array([0.12, 0.88]) * h
     for zc in zs:
         rc = r_end + (r_mid - r_end) * (1 - (2 * zc / h - 1) ** 2) + 0.012
         w = h * 0.025
-        b.lathe([[rc - 0.01, zc - w], [rc, zc - w], [rc, zc + w], [rc - 0.01, zc + w]], hoop, segments=28,
-                smooth=False)
+        b.lathe([[rc - 0.01, zc - w], [rc, zc - w], [rc, zc + w], [rc - 0.01, zc + w]], hoop, segments=28, smooth=False)
 
 
 @OBJECTS.register("bottle")
@@ -281,14 +291,25 @@ def _bottle(rng: np.random.Generator, b: _Builder) -> None:
     neck_r = r * rng.uniform(0.25, 0.38)
     neck_h = r * rng.uniform(0.6, 1.6)
     s = np.linspace(0, 1, 7)
-    sh = np.c_[neck_r + (r - neck_r) * (1 - s ** 2) ** 0.5 * (1 - s) ** 0.3, body_h + shoulder * s]
-    prof = np.concatenate([[[0.0, 0.0], [r * 0.95, 0.0], [r, 0.04]], [[r, body_h]], sh[1:],
-                           [[neck_r, body_h + shoulder + neck_h]], [[0.0, body_h + shoulder + neck_h]]])
+    sh = np.c_[neck_r + (r - neck_r) * (1 - s**2) ** 0.5 * (1 - s) ** 0.3, body_h + shoulder * s]
+    prof = np.concatenate(
+        [
+            [[0.0, 0.0], [r * 0.95, 0.0], [r, 0.04]],
+            [[r, body_h]],
+            sh[1:],
+            [[neck_r, body_h + shoulder + neck_h]],
+            [[0.0, body_h + shoulder + neck_h]],
+        ]
+    )
     b.lathe(prof, glass, segments=24)
     top = body_h + shoulder + neck_h
     ch = r * rng.uniform(0.15, 0.3)
-    b.lathe([[0.0, top - 0.02], [neck_r * 1.15, top - 0.02], [neck_r * 1.15, top + ch], [0.0, top + ch]], cap,
-            segments=20, smooth=False)
+    b.lathe(
+        [[0.0, top - 0.02], [neck_r * 1.15, top - 0.02], [neck_r * 1.15, top + ch], [0.0, top + ch]],
+        cap,
+        segments=20,
+        smooth=False,
+    )
     if rng.uniform() < 0.7:  # a label band
         z0 = body_h * rng.uniform(0.2, 0.45)
         z1 = z0 + body_h * rng.uniform(0.25, 0.45)
@@ -302,12 +323,14 @@ def _can(rng: np.random.Generator, b: _Builder) -> None:
     h = 2 * r * rng.uniform(0.9, 1.9)
     neck = r * rng.uniform(0.82, 0.92)
     bev = h * 0.06
-    prof = [[0.0, bev * 0.5], [neck, 0.0], [r, bev], [r, h - bev], [neck, h], [neck * 0.97, h - 0.02],
-            [0.0, h - 0.04]]
+    prof = [[0.0, bev * 0.5], [neck, 0.0], [r, bev], [r, h - bev], [neck, h], [neck * 0.97, h - 0.02], [0.0, h - 0.04]]
     b.lathe(prof, metal, segments=28)
     if rng.uniform() < 0.8:
-        b.lathe([[r + 0.004, bev * 1.3], [r + 0.006, bev * 1.3], [r + 0.006, h - bev * 1.3],
-                 [r + 0.004, h - bev * 1.3]], label, segments=28)
+        b.lathe(
+            [[r + 0.004, bev * 1.3], [r + 0.006, bev * 1.3], [r + 0.006, h - bev * 1.3], [r + 0.004, h - bev * 1.3]],
+            label,
+            segments=28,
+        )
     if rng.uniform() < 0.6:  # pull tab
         b.box((neck * 0.35, 0.0, h - 0.01), (0.22 * r, 0.1 * r, 0.02), metal)
 
@@ -385,8 +408,9 @@ def _table(rng: np.random.Generator, b: _Builder) -> None:
     round_top = rng.uniform() < 0.35
     if round_top:
         width = length
-        b.lathe([[0.0, height - th], [0.5, height - th], [0.5, height], [0.0, height]], top_c, segments=32,
-                smooth=False)
+        b.lathe(
+            [[0.0, height - th], [0.5, height - th], [0.5, height], [0.0, height]], top_c, segments=32, smooth=False
+        )
     else:
         b.box((0.0, 0.0, height - th / 2), (length, width, th), top_c)
     if round_top and rng.uniform() < 0.6:  # pedestal
@@ -460,8 +484,12 @@ def _airplane(rng: np.random.Generator, b: _Builder) -> None:
     wx = rng.uniform(-0.1, 0.15) * length
     taper = rng.uniform(0.3, 0.7)
     for sy in (-1, 1):
-        q = [[wx + chord / 2, 0.0], [wx - chord / 2, 0.0], [wx + sweep - chord * taper / 2, sy * span / 2],
-             [wx + sweep + chord * taper / 2, sy * span / 2]]
+        q = [
+            [wx + chord / 2, 0.0],
+            [wx - chord / 2, 0.0],
+            [wx + sweep - chord * taper / 2, sy * span / 2],
+            [wx + sweep + chord * taper / 2, sy * span / 2],
+        ]
         q = q if sy > 0 else q[::-1]
         b.quad_slab(q, -0.035 - r * 0.3, 0.035 - r * 0.3, accent)
     # tail surfaces at the +x end
@@ -469,13 +497,23 @@ def _airplane(rng: np.random.Generator, b: _Builder) -> None:
     tspan = span * rng.uniform(0.3, 0.42)
     tch = chord * 0.7
     for sy in (-1, 1):
-        q = [[tail_x + tch / 2, 0.0], [tail_x - tch / 2, 0.0], [tail_x - tch * 0.2, sy * tspan / 2],
-             [tail_x + tch * 0.4, sy * tspan / 2]]
+        q = [
+            [tail_x + tch / 2, 0.0],
+            [tail_x - tch / 2, 0.0],
+            [tail_x - tch * 0.2, sy * tspan / 2],
+            [tail_x + tch * 0.4, sy * tspan / 2],
+        ]
         q = q if sy < 0 else q[::-1]
         b.quad_slab(q, r * 0.2 - 0.015, r * 0.2 + 0.015, accent)
     fin_h = length * rng.uniform(0.12, 0.2)
-    verts = np.array([[tail_x - tch, -0.015, r * 0.5], [tail_x + tch * 0.8, -0.015, r * 0.5],
-                      [tail_x + tch * 1.1, -0.015, r + fin_h], [tail_x + tch * 0.5, -0.015, r + fin_h]])
+    verts = np.array(
+        [
+            [tail_x - tch, -0.015, r * 0.5],
+            [tail_x + tch * 0.8, -0.015, r * 0.5],
+            [tail_x + tch * 1.1, -0.015, r + fin_h],
+            [tail_x + tch * 0.5, -0.015, r + fin_h],
+        ]
+    )
     verts = np.concatenate([verts, verts + [0.0, 0.03, 0.0]])
     faces = [(0, 1, 2, 3), (7, 6, 5, 4), (0, 4, 5, 1), (1, 5, 6, 2), (2, 6, 7, 3), (3, 7, 4, 0)]
     b.add(verts, faces, accent, False)
@@ -485,8 +523,13 @@ def _airplane(rng: np.random.Generator, b: _Builder) -> None:
         for sy in (-1, 1):
             ex = wx + sweep * yy / (span / 2) - chord * 0.6
             er = r * 0.4
-            b.lathe([[0.0, 0.0], [er, 0.05], [er, chord * 0.9], [er * 0.7, chord], [0.0, chord]], body_c,
-                    segments=12, axis="x", center=(ex, sy * yy, -r * 0.3 - er))
+            b.lathe(
+                [[0.0, 0.0], [er, 0.05], [er, chord * 0.9], [er * 0.7, chord], [0.0, chord]],
+                body_c,
+                segments=12,
+                axis="x",
+                center=(ex, sy * yy, -r * 0.3 - er),
+            )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -556,4 +599,4 @@ def split_instances(n_train: int, n_val: int, *, seed: int, pool: Optional[int] 
     if pool < n_train + n_val:
         raise ConfigError(f"split_instances: pool={pool} is smaller than n_train + n_val = {n_train + n_val}")
     perm = np.random.default_rng(seed).permutation(pool)
-    return sorted(int(i) for i in perm[:n_train]), sorted(int(i) for i in perm[n_train:n_train + n_val])
+    return sorted(int(i) for i in perm[:n_train]), sorted(int(i) for i in perm[n_train : n_train + n_val])

@@ -146,14 +146,16 @@ class WorkerPool:
                     return payload
                 self.close()
                 if status == "died":
-                    raise RenderError(f"render worker {i} (pid {proc.pid}) died during {what}; "
-                                      f"exit code {proc.exitcode}{_hint(what)}")
+                    raise RenderError(
+                        f"render worker {i} (pid {proc.pid}) died during {what}; exit code {proc.exitcode}{_hint(what)}"
+                    )
                 raise RenderError(f"render worker {i} failed during {what}: {payload}")
             if not proc.is_alive():
                 code = proc.exitcode
                 self.close()
-                raise RenderError(f"render worker {i} (pid {proc.pid}) died during {what} with exit code {code}"
-                                  f"{_hint(what)}")
+                raise RenderError(
+                    f"render worker {i} (pid {proc.pid}) died during {what} with exit code {code}{_hint(what)}"
+                )
             if time.monotonic() > deadline:
                 self.close()
                 raise RenderError(f"render worker {i} did not answer within {self.timeout} s during {what}")
@@ -186,7 +188,7 @@ class WorkerPool:
         k = min(len(self.conns), n)
         bounds = np.linspace(0, n, k + 1).round().astype(int)
         # contiguous chunks: consecutive views of one object stay on one worker's mesh cache
-        chunks = [params[bounds[i]:bounds[i + 1]] for i in range(k)]
+        chunks = [params[bounds[i] : bounds[i + 1]] for i in range(k)]
         results: List[Optional[np.ndarray]] = [None] * k
         crashes = [0] * k
         phase: Dict[int, str] = {}  # worker -> "render" (holds its chunk) or "start" (a fresh one, not ready yet)
@@ -206,12 +208,22 @@ class WorkerPool:
             what = f"chunk {i}: {_describe_chunk(chunks[i], int(bounds[i]), n)}"
             if crashes[i] > self.max_retries:
                 self.close()
-                raise RenderError(f"render worker {i} (pid {proc.pid}) died {when} ({what}); it {reason}; "
-                                  f"gave up after {crashes[i] - 1} restart(s) for this chunk (max_retries="
-                                  f"{self.max_retries}); the renderer is closed, make a new one")
-            logger.warning("render worker %d (pid %s) died %s (%s); it %s; restarting it and rendering the "
-                           "chunk again (retry %d of %d)", i, proc.pid, when, what, reason, crashes[i],
-                           self.max_retries)
+                raise RenderError(
+                    f"render worker {i} (pid {proc.pid}) died {when} ({what}); it {reason}; "
+                    f"gave up after {crashes[i] - 1} restart(s) for this chunk (max_retries="
+                    f"{self.max_retries}); the renderer is closed, make a new one"
+                )
+            logger.warning(
+                "render worker %d (pid %s) died %s (%s); it %s; restarting it and rendering the "
+                "chunk again (retry %d of %d)",
+                i,
+                proc.pid,
+                when,
+                what,
+                reason,
+                crashes[i],
+                self.max_retries,
+            )
             self._restart(i)
             phase[i], deadline[i] = "start", time.monotonic() + self.timeout
 
@@ -307,7 +319,7 @@ def _inject_fault(scene: "BlenderScene", chunk: Sequence[Mapping[str, Any]]) -> 
         raise RuntimeError(f"fault injected by {FAULT_ENV}=raise")
     if fault.startswith("kill-once:"):
         try:
-            os.close(os.open(fault[len("kill-once:"):], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            os.close(os.open(fault[len("kill-once:") :], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
             return
     elif fault != "kill":
@@ -339,5 +351,7 @@ def _describe_chunk(chunk: Sequence[Mapping[str, Any]], lo: int, n: int) -> str:
 def _hint(what: str) -> str:
     if what != "start":
         return ""
-    return ("; workers are started with 'spawn', which re-imports the main module: a script must create the "
-            "renderer under `if __name__ == \"__main__\":` (or use workers=0); see the worker's traceback above")
+    return (
+        "; workers are started with 'spawn', which re-imports the main module: a script must create the "
+        'renderer under `if __name__ == "__main__":` (or use workers=0); see the worker\'s traceback above'
+    )

@@ -49,6 +49,7 @@ from weakspot.scene.space import SceneSpace
 
 RENDERERS = Registry("renderer")
 
+
 @runtime_checkable
 class Renderer(Protocol):
     """What an examiner renders with: a batch of scene params in, uint8 RGB images (n, H, W, 3) out."""
@@ -87,10 +88,20 @@ def check_scene_params(params: Sequence[Mapping[str, Any]], space: Optional[Scen
 
 
 # a space wide enough for any sensible override (distances up to 10x the defaults, full angle ranges)
-_WIDE_SPACE = SceneSpace({"sun_alpha": (-100.0, 100.0), "sun_beta": (-100.0, 100.0), "sun_zeta": (-100.0, 100.0),
-                          "sun_energy": (0.0, 1000.0), "light_energy": (0.0, 1e6), "light_distance": (0.71, 1000.0),
-                          "light_azimuth": (-3600.0, 3600.0), "view_distance": (0.71, 100.0),
-                          "view_azimuth": (-3600.0, 3600.0), "view_roll": (-3600.0, 3600.0)})
+_WIDE_SPACE = SceneSpace(
+    {
+        "sun_alpha": (-100.0, 100.0),
+        "sun_beta": (-100.0, 100.0),
+        "sun_zeta": (-100.0, 100.0),
+        "sun_energy": (0.0, 1000.0),
+        "light_energy": (0.0, 1e6),
+        "light_distance": (0.71, 1000.0),
+        "light_azimuth": (-3600.0, 3600.0),
+        "view_distance": (0.71, 100.0),
+        "view_azimuth": (-3600.0, 3600.0),
+        "view_roll": (-3600.0, 3600.0),
+    }
+)
 
 
 @RENDERERS.register("blender")
@@ -139,9 +150,20 @@ class BlenderRenderer:
     ...     images, alpha = r.render(params, return_alpha=True)
     """
 
-    def __init__(self, *, resolution: int = 64, samples: int = 8, workers: int = 2, device: str = "auto",
-                 seed: int = 0, background: Tuple[float, float, float] = BACKGROUND, threads: Optional[int] = None,
-                 timeout: float = 600.0, cache_size: int = 256, max_retries: int = 2):
+    def __init__(
+        self,
+        *,
+        resolution: int = 64,
+        samples: int = 8,
+        workers: int = 2,
+        device: str = "auto",
+        seed: int = 0,
+        background: Tuple[float, float, float] = BACKGROUND,
+        threads: Optional[int] = None,
+        timeout: float = 600.0,
+        cache_size: int = 256,
+        max_retries: int = 2,
+    ):
         self.resolution = resolution
         self.samples = samples
         self.workers = workers
@@ -201,9 +223,15 @@ class BlenderRenderer:
             device = self.device
         n = max(self.workers, 1)
         threads = self.threads if self.threads is not None else max(1, (os.cpu_count() or 1) // n)
-        return dict(resolution=self.resolution, samples=self.samples, device=device, seed=int(self.seed),
-                    threads=int(threads), background=tuple(float(v) for v in self.background),
-                    cache_size=int(self.cache_size))
+        return dict(
+            resolution=self.resolution,
+            samples=self.samples,
+            device=device,
+            seed=int(self.seed),
+            threads=int(threads),
+            background=tuple(float(v) for v in self.background),
+            cache_size=int(self.cache_size),
+        )
 
     def start(self) -> "BlenderRenderer":
         """Start the worker processes (or the in-process scene); called on first use. Returns self."""
@@ -243,8 +271,9 @@ class BlenderRenderer:
             self.close()
 
     # -- rendering -----------------------------------------------------------------------------------------------
-    def render(self, params: Sequence[Mapping[str, Any]], *, return_alpha: bool = False
-               ) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
+    def render(
+        self, params: Sequence[Mapping[str, Any]], *, return_alpha: bool = False
+    ) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
         """Render a batch of scenes.
 
         Parameters
@@ -283,5 +312,10 @@ class BlenderRenderer:
 def renderer_for(settings: Any, device: str = "auto") -> "BlenderRenderer":
     """A :class:`BlenderRenderer` with a scene section's settings (a :class:`~weakspot.scene.config.SceneParams`),
     not yet started."""
-    return BlenderRenderer(resolution=settings.resolution, samples=settings.samples, workers=settings.workers,
-                           device=device, seed=settings.seed)
+    return BlenderRenderer(
+        resolution=settings.resolution,
+        samples=settings.samples,
+        workers=settings.workers,
+        device=device,
+        seed=settings.seed,
+    )

@@ -46,9 +46,18 @@ from weakspot.errors import ConfigError
 #: Table 1 order: sun rotation (alpha_o, beta_o, zeta_o), sun energy Gamma_o, point light energy Gamma_l, distance
 #: r_l, azimuth A_l, elevation U_l, viewpoint distance r_v, azimuth A_v, elevation U_v, roll theta_v.
 FACTORS: Tuple[str, ...] = (
-    "sun_alpha", "sun_beta", "sun_zeta", "sun_energy",
-    "light_energy", "light_distance", "light_azimuth", "light_elevation",
-    "view_distance", "view_azimuth", "view_elevation", "view_roll",
+    "sun_alpha",
+    "sun_beta",
+    "sun_zeta",
+    "sun_energy",
+    "light_energy",
+    "light_distance",
+    "light_azimuth",
+    "light_elevation",
+    "view_distance",
+    "view_azimuth",
+    "view_elevation",
+    "view_roll",
 )
 FIXED: Tuple[str, ...] = ("sun_alpha", "sun_beta", "sun_zeta")  # paper Sec. 4.1: the sun is not the examiner's
 SEARCHED: Tuple[str, ...] = tuple(f for f in FACTORS if f not in FIXED)
@@ -56,8 +65,15 @@ SEARCHED: Tuple[str, ...] = tuple(f for f in FACTORS if f not in FIXED)
 #: The RL examiner's default sampling order (paper Sec. 4.5): point light energy Gamma_l first, then the sun's energy
 #: Gamma_o, the light's r_l, A_l, U_l and the viewpoint's r_v, A_v, U_v, theta_v.
 RL_ORDER: Tuple[str, ...] = (
-    "light_energy", "sun_energy", "light_distance", "light_azimuth", "light_elevation",
-    "view_distance", "view_azimuth", "view_elevation", "view_roll",
+    "light_energy",
+    "sun_energy",
+    "light_distance",
+    "light_azimuth",
+    "light_elevation",
+    "view_distance",
+    "view_azimuth",
+    "view_elevation",
+    "view_roll",
 )
 #: Sec. 4.5's second order, viewpoint factors first: r_v, A_v, U_v, theta_v, Gamma_l, Gamma_o, r_l, A_l, U_l.
 RL_ORDER_VIEW_FIRST: Tuple[str, ...] = RL_ORDER[-4:] + RL_ORDER[:-4]
@@ -86,9 +102,18 @@ DEFAULT_BOUNDS: Dict[str, Tuple[float, float]] = {
 }
 
 UNITS: Dict[str, str] = {
-    "sun_alpha": "rad", "sun_beta": "rad", "sun_zeta": "rad", "sun_energy": "W/m^2",
-    "light_energy": "W", "light_distance": "object sizes", "light_azimuth": "deg", "light_elevation": "deg",
-    "view_distance": "object sizes", "view_azimuth": "deg", "view_elevation": "deg", "view_roll": "deg",
+    "sun_alpha": "rad",
+    "sun_beta": "rad",
+    "sun_zeta": "rad",
+    "sun_energy": "W/m^2",
+    "light_energy": "W",
+    "light_distance": "object sizes",
+    "light_azimuth": "deg",
+    "light_elevation": "deg",
+    "view_distance": "object sizes",
+    "view_azimuth": "deg",
+    "view_elevation": "deg",
+    "view_roll": "deg",
 }
 
 
@@ -142,7 +167,8 @@ class SceneSpace:
             if b[name][0] <= 0.7:
                 raise ConfigError(
                     f"bounds[{name!r}]: lower bound {b[name][0]} would put the {name.split('_')[0]} inside the object"
-                    " (objects have bounding-box diagonal up to 1.3); use a lower bound > 0.7")
+                    " (objects have bounding-box diagonal up to 1.3); use a lower bound > 0.7"
+                )
         for name in ("light_elevation", "view_elevation"):
             if b[name][0] < -90 or b[name][1] > 90:
                 raise ConfigError(f"bounds[{name!r}]: elevation must lie within [-90, 90] degrees, got {b[name]}")
@@ -213,7 +239,8 @@ class SceneSpace:
             tol = 1e-9 * max(1.0, abs(lo), abs(hi))
             if not math.isfinite(v) or v < lo - tol or v > hi + tol:
                 raise ConfigError(
-                    f"scene params: factor {name!r} = {v!r} is outside its bounds [{lo}, {hi}] ({UNITS[name]})")
+                    f"scene params: factor {name!r} = {v!r} is outside its bounds [{lo}, {hi}] ({UNITS[name]})"
+                )
 
     def corners(self, factors: Sequence[str]) -> List[Dict[str, float]]:
         """All 2**k corners over ``factors`` (others at their mid-point): the extreme scenes, for checks."""

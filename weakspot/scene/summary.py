@@ -32,8 +32,13 @@ def render_section(images: np.ndarray, table: Any, p: Any, views_file: str = "")
     """Metrics, contact sheet and prose of the ``render`` stage (``p``: the scene params; ``views_file``: where the
     caller wrote the per-image factor table, named in the prose)."""
     counts = table.groupby(["split"]).size().to_dict()
-    metrics = {"n_images": int(len(images)), "n_train": int(counts.get("train", 0)), "n_val": int(counts.get("val", 0)),
-               "resolution": p.resolution, "classes": len(p.classes)}
+    metrics = {
+        "n_images": int(len(images)),
+        "n_train": int(counts.get("train", 0)),
+        "n_val": int(counts.get("val", 0)),
+        "resolution": p.resolution,
+        "classes": len(p.classes),
+    }
     return StageResult(
         metrics=metrics,
         figures={"contact_sheet": contact_figure(images, table, p.classes)},
@@ -46,6 +51,8 @@ def render_section(images: np.ndarray, table: Any, p: Any, views_file: str = "")
             "factors of the Adversarial Examiner paper's Table 1 drawn uniformly."
             + (f" Every image's factor values are in {views_file}." if views_file else ""),
         ],
-        items=[{"figure": "contact_sheet", "caption": "Training views, one row per class."},
-               {"table": "views", "caption": "The first rendered views with their factor values (Blender units)."}],
+        items=[
+            {"figure": "contact_sheet", "caption": "Training views, one row per class."},
+            {"table": "views", "caption": "The first rendered views with their factor values (Blender units)."},
+        ],
     )

@@ -14,8 +14,17 @@ channel's share), with the true class a candidate of its own. The entry point is
 from weakspot.methods import Method, register_method
 from weakspot.segments.config import SegmentsParams
 
-METHOD = register_method(Method(
-    "segments", "Weak segments", "an error tree on held-out rows (as Deepchecks' weak segments, Microsoft's Error "
-    "Analysis), confirmed against the rest of the held-out rows", params=SegmentsParams, run="weakspot.segments.run:run",
-    report="weakspot.segments.report:report", figures="weakspot.segments.figures:figures",
-    modalities=("tabular", "image"), order=5))
+METHOD = register_method(
+    Method(
+        "segments",
+        "Weak segments",
+        "an error tree on held-out rows (as Deepchecks' weak segments, Microsoft's Error "
+        "Analysis), confirmed against the rest of the held-out rows",
+        params=SegmentsParams,
+        run="weakspot.segments.run:run",
+        report="weakspot.segments.report:report",
+        figures="weakspot.segments.figures:figures",
+        modalities=("tabular", "image"),
+        order=5,
+    )
+)

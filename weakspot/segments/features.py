@@ -80,5 +80,10 @@ def features_of(ds) -> Features:
         values = X.reshape(len(X), -1).astype(np.float64)
         names = list(ds.feature_names or [f"x{i}" for i in range(values.shape[1])])
         categories = dict(getattr(ds, "categories", None) or {})
-    return Features(values=values, names=names, y=np.asarray(ds.y, np.int64), classes=[str(c) for c in ds.classes],
-                    categories=categories)
+    return Features(
+        values=values,
+        names=names,
+        y=np.asarray(ds.y, np.int64),
+        classes=[str(c) for c in ds.classes],
+        categories=categories,
+    )

@@ -100,25 +100,36 @@ def run(target: Any, params: SegmentsParams, runtime: Any) -> SegmentsResult:
     ds = target.test
     p = np.asarray(target.model.predict_proba(ds.X), np.float64)
     if p.ndim != 2 or p.shape[0] != len(ds) or not np.isfinite(p).all():
-        raise DataError(f"segments: the model's probabilities have shape {p.shape} (or are not finite) for "
-                        f"{len(ds)} rows")
+        raise DataError(
+            f"segments: the model's probabilities have shape {p.shape} (or are not finite) for {len(ds)} rows"
+        )
     predicted, confidence = p.argmax(axis=1), p.max(axis=1)
     failed = predicted != np.asarray(ds.y)
     feats = features_of(ds)
     image = np.asarray(ds.X).ndim == 4
     if len(ds) < 4 * params.min_rows:  # nothing to search: the result says why (the audit goes on)
         empty = np.zeros(0, np.int64)
-        return SegmentsResult(segments=[], features=feats, failed=failed, predicted=predicted, confidence=confidence,
-                              search=empty, confirm=empty, min_rows=params.min_rows, image=image,
-                              note=f"{len(ds)} evaluation rows: at least {4 * params.min_rows} (4 x "
-                                   "segments.min_rows) are needed to search one half and confirm on the other")
+        return SegmentsResult(
+            segments=[],
+            features=feats,
+            failed=failed,
+            predicted=predicted,
+            confidence=confidence,
+            search=empty,
+            confirm=empty,
+            min_rows=params.min_rows,
+            image=image,
+            note=f"{len(ds)} evaluation rows: at least {4 * params.min_rows} (4 x "
+            "segments.min_rows) are needed to search one half and confirm on the other",
+        )
     search, confirm = split_halves(failed, params.confirm_fraction, params.seed)
     min_rows = max(params.min_rows, int(np.ceil(params.min_fraction * len(search))))
     base = float(failed[search].mean())
     found: List[Any] = []  # (rule, text, kind, rows, failures on the search half)
     if failed[search].any():
-        tree = DecisionTreeClassifier(max_depth=params.max_depth, min_samples_leaf=min_rows,
-                                      random_state=params.seed).fit(feats.matrix()[search], failed[search])
+        tree = DecisionTreeClassifier(
+            max_depth=params.max_depth, min_samples_leaf=min_rows, random_state=params.seed
+        ).fit(feats.matrix()[search], failed[search])
         rules = weak_rules(tree, feats.columns(), base, min_rows)
         rules = sorted(rules, key=lambda r: (-r[2] / r[1], -r[1]))[: params.max_segments]
         found += [(r, r.text(feats.classes, feats.categories), "segment", n, f) for r, n, f in rules]
@@ -127,8 +138,9 @@ def run(target: Any, params: SegmentsParams, runtime: Any) -> SegmentsResult:
             rows = int((y_search == c).sum())
             fails = int(failed[search][y_search == c].sum())
             if rows >= min_rows and fails / rows > base:
-                found.append((Rule(allowed=frozenset({c})), f"{ds.label_name} = {feats.classes[c]}", "class", rows,
-                              fails))
+                found.append(
+                    (Rule(allowed=frozenset({c})), f"{ds.label_name} = {feats.classes[c]}", "class", rows, fails)
+                )
     values, fail_c = feats.values[confirm], failed[confirm]
     masks, evidence = [], []
     for rule, _, kind, _, _ in found:
@@ -137,9 +149,33 @@ def run(target: Any, params: SegmentsParams, runtime: Any) -> SegmentsResult:
         evidence.append(on_masks(fail_c, inside))
     segments: List[Segment] = []
     for (rule, text, kind, rows, fails), inside, ev in zip(found, masks, correct(evidence)):
-        segments.append(Segment(rule, text, rows, fails, ev, confirm[inside & fail_c][:3], kind,
-                                float((1.0 - confidence[confirm][inside]).sum())))
-    segments.sort(key=lambda s: (not s.evidence.confirmed, -np.nan_to_num(s.evidence.lift_lo_adjusted, nan=-1.0),
-                                 -np.nan_to_num(s.evidence.lift_lo, nan=-1.0)))
-    return SegmentsResult(segments=segments, features=feats, failed=failed, predicted=predicted,
-                          confidence=confidence, search=search, confirm=confirm, min_rows=min_rows, image=image)
+        segments.append(
+            Segment(
+                rule,
+                text,
+                rows,
+                fails,
+                ev,
+                confirm[inside & fail_c][:3],
+                kind,
+                float((1.0 - confidence[confirm][inside]).sum()),
+            )
+        )
+    segments.sort(
+        key=lambda s: (
+            not s.evidence.confirmed,
+            -np.nan_to_num(s.evidence.lift_lo_adjusted, nan=-1.0),
+            -np.nan_to_num(s.evidence.lift_lo, nan=-1.0),
+        )
+    )
+    return SegmentsResult(
+        segments=segments,
+        features=feats,
+        failed=failed,
+        predicted=predicted,
+        confidence=confidence,
+        search=search,
+        confirm=confirm,
+        min_rows=min_rows,
+        image=image,
+    )
