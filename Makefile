@@ -8,13 +8,27 @@ STAMP := $(VENV)/.weakspot-installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: audit test check bench clean-artifacts
+.PHONY: audit test check bench clean-artifacts lock
 
-$(STAMP): pyproject.toml
+LOCK := requirements.lock
+QUIET_PIP := { grep -v "is ignored: it is neither a file nor a directory" || true; }
+
+# Every dependency at the exact version and hash of requirements.lock (the versions CI tested), then weakspot itself
+# without resolving anything. `make lock` refreshes the lock on purpose, from pyproject.toml's ranges.
+$(STAMP): pyproject.toml $(LOCK)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "installing weakspot and its dependencies into $(VENV) (first time: a few minutes)..."
-	@$(PY) -m pip install -q --no-compile -e ".[test]" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+	@echo "installing weakspot and its dependencies into $(VENV) from $(LOCK) (first time: a few minutes)..."
+	@# pip 23 (Python 3.11's own) refuses a hash-checked requirement with extras (sqlalchemy[asyncio]); 26.3 takes it
+	@$(PY) -m pip install -q pip==26.3 2>&1 | $(QUIET_PIP)
+	@$(PY) -m pip install -q --no-compile --require-hashes -r $(LOCK) 2>&1 | $(QUIET_PIP)
+	@# (setuptools' notes on editable installs, printed by the build backend even with -q, silenced)
+	@PYTHONWARNINGS=ignore $(PY) -m pip install -q --no-compile --no-deps -e . 2>&1 | $(QUIET_PIP)
 	@touch $@
+
+lock:
+	@test -x .venv-lock/bin/pip-compile || { $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install -q pip-tools; }
+	.venv-lock/bin/pip-compile --quiet --allow-unsafe --extra=test --generate-hashes --no-emit-find-links \
+		--no-emit-index-url --output-file=$(LOCK) pyproject.toml
 
 audit: $(STAMP)
 	$(VENV)/bin/weakspot audit
