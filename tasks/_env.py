@@ -19,11 +19,11 @@ def params_threads(params: Path) -> int:
     own validation names a bad value), read before torch or NumPy is imported."""
     from weakspot.device import DEFAULT_THREADS
 
-    try:
-        import yaml
+    import yaml
 
+    try:
         value = (yaml.safe_load(params.read_text()) or {}).get("threads", DEFAULT_THREADS)
-    except (OSError, ValueError, AttributeError, ImportError):
+    except (OSError, ValueError, AttributeError, yaml.YAMLError):  # the stage's own reading names the problem
         return DEFAULT_THREADS
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else DEFAULT_THREADS
 

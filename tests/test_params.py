@@ -124,6 +124,12 @@ def test_a_stage_runs_on_the_threads_params_yaml_pins(tmp_path):
         want = threads or 1
         assert out.stdout.split() == [str(want), str(want)], out
         assert f"OMP_NUM_THREADS={env_value} in the environment ignored" in out.stderr
+    # a malformed params.yaml is the stage's own error to name (exit 2, tests/test_pipeline.py), not the import's
+    (tmp_path / "params.yaml").write_text("targets:\n  digits: {train: {epochs: [3}\n")
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    env.pop("WEAKSPOT_ROOT", None)
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split() == ["1", "1"], out.stderr[-2000:]
     dvc = stages(read_yaml(root / "params.yaml"))
     computing = [
         s
