@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 
 class Runs(Protocol):
-    def submit(self, stage: str, pool: str, priority: int = 0) -> str: ...
+    def submit(self, stage: str, pool: str, priority: int = 0, nice: int = 0) -> str: ...
 
     def status(self, run_id: str) -> Tuple[str, str, Optional[int]]:
         """(one of pending, running, completed, failed, crashed; the state's message; the process id)"""
@@ -43,14 +43,15 @@ class Outcome:
 
 #: The CPU priority (``nice``) of a stage no other stage of the audit waits for. Local workers can outnumber the cores
 #: (a stage's start-up, its clone and DVC's checks leave a core idle otherwise); the kernel then gives the cores to the
-#: stages that others wait for first (the scenes' render, data and model), and the leaves take what is left.
+#: stages more stages wait for first (the scenes' render, data and model), and the leaves take what is left.
 LEAF_NICE = 10
 
 
-def niceness(after: int) -> int:
-    """The ``nice`` of a stage with ``after`` stages waiting for it: 0 when any does, :data:`LEAF_NICE` otherwise. It
-    changes when a stage's command gets a core, never what it computes (each stage's threads are pinned)."""
-    return 0 if after > 0 else LEAF_NICE
+def niceness(after: int, most: int) -> int:
+    """The ``nice`` of a stage with ``after`` stages waiting for it when the audit's first stage has ``most``: 0 for
+    that one, :data:`LEAF_NICE` for a stage nothing waits for, in proportion between. It changes when a stage's
+    command gets a core, never what it computes (each stage's threads are pinned)."""
+    return round(LEAF_NICE * (1 - after / most)) if most > 0 else 0
 
 
 def _alive(pid: Optional[int]) -> bool:
@@ -87,6 +88,7 @@ def schedule(
     before = {t: set(upstream(needs, [t])) - {t} for t in stages}
     after = {s: sum(s in before[t] for t in stages) for s in stages}
     todo = sorted(stages, key=lambda s: -after[s])
+    most = max(after.values(), default=0)
     active: Dict[str, Tuple[str, int, str]] = {}  # stage -> (run id, attempt, pool)
     t0 = time.time()
     while todo or active:
@@ -102,7 +104,7 @@ def schedule(
             elif all(n in out.done or n not in stages for n in needs.get(s, [])):
                 todo.remove(s)
                 pool = pool_of(s)
-                active[s] = (runs.submit(s, pool, after[s]), 1, pool)
+                active[s] = (runs.submit(s, pool, after[s], niceness(after[s], most)), 1, pool)
                 say(f"weakspot: {s} submitted to the {pool} pool")
         for s, (rid, attempt, pool) in list(active.items()):
             state, message, pid = runs.status(rid)
@@ -119,7 +121,7 @@ def schedule(
             elif state == "crashed" and attempt <= retries:
                 say(f"weakspot: {s} crashed ({message}); submitted again (attempt {attempt + 1})")
                 pool = pool_of(s)
-                active[s] = (runs.submit(s, pool, after[s]), attempt + 1, pool)
+                active[s] = (runs.submit(s, pool, after[s], niceness(after[s], most)), attempt + 1, pool)
             else:
                 out.failed[s] = message or state
                 say(f"weakspot: {s} FAILED: {(message or state).strip()}")
@@ -160,10 +162,10 @@ class PrefectRuns:
     def close(self) -> None:
         self.client.__exit__(None, None, None)
 
-    def submit(self, stage: str, pool: str, priority: int = 0) -> str:
+    def submit(self, stage: str, pool: str, priority: int = 0, nice: int = 0) -> str:
         """A flow run of the stage on ``pool``, scheduled ``priority`` hours before the audit began (a pool's workers
         take the runs with the earliest scheduled time first; among equal priorities, in the order submitted); a
-        stage nothing waits for (``priority`` 0) runs at a lower CPU priority (:func:`niceness`)."""
+        command runs at CPU priority ``nice`` (:func:`niceness`)."""
         import datetime
 
         from prefect.deployments import run_deployment
@@ -178,7 +180,7 @@ class PrefectRuns:
                 **self.parameters,
                 "stage": stage,
                 "needs": self.needs.get(stage, []),
-                "nice": niceness(priority),
+                "nice": nice,
             },
             timeout=0,
             scheduled_time=when,
