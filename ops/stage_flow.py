@@ -58,6 +58,20 @@ def _run(cmd: List[str], cwd: Path, env: Dict[str, str], log: Path, what: str) -
         raise StageFailed(f"{what} failed (exit {rc}) in {cwd}:\n{tail}")
 
 
+def lower_priority(nice: int) -> List[str]:
+    """The stage's command at CPU priority ``nice``: the ``nice -n`` prefix for its command, and this flow run's own
+    scheduling group lowered too. A Prefect process worker starts each flow run in a session of its own, and where the
+    kernel groups sessions (Linux's autogroup, on by default) a process's nice only ranks it within its session: the
+    session's priority (``/proc/self/autogroup``) is what ranks one stage against another."""
+    if not nice:
+        return []
+    try:
+        Path("/proc/self/autogroup").write_text(str(nice))
+    except OSError:  # no autogroup here (or not Linux): the process's own nice below is what counts
+        pass
+    return ["nice", "-n", str(nice)] if shutil.which("nice") else []
+
+
 def where() -> Dict[str, Any]:
     """This flow run's pool (from its deployment's name, ``stage-<pool>``), host and id."""
     from prefect.runtime import deployment, flow_run
@@ -135,10 +149,10 @@ def run_stage(
                 f"{stage}: copied {len(copied)} input(s) git ignores from {repo}: {', '.join(copied[:5])}", flush=True
             )
     configure_remote(remote, work)
-    lower = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
+    lower = lower_priority(nice)
     print(
         f"{stage}: dvc repro --pull {stage} at {commit[:12]} on {socket.gethostname()}"
-        + (f" (nice {nice})" if lower else ""),
+        + (f" (nice {nice})" if nice else ""),
         flush=True,
     )
     if force:

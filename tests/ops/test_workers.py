@@ -246,6 +246,25 @@ def test_stages_nothing_waits_for_run_at_a_lower_cpu_priority():
     assert runs.nice["render"] < runs.nice["prepare-s"] < runs.nice["train-s"] < runs.nice["prepare-a"]
 
 
+def test_a_stage_at_a_lower_priority_lowers_its_own_session_too():
+    """A worker's flow run is a session of its own; where Linux groups sessions (autogroup), only the session's nice
+    ranks one stage against another, so the flow run lowers it for its whole session (the stage's command included)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "from ops.stage_flow import lower_priority; import os; "
+        "print(lower_priority(7), os.nice(0), open('/proc/self/autogroup').read().split()[-1] "
+        "if os.path.exists('/proc/self/autogroup') else 'none')"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True, start_new_session=True
+    )
+    prefix, own, group = out.stdout.strip().rsplit(" ", 2)
+    assert prefix == "['nice', '-n', '7']" and own == "0"  # the command is niced; the flow run itself is not
+    assert group in ("7", "none"), out.stdout  # its session is lowered where the kernel groups sessions
+
+
 def test_a_crashed_stage_and_a_dead_workers_stage_are_submitted_again(tmp_path):
     from ops.scheduler import schedule
 
