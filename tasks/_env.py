@@ -17,7 +17,7 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 def params_threads(params: Path) -> int:
     """params.yaml's top-level ``threads`` (weakspot.device.DEFAULT_THREADS when absent or unreadable: the stage's
     own validation names a bad value), read before torch or NumPy is imported."""
-    from weakspot.device import DEFAULT_THREADS
+    from weakspot.device import DEFAULT_THREADS, valid_threads
 
     import yaml
 
@@ -25,7 +25,7 @@ def params_threads(params: Path) -> int:
         value = (yaml.safe_load(params.read_text()) or {}).get("threads", DEFAULT_THREADS)
     except (OSError, ValueError, AttributeError, yaml.YAMLError):  # the stage's own reading names the problem
         return DEFAULT_THREADS
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else DEFAULT_THREADS
+    return value if valid_threads(value) else DEFAULT_THREADS
 
 
 def pin_threads(threads: int) -> None:

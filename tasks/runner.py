@@ -95,14 +95,13 @@ def _quiet_dask() -> None:
 #: Dask's nanny starts every worker with these at 1 (its pre-spawn-environ); weakspot's workers keep the stage's own
 #: values instead (params.yaml's ``threads``, tasks/_env.py), so torch and BLAS split their work as in the sequential
 #: run: a reduction split over 1 thread or 2 rounds differently (measured: the intrinsic stage's defended models, psi
-#: in the 7th digit).
-_THREAD_VARS = THREAD_VARS
+#: in the 7th digit). The variables: tasks._env.THREAD_VARS.
 
 
 def _same_threads_as_this_process() -> None:
     import dask
 
-    dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": None for k in _THREAD_VARS})
+    dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": None for k in THREAD_VARS})
 
 
 def task_runner(params: Any = None) -> Any:

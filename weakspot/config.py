@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Tuple, Type, cast
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
 
-from weakspot.device import DEFAULT_THREADS
+from weakspot.device import DEFAULT_THREADS, valid_threads
 from weakspot.errors import ConfigError
 from weakspot.targets import TargetParams, check_target_name
 
@@ -175,7 +175,7 @@ def validate_top_level(data: Dict[str, Any], source: str = "params.yaml", *, eve
     if not isinstance(device, str) or not (device in TOP_LEVEL["device"] or device.startswith("cuda:")):
         raise ConfigError(f"{source}: device = {device!r}: allowed: auto, cpu, cuda (or cuda:N)")
     threads = data.get("threads", DEFAULT_THREADS)
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+    if not valid_threads(threads):
         raise ConfigError(f"{source}: threads = {threads!r}: must be a whole number of CPU threads, 1 or more")
     return {"device": device, "threads": threads}
 

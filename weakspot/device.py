@@ -20,6 +20,11 @@ VALID_DEVICES = ("auto", "cpu", "cuda")
 DEFAULT_THREADS = 1
 
 
+def valid_threads(value: object) -> bool:
+    """Whether ``value`` is a thread count params.yaml may give: a whole number, 1 or more (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
 def resolve_device(device: str = "auto") -> "torch.device":
     """Map ``auto|cpu|cuda`` (or ``cuda:N``) to a ``torch.device``; ``auto`` is CUDA when present."""
     import torch
