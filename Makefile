@@ -33,8 +33,12 @@ lock:
 audit: $(STAMP)
 	$(VENV)/bin/weakspot audit
 
+# pytest-xdist: the tests that share an audited repository or a trained model on one worker each (--dist loadgroup,
+# groups from tests/conftest.py), the rest spread; the stages the tests start are subprocesses, so 3 workers keep
+# this machine's 2 cores busy while one waits
+TEST_WORKERS ?= 3
 test: $(STAMP)
-	$(PY) tests/run.py
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=30
 
 check: $(STAMP)
 	$(VENV)/bin/weakspot check

@@ -3,6 +3,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable, Dict, List
 
 import pytest
 
@@ -149,10 +150,92 @@ def write_tiny_params(r: "Repo") -> "Repo":
     return r
 
 
-@pytest.fixture(scope="session")
-def ops_repo(repo_factory):
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder ``name`` that ``build(folder)`` fills, built once for the whole test run: under pytest-xdist, by the
+    first worker that asks (the others wait for it on a file lock: pytest-xdist's documented recipe), shared read-only.
+    A test that changes it works on :func:`copy_repo` of it."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's base folder, above each worker's own
+    from filelock import FileLock
+
+    folder, done = root / name, root / f"{name}.built"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            build(folder)
+            done.touch()
+    return folder
+
+
+def copy_repo(src: Path, dst: Path) -> Repo:
+    """A copy of the audited repository ``src`` (its git history, DVC cache and remote, Prefect results and history
+    included) at ``dst``, its own from then on: the DVC remote of its config points into the copy."""
+    shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
+    local = dst / ".dvc" / "config.local"
+    if local.is_file():
+        local.write_text(local.read_text().replace(str(src), str(dst)))
+    return Repo(dst)
+
+
+def _tiny_audit(folder: Path) -> None:
+    write_tiny_params(Repo(_copy_repo(folder))).audit()
+
+
+@pytest.fixture(scope="module")
+def ops_repo(tmp_path_factory):
     """A tiny repository audited once (``weakspot audit``, history recorded) for the operations tests: history and
-    regressions, exact reruns, Dask, kill -9, the schedule. Tests that change it put it back as they found it."""
-    r = write_tiny_params(repo_factory("ops"))
-    r.audit()
-    return r
+    regressions, exact reruns, Dask, kill -9, the schedule. The audit runs once for the whole test run; each test
+    module gets a copy of its own (so the modules run on separate pytest-xdist workers), in which its tests run in
+    the file's order. Tests that change it put it back as they found it."""
+    src = built_once(tmp_path_factory, "ops-audited", _tiny_audit)
+    return copy_repo(src, tmp_path_factory.mktemp("ops"))
+
+
+# ------------------------------------------------------------------------------------------------ what a test costs
+
+#: The cost markers (pyproject.toml's [tool.pytest.ini_options] markers): ``unit`` is given here to every test that
+#: carries neither of the other two, so ``-m unit`` is the fast, in-process loop.
+COSTS = ("ops", "pipeline", "unit")
+#: Session fixtures that build nothing themselves (a factory): sharing them is no reason to run tests on one worker.
+CHEAP_SHARED = {"repo_factory"}
+
+
+def _shared_fixtures(item: pytest.Item) -> List[str]:
+    """The project's module- and session-scoped fixtures ``item`` uses (each built once per pytest-xdist worker)."""
+    info = getattr(item, "_fixtureinfo", None)
+    out = []
+    for name, defs in info.name2fixturedefs.items() if info else ():
+        d = defs[-1]
+        if d.scope in ("module", "session", "package") and d.baseid and name not in CHEAP_SHARED:
+            out.append(f"{d.baseid}::{name}" if d.scope != "session" else name)
+    return out
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+    """Each test's cost marker, and its pytest-xdist group: the tests that share an expensive fixture (an audited
+    repository, a trained model) run on one worker (``--dist loadgroup``), so it is built once, not once per worker.
+    The order puts the operations and pipeline groups first, so the longest work starts first."""
+    for item in items:
+        if not any(item.get_closest_marker(m) for m in COSTS[:2]):
+            item.add_marker(pytest.mark.unit)
+    parent: Dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    shared = {item.nodeid: _shared_fixtures(item) for item in items}
+    for names in shared.values():
+        for a, b in zip(names, names[1:]):
+            parent[find(a)] = find(b)
+    for item in items:
+        if shared[item.nodeid]:
+            item.add_marker(pytest.mark.xdist_group(find(shared[item.nodeid][0]).replace("/", ".")))
+
+    def rank(item: pytest.Item) -> int:
+        return next(i for i, m in enumerate(COSTS) if item.get_closest_marker(m))
+
+    items.sort(key=rank)  # stable: within a cost, the files' order

@@ -258,8 +258,7 @@ def test_the_runner_is_no_stage_dependency():
 # ------------------------------------------------------------------------------------------ the gad stage on Dask
 
 
-@pytest.mark.slow
-@pytest.mark.ops  # on the shared ops_repo: in tests/run.py's operations group
+@pytest.mark.ops  # on the shared ops_repo
 def test_the_gad_stage_on_a_local_dask_cluster_writes_the_sequential_metrics(ops_repo):
     """ops_repo was audited sequentially; rerun gad-phoneme with the cache bypassed on a LocalCluster of 2 workers:
     both split seeds run as tasks on the workers, and the metrics are byte-identical. The repository is then put

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ["digits", "phoneme", "scenes"]
@@ -95,14 +95,28 @@ def run(target, params, runtime):
 }
 
 
-@pytest.fixture(scope="module")
-def repo(repo_factory):
-    r = _smoke(repo_factory("pipeline"))
+def _audited_smoke(folder: Path) -> None:
+    from conftest import Repo, _copy_repo
+
+    r = _smoke(Repo(_copy_repo(folder)))
     for f, text in TOY.items():
         (r.path / f).parent.mkdir(parents=True, exist_ok=True)
         (r.path / f).write_text(text.lstrip())
     r.audit()
-    return r
+
+
+def smoke_copy(tmp_path_factory):
+    """The smoke audit of every target (and the toy method), run once for the whole test run; each module that uses
+    it (this one, test_pipeline_changes.py) gets a copy of its own, so the two run on separate pytest-xdist workers."""
+    from conftest import built_once, copy_repo
+
+    src = built_once(tmp_path_factory, "pipeline-audited", _audited_smoke)
+    return copy_repo(src, tmp_path_factory.mktemp("pipeline"))
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    return smoke_copy(tmp_path_factory)
 
 
 def test_a_toy_method_package_is_audited_on_every_target_with_nothing_else_touched(repo):
@@ -130,34 +144,6 @@ def _touch_status(repo, rel: str) -> set:
         return _stages(repo.dvc("status").stdout)
     finally:
         f.write_text(text)
-
-
-def test_a_change_to_one_methods_code_reruns_only_that_methods_stages(repo):
-    import yaml
-
-    from weakspot import methods as methods_registry
-
-    stages = yaml.safe_load((repo.path / "dvc.yaml").read_text())["stages"]
-    assert _stages(repo.dvc("status").stdout) == set()
-    methods = sorted({s.split()[3] for s in (st["cmd"] for st in stages.values()) if "flows.method" in s})
-    assert len(methods) >= 3
-    for m in methods:
-        # its stages: one per target it fits, and a shared stage of its own (the examiner's study) if it has one
-        own = {name for name in stages if name.startswith((f"{m}-", f"{m}_"))}
-        on_targets = {name for name, st in stages.items() if st["cmd"].startswith(f"python -m flows.method {m} ")}
-        # its entry point: only its own stages (the report follows them when they rerun)
-        assert _touch_status(repo, f"weakspot/{m}/run.py") == on_targets, m
-        # its params model: the report also names every method and checks where each runs, so it reruns too; so do
-        # the stages of a method that declares it reads this method's section (HDA builds intrinsic's min-max model;
-        # the toy plug-in lives in the copy only and reads nothing)
-        readers = {
-            name
-            for r in methods
-            if r in methods_registry.available() and m in methods_registry.get(r).reads
-            for name, st in stages.items()
-            if st["cmd"].startswith(f"python -m flows.method {r} ")
-        }
-        assert _touch_status(repo, f"weakspot/{m}/config.py") == own | readers | {"report"}, m
 
 
 def test_a_change_to_the_scene_renderer_reruns_only_what_renders(repo):
@@ -240,6 +226,22 @@ def test_full_run_audits_every_target_with_every_method_that_fits(repo):
     assert oct((repo.path / "metrics/train/digits.json").stat().st_mode & 0o777) != oct(0o600)  # readable as umask says
 
 
+def test_the_corner_prose_rebuilt_from_the_audits_results_has_no_stray_number(repo):
+    """On the smoke audit's corner results (the results file beside the report section; the metrics file holds the
+    headline only): every number in the headline and summary rebuilt from them is a metric or a setting."""
+    from tests.corner.test_prose import allowed, stray_numbers
+    from weakspot.corner.prose import headline_of, summary_of
+    from weakspot.config import load_section
+
+    paths = sorted((repo.path / "plots" / "corner").glob("*/results.json"))
+    assert paths, "the smoke audit ran no corner stage"
+    for path in paths:
+        m = json.loads(path.read_text())
+        _, params = load_section("corner", str(repo.path / "params.yaml"), target=path.parent.name)
+        text = " ".join(headline_of(m, params) + summary_of(m, params, m["discriminator"], []))
+        assert stray_numbers(text, allowed(m, params)) == [], (path, text)
+
+
 def test_dvc_metrics_show_fits_a_terminal_each_file_its_headline(repo):
     from ops.lineage import flatten
 
@@ -269,30 +271,6 @@ def test_changing_one_target_reruns_only_that_targets_stages(repo):
     assert changed == {"train-digits", "intrinsic-digits", "hda-digits", "report"}, changed
 
 
-def test_changing_examine_T_does_not_retrain_a_model(repo):
-    before = _snapshot(repo.path)
-    # the audited state committed, so that DVC's own diffs have a revision to compare with
-    repo.run("git", "add", "-A")
-    repo.run("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "audited")
-    repo.set_params(examine={"T": 5, "checkpoints": [0, 3, 5]})
-    try:
-        changed = _stages(repo.dvc("status").stdout)
-        assert changed == {"examine-scenes"}, changed  # (the report follows once the examination reran)
-        out = repo.dvc("repro").stdout
-        assert "Running stage 'examine-scenes'" in out and "Running stage 'train-" not in out, out
-        after = _snapshot(repo.path)
-        assert all(before[k] == after[k] for k in before if k.startswith("data/")), "a model or data file changed"
-        # DVC's views keep working on the per-target stages
-        assert "examine.T" in repo.dvc("params", "diff").stdout
-        assert "metrics/examine/scenes.json" in repo.dvc("metrics", "diff").stdout
-        assert repo.dvc("plots", "diff", "-o", str(repo.path / ".plots-diff")).returncode == 0
-        dag = repo.dvc("dag").stdout
-        assert all(s in dag for s in ("train-digits", "examine-scenes", "hda-scenes", "report"))
-    finally:
-        repo.set_params(examine={"T": 6, "checkpoints": [0, 3, 6]})
-
-
-@pytest.mark.ops  # a repository of its own: it runs beside the operations tests, balancing make test's groups
 def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(repo_factory):
     """A table with two text columns and the user's pickled ColumnTransformer + forest: no code, GAD and weak segments
     run on the texts as the model takes them, and the planted weak clinic is named by its text."""
@@ -406,7 +384,6 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(r
         )
 
 
-@pytest.mark.ops  # a repository of its own, beside the operations tests
 def test_a_users_image_folder_and_npz_arrays_are_audited_end_to_end(repo_factory):
     """Digits as a user keeps images: class folders of PNGs (weakspot trains a LeNet on them) and .npz train/test
     parts; prepare, train, weak segments and the report run with no code, and an unreadable image stops prepare
@@ -460,36 +437,6 @@ def _fails_cleanly(repo, stage, pattern, target=None):
     assert "Traceback" not in proc.stderr
     assert _snapshot(repo.path) == before  # nothing earlier was lost or half-written
     return proc.stderr
-
-
-def test_a_second_model_on_the_same_data_shares_the_corner_generator(repo):
-    """The corner-case generator depends on the training images only: a second target on the digits data (another
-    architecture) gets its own corner cases from the same generator, trained once."""
-    import yaml
-
-    p = repo.path / "params.yaml"
-    text = p.read_text()
-    params = yaml.safe_load(text)
-    params["targets"]["digits_mlp"] = {
-        **params["targets"]["digits"],
-        "model": {"kind": "builtin", "arch": "mlp"},
-        "train": {"epochs": 3, "seed": 0},
-    }
-    p.write_text(yaml.safe_dump(params, sort_keys=False))
-    try:
-        out = repo.audit("corner-digits_mlp").stdout  # that stage and what it needs (the new target's training)
-        gen = [
-            json.loads((repo.path / f"plots/corner/{t}/section.json").read_text())["lineage"]["generator"]
-            for t in ("digits", "digits_mlp")
-        ]
-        assert gen[0] == gen[1]  # the same training images, the same generator (its training time included)
-        assert (
-            "corner-digits_mlp: corner: autoencoder" not in out and "Running stage 'corner-digits_mlp'" in out
-        )  # reused
-        m = _results(repo.path, "corner/digits_mlp")
-        assert m["n_seeds"] == 40 and m != _results(repo.path, "corner/digits")
-    finally:
-        p.write_text(text)
 
 
 @pytest.fixture

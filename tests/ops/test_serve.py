@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.ops]  # in the operations group of tests/run.py, on its ops_repo
+pytestmark = pytest.mark.ops  # on the shared ops_repo
 
 CRON = "* * * * *"
 DONE = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")

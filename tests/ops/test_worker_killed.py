@@ -1,0 +1,67 @@
+"""A worker killed with SIGKILL in the middle of a stage (issue 35): the stage is submitted again to a live worker,
+the audit completes with the bytes of an undisturbed audit of the same params (``ops_repo``), nothing is lost or
+duplicated. Marked ``ops``: a throwaway repository audited through two local process workers."""
+
+import signal
+import subprocess
+import time
+
+import pytest
+from test_workers import WEAKSPOT, _descendants, _flow_runs, _lock
+
+
+@pytest.mark.ops
+def test_a_worker_killed_mid_stage_and_the_audit_completes_with_the_same_bytes(ops_repo, repo_factory, tmp_path):
+    """kill -9 of the worker running train-phoneme (and of the stage it runs, as a power cut would): the stage is
+    submitted again to the live worker; every metric is the bytes of the undisturbed audit's (``ops_repo``: the
+    same params, audited without a kill)."""
+    import psutil
+
+    from conftest import write_tiny_params
+
+    r = write_tiny_params(repo_factory("killed"))
+    work = tmp_path / "work"
+    r.env["WEAKSPOT_WORKDIR"] = str(work)
+    with open(tmp_path / "audit.log", "w+") as log:
+        proc = subprocess.Popen(
+            [*WEAKSPOT, "audit", "--workers", "2", "--gpu-workers", "0"],
+            cwd=r.path,
+            env=r.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        killed = None
+        deadline = time.time() + 400
+        while killed is None and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+            if not list(work.glob("weakspot-train-phoneme-*/dvc.yaml")):
+                continue
+            for p in _descendants(proc.pid):
+                try:
+                    cmd = " ".join(p.cmdline())
+                except psutil.NoSuchProcess:
+                    continue
+                if "worker start" in cmd and any(
+                    "train-phoneme" in " ".join(c.cmdline()) or str(work) in (c.cwd() or "")
+                    for c in _descendants(p.pid)
+                    if c.is_running()
+                ):
+                    killed = [p] + _descendants(p.pid)
+                    for q in killed:
+                        q.send_signal(signal.SIGKILL)
+                    break
+        rc = proc.wait(timeout=600)
+        log.seek(0)
+        text = log.read()
+    assert killed, "no worker was seen running train-phoneme:\n" + text[-3000:]
+    assert rc == 0, text[-3000:]
+    assert "train-phoneme crashed" in text and "submitted again (attempt 2)" in text
+    for f in ("train/phoneme.json", "gad/phoneme.json", "segments/phoneme.json", "prepare/phoneme.json"):
+        assert (r.path / "metrics" / f).read_bytes() == (ops_repo.path / "metrics" / f).read_bytes(), f
+    lock = _lock(r.path)
+    assert sorted(lock) == sorted(["prepare-phoneme", "train-phoneme", "segments-phoneme", "gad-phoneme", "report"])
+    assert not [p for p in (r.path / ".dvc-store").rglob("*") if p.name.endswith((".tmp", ".partial"))]
+    assert r.dvc("status").stdout.strip().endswith("Data and pipelines are up to date.")
+    runs = _flow_runs(r)
+    assert sorted(s for _, s in runs["train-phoneme"]) == ["COMPLETED", "CRASHED"]
