@@ -77,6 +77,7 @@ def _stage_threads():
         torch.set_num_threads(n)
 
 
+@pytest.mark.pipeline  # a Prefect server and a Dask cluster of worker processes
 def test_a_local_cluster_of_two_workers_gives_the_sequential_results(prefect_env):
     import dask_tasks
     from tasks.runner import run_flow
@@ -100,6 +101,7 @@ def test_a_local_cluster_of_two_workers_gives_the_sequential_results(prefect_env
         assert f"weakspot: task draw (seed {s}) ran on Dask worker tcp://" in out
 
 
+@pytest.mark.pipeline  # a Prefect server and a Dask cluster of worker processes
 def test_an_existing_cluster_by_address_and_its_workers_checkout(prefect_env, tmp_path, monkeypatch):
     """execution.address: the tasks run on that scheduler's workers (here a cluster started beside the test, its
     workers started with the stage's thread settings as docs/guide/dask.md says); a stage whose checkout is not the
@@ -128,6 +130,7 @@ def test_an_existing_cluster_by_address_and_its_workers_checkout(prefect_env, tm
             run_flow(dask_tasks.draws, [7], params=params)
 
 
+@pytest.mark.pipeline  # a Prefect server and a Dask cluster of worker processes
 def test_a_dead_worker_is_retried_by_the_task(prefect_env, tmp_path):
     import dask_tasks
     from tasks.runner import run_flow
@@ -142,6 +145,7 @@ def test_a_dead_worker_is_retried_by_the_task(prefect_env, tmp_path):
     )
 
 
+@pytest.mark.pipeline  # a Prefect server and a Dask cluster of worker processes
 def test_a_task_that_always_kills_its_worker_is_reported_by_name(prefect_env, tmp_path):
     import dask_tasks
     from prefect.client.orchestration import get_client

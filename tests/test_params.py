@@ -102,6 +102,7 @@ def test_bad_threads_is_named(tmp_path, threads):
         load_section("report", p)
 
 
+@pytest.mark.pipeline  # runs a stage
 def test_a_stage_runs_on_the_threads_params_yaml_pins(tmp_path):
     """Whatever the environment says and however many cores the machine has: params.yaml's ``threads`` (results
     depend on it), in the stage's process and in what it starts; and it is a param of every stage that computes."""

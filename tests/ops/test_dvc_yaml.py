@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +52,7 @@ def _covered(file: str, deps: list) -> bool:
     return any(file == d or file.startswith(d.rstrip("/") + "/") for d in deps)
 
 
+@pytest.mark.pipeline  # a fresh interpreter per stage's flow
 def test_every_stage_depends_on_every_project_module_its_flow_imports():
     stages = _stages()
     checked = {}

@@ -5,6 +5,7 @@ import hashlib
 import json
 
 import pandas as pd
+import pytest
 import yaml
 
 from ops.plots_diff import plot_file, plots_diff
@@ -46,6 +47,7 @@ def _audit(root, audit_id, curve: bytes):
     ).to_parquet(root / f"history/{audit_id}.parquet")
 
 
+@pytest.mark.pipeline  # dvc plots diff over two audits
 def test_two_audits_curves_from_the_cache_drawn_by_dvc_plots_diff(tmp_path):
     before = b"eps,clean,pgd\n0.0,0.99,0.99\n0.1,0.99,0.34\n"
     after = b"eps,clean,pgd\n0.0,0.98,0.98\n0.1,0.98,0.40\n"
