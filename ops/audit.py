@@ -180,13 +180,19 @@ def _audit(
         raise ConfigError(f"no stage named {', '.join(unknown)} in dvc.yaml; stages: {', '.join(names)}")
     wanted = [s for s in upstream(graph, [s for s in asked if s != "report"]) if s != "report"]
     n_cpu = ex.workers if workers is None else workers
-    n_gpu = _gpu_workers(ex, gpu_workers)
+    # asking torch whether this machine has CUDA imports it (seconds): done while the Prefect server starts
+    from concurrent.futures import ThreadPoolExecutor
+
+    side = ThreadPoolExecutor(1)
+    n_gpu_later = side.submit(_gpu_workers, ex, gpu_workers)
+    side.shutdown(wait=False)
     t0 = time.time()
     from ops.server import prefect_server
 
     outcome = None
     with prefect_server(dvc.env()) as env:
         if wanted:
+            n_gpu = n_gpu_later.result()
             outcome = run_on_workers(wanted, graph, env, hp, ex, force=force, n_cpu=n_cpu, n_gpu=n_gpu)
             ok = [s for s in wanted if s not in outcome.failed and s not in outcome.not_run]
             rc = dvc.repro(["--pull"] + ok, env) if ok else 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 
 class Runs(Protocol):
@@ -74,7 +74,7 @@ def schedule(
     *,
     retries: int = 1,
     local_pids: bool = True,
-    poll: float = 1.0,
+    poll: float = 0.25,
     say: Callable[[str], None] = print,
 ) -> Outcome:
     """Run ``stages`` (in dvc.yaml's order) through ``runs``; ``needs[s]``: the stages ``s`` needs (only those among
@@ -156,6 +156,7 @@ class PrefectRuns:
 
         self.began = datetime.datetime.now(datetime.timezone.utc)
         self.submitted = 0
+        self.deployments: Dict[str, Any] = {}  # pool -> its stage deployment's id
         self.client = get_client(sync_client=True)
         self.client.__enter__()
 
@@ -168,25 +169,25 @@ class PrefectRuns:
         command runs at CPU priority ``nice`` (:func:`niceness`)."""
         import datetime
 
-        from prefect.deployments import run_deployment
+        from prefect.states import Scheduled
 
         from ops.workers import deployment_name
 
         self.submitted += 1
         when = self.began - datetime.timedelta(hours=priority) + datetime.timedelta(milliseconds=self.submitted)
-        fr = run_deployment(
-            deployment_name(pool),
+        if pool not in self.deployments:  # what run_deployment does, on the client this object holds
+            self.deployments[pool] = self.client.read_deployment_by_name(deployment_name(pool)).id
+        fr = self.client.create_flow_run_from_deployment(
+            self.deployments[pool],
             parameters={
                 **self.parameters,
                 "stage": stage,
                 "needs": self.needs.get(stage, []),
                 "nice": nice,
             },
-            timeout=0,
-            scheduled_time=when,
-            flow_run_name=f"{stage}",
+            state=Scheduled(scheduled_time=when),
+            name=f"{stage}",
             tags=["weakspot", f"audit:{self.audit}"],
-            as_subflow=False,
         )
         return str(fr.id)
 

@@ -57,7 +57,7 @@ def _wait_until_up(proc: subprocess.Popen, url: str, home: Path, timeout: float 
                 f"the Prefect server did not start (see {home / 'server.log'}); "
                 "set PREFECT_API_URL to a running server, or WEAKSPOT_NO_SHARED_SERVER=1"
             )
-        time.sleep(0.5)
+        time.sleep(0.1)
 
 
 def stop_session(proc: subprocess.Popen) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Iterable, List, Optional, Set
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT_PACKAGES = ("weakspot", "flows", "tasks", "ops")
@@ -31,9 +31,22 @@ def _module_file(name: str) -> Optional[Path]:
     return None
 
 
+#: a file's imports by (path, module, mtime, size): each file is parsed once per process while it is unchanged (a
+#: dvc.yaml walks the same modules from every stage's flow; parsing them all again took seconds)
+_PARSED: Dict[Tuple[str, str, int, int], FrozenSet[str]] = {}
+
+
 def _imports_of(file: Path, module: str) -> Set[str]:
     """Every module named by an import statement in ``file`` (at any depth: lazy imports count), plus the packages
     that contain them (importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__``)."""
+    st = file.stat()
+    key = (str(file), module, st.st_mtime_ns, st.st_size)
+    if key not in _PARSED:
+        _PARSED[key] = frozenset(_parse_imports(file, module))
+    return set(_PARSED[key])
+
+
+def _parse_imports(file: Path, module: str) -> Set[str]:
     tree = ast.parse(file.read_text(), filename=str(file))
     pkg = module if file.name == "__init__.py" else module.rsplit(".", 1)[0]
     out: Set[str] = set()

@@ -11,12 +11,57 @@ Examples
 'TorchClassifier'
 """
 
-from weakspot.models.adapters import CallableClassifier, SklearnClassifier, TorchClassifier
-from weakspot.models.archs import ARCHS, MLP, PAPER_LR, LeNet, Normalize, register_arch
-from weakspot.models.sklearn_archs import SKLEARN_ARCHS, register_sklearn_arch
-from weakspot.models.protocol import Classifier, WhiteBoxClassifier, check_probabilities, is_white_box
-from weakspot.models.spec import ModelSpec, load_model, load_state_dict, resolve_factory
-from weakspot.models.train import fit_builtin, train_torch_classifier
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from weakspot.models.adapters import CallableClassifier, SklearnClassifier, TorchClassifier
+    from weakspot.models.archs import ARCHS, PAPER_LR, register_arch
+    from weakspot.models.nets import MLP, LeNet, Normalize
+    from weakspot.models.protocol import Classifier, WhiteBoxClassifier, check_probabilities, is_white_box
+    from weakspot.models.sklearn_archs import SKLEARN_ARCHS, register_sklearn_arch
+    from weakspot.models.spec import ModelSpec, load_model, load_state_dict, resolve_factory
+    from weakspot.models.train import fit_builtin, train_torch_classifier
+
+#: Each name's module, imported when the name is first asked for (PEP 562): validating params.yaml (which reads
+#: :class:`ModelSpec` and the architectures' names) then imports neither torch nor scikit-learn.
+_WHERE = {
+    "CallableClassifier": "adapters",
+    "SklearnClassifier": "adapters",
+    "TorchClassifier": "adapters",
+    "ARCHS": "archs",
+    "PAPER_LR": "archs",
+    "register_arch": "archs",
+    "LeNet": "nets",
+    "MLP": "nets",
+    "Normalize": "nets",
+    "Classifier": "protocol",
+    "WhiteBoxClassifier": "protocol",
+    "check_probabilities": "protocol",
+    "is_white_box": "protocol",
+    "SKLEARN_ARCHS": "sklearn_archs",
+    "register_sklearn_arch": "sklearn_archs",
+    "ModelSpec": "spec",
+    "load_model": "spec",
+    "load_state_dict": "spec",
+    "resolve_factory": "spec",
+    "fit_builtin": "train",
+    "train_torch_classifier": "train",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_WHERE))
+
 
 __all__ = [
     "ARCHS",

@@ -9,10 +9,9 @@ A module with batch norm skips a trailing batch of a single sample (batch norm n
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
-import torch
 
 from weakspot.errors import ConfigError, DataError
 from weakspot.progress import Progress
@@ -20,15 +19,34 @@ from weakspot.progress import Progress
 AUGMENTATIONS = ("hflip",)
 LR_SCHEDULES = ("constant", "cosine")
 
-LossFn = Callable[[torch.nn.Module, torch.Tensor, torch.Tensor, torch.Generator], Tuple[torch.Tensor, torch.Tensor]]
-"""``loss_fn(module, xb, yb, generator) -> (scalar loss, logits)``: a training loss other than cross-entropy."""
+if TYPE_CHECKING:
+    import torch
+
+    LossFn = Callable[[torch.nn.Module, torch.Tensor, torch.Tensor, torch.Generator], Tuple[torch.Tensor, torch.Tensor]]
+    """``loss_fn(module, xb, yb, generator) -> (scalar loss, logits)``: a training loss other than cross-entropy."""
+
+
+def __getattr__(name: str) -> Any:
+    """``LossFn``, made when asked for: importing this module (``fit_builtin`` of a scikit-learn architecture) needs no
+    torch."""
+    if name == "LossFn":
+        import torch
+
+        return Callable[
+            [torch.nn.Module, torch.Tensor, torch.Tensor, torch.Generator], Tuple[torch.Tensor, torch.Tensor]
+        ]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _has_batch_norm(module: torch.nn.Module) -> bool:
+    import torch
+
     return any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in module.modules())
 
 
 def _as_tensors(X: Any, y: Any, name: str, device: torch.device) -> tuple:
+    import torch
+
     X = np.asarray(X, dtype=np.float32)
     y = np.asarray(y)
     if X.ndim < 2 or y.shape != (X.shape[0],):
@@ -41,6 +59,8 @@ def _as_tensors(X: Any, y: Any, name: str, device: torch.device) -> tuple:
 
 
 def _evaluate(module: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, batch_size: int) -> tuple:
+    import torch
+
     loss_sum, correct = 0.0, 0
     with torch.no_grad():
         for start in range(0, X.shape[0], batch_size):
@@ -128,6 +148,8 @@ def train_torch_classifier(
     >>> len(hist["train_loss"])
     5
     """
+    import torch
+
     from weakspot.device import resolve_device
 
     _check_training(epochs, batch_size, lr, weight_decay, seed, lr_schedule, loss_fn, X_val, y_val, augment)
@@ -268,6 +290,8 @@ class _Epoch:
         self.skip_single, self.dev = skip_single, dev
 
     def _loss(self, xb: torch.Tensor, yb: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        import torch
+
         if self.loss_fn is None:
             out = self.module(xb)
             return torch.nn.functional.cross_entropy(out, yb), out
@@ -290,6 +314,8 @@ class _Epoch:
     def run(self) -> Tuple[torch.Tensor, torch.Tensor, int, int]:
         """(summed loss, correct predictions, samples seen, optimizer steps) of one epoch; the module ends in eval
         mode."""
+        import torch
+
         module, n, dev = self.module, int(self.X.shape[0]), self.dev
         module.train()
         perm = torch.randperm(n, generator=self.gen).to(dev)
