@@ -33,12 +33,12 @@ lock:
 audit: $(STAMP)
 	$(VENV)/bin/weakspot audit
 
-# pytest-xdist: the tests that share an audited repository or a trained model on one worker each (--dist loadgroup,
-# groups from tests/conftest.py), the rest spread; the stages the tests start are subprocesses, so 3 workers keep
-# this machine's 2 cores busy while one waits
+# pytest-xdist: the tests that share an audited repository or a trained model run on one worker each (--dist
+# loadgroup; the groups and their order, longest work first, come from tests/conftest.py, kept by
+# --no-loadscope-reorder); the stages the tests start are subprocesses, so 3 workers keep the 2 cores busy
 TEST_WORKERS ?= 3
 test: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=30
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30
 
 check: $(STAMP)
 	$(VENV)/bin/weakspot check

@@ -20,12 +20,10 @@ import sys
 from pathlib import Path
 from typing import List, Optional, Sequence, Set
 
-import flows  # noqa: F401  (Prefect settings before Prefect is imported)
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed
 
-import ops.params  # noqa: F401  (the history section, registered)
 from tasks import paths
 
 #: The repository the flow audits: the checkout this file is in (served or deployed from its root).
@@ -41,7 +39,7 @@ class AuditError(RuntimeError):
 
 def _history_dir() -> Path:
     """params.yaml's history.dir (``history`` when params.yaml does not validate: the audit then says why)."""
-    from weakspot.config import load_section
+    from ops.params import load_section
     from weakspot.errors import WeakspotError
 
     try:

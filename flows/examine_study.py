@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
-import flows  # noqa: F401
 from prefect import flow
 
 from tasks import paths

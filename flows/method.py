@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
-import flows  # noqa: F401  (Prefect settings before Prefect is imported)
 from prefect import flow
 
 from tasks import paths

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import flows  # noqa: F401  (Prefect settings before Prefect is imported)
 from prefect import flow
 
 from tasks import paths

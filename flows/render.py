@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, Tuple
 
-import flows  # noqa: F401
 from prefect import flow
 
 from tasks import paths

@@ -7,15 +7,14 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-import flows  # noqa: F401
 import pandas as pd
 from prefect import flow, task
 
-import ops.params  # noqa: F401  (the history section, registered)
 from tasks import paths
 from tasks.common import PARAMS_FILE, code_version, stage_main
 from weakspot import methods
-from weakspot.config import validate_section, validate_top_level
+from ops.params import validate_section
+from weakspot.config import validate_top_level
 from weakspot.findings import correct_targets
 from weakspot.io import write_text
 from weakspot.report import render_report

@@ -7,7 +7,6 @@ with its lineage) and ``metrics/train/<t>.json``.
 
 from __future__ import annotations
 
-import flows  # noqa: F401
 from prefect import flow
 
 from tasks import paths

@@ -22,11 +22,10 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from weakspot.config import check_params, load_section
 from weakspot.errors import ConfigError
 from weakspot.io import remove_partials, write_json
 
-import ops.params  # noqa: F401  (the history and execution sections, registered)
+from ops.params import check_params, load_section
 from ops import dvc
 from ops.dvc import PARAMS
 

@@ -15,10 +15,9 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from weakspot.config import check_params, load_section
 from weakspot.errors import WeakspotError
 
-import ops.params  # noqa: F401  (the history and execution sections, registered)
+from ops.params import check_params, load_section
 from ops import dvc
 from ops.dvc import PARAMS
 

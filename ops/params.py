@@ -1,5 +1,9 @@
 """params.yaml's ``history``, ``gates`` and ``execution`` sections: how audits are compared and kept, the conditions
-every audit must meet, and where a stage's tasks run. Importing this module registers both with :mod:`weakspot.config` (:func:`~weakspot.config.register_section`).
+every audit must meet, and where a stage's tasks run; and the readers of params.yaml that know them.
+
+The pipeline and the operations read params.yaml with :func:`check_params`, :func:`load_section` and
+:func:`validate_section` from here (:mod:`weakspot.config`'s, with these three sections registered by this module), so
+no module imports this one only for the registration.
 
 Caveats first: the library does not know these sections, so :func:`weakspot.config.check_params` refuses a params.yaml
 that holds them unless this module was imported first (``weakspot check`` and ``weakspot audit`` import it, and so do
@@ -13,7 +17,7 @@ from typing import Dict, List, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from weakspot.config import register_section
+from weakspot.config import check_params, load_section, register_section, validate_section
 
 
 class _Section(BaseModel):
@@ -183,3 +187,14 @@ class ExecutionParams(_Section):
 register_section("history", HistoryParams)
 register_section("gates", GatesParams)
 register_section("execution", ExecutionParams)
+
+__all__ = [
+    "ExecutionParams",
+    "GateParams",
+    "GatesParams",
+    "HistoryParams",
+    "RuleParams",
+    "check_params",
+    "load_section",
+    "validate_section",
+]

@@ -29,11 +29,11 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import CommentMark
 from ruamel.yaml.tokens import CommentToken
 
-from weakspot.config import check_params, deep_merge, read_yaml
+from weakspot.config import deep_merge, read_yaml
 from weakspot.errors import ConfigError
 from weakspot.io import write_text
 
-import ops.params  # noqa: F401  (the history and execution sections, registered)
+from ops.params import check_params
 from ops.dvc import PARAMS
 
 #: The header line a merge writes at the top of params.yaml (an earlier one is replaced: the .bak has it).

@@ -17,10 +17,9 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from weakspot.config import check_params
 from weakspot.errors import ConfigError
 
-import ops.params  # noqa: F401  (the history and execution sections, registered)
+from ops.params import check_params
 from ops import dvc
 from ops.notify import automation_name, check_url, describe
 from ops.server import prefect_server

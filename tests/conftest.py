@@ -146,6 +146,8 @@ def write_tiny_params(r: "Repo") -> "Repo":
     raw = set_targets(yaml.safe_load(p.read_text()), {"phoneme": TINY_TARGET})
     raw["gad"] = deep_merge(raw["gad"], TINY_GAD)
     raw.pop("examine", None)  # the examiner's study needs a scene target
+    # one stage at a time but for the two leaves (segments, gad): a third worker would only start and wait
+    raw["execution"] = {**(raw.get("execution") or {}), "workers": 2}
     p.write_text(yaml.safe_dump(raw, sort_keys=False))
     return r
 
@@ -200,6 +202,9 @@ def ops_repo(tmp_path_factory):
 COSTS = ("ops", "pipeline", "unit")
 #: Session fixtures that build nothing themselves (a factory): sharing them is no reason to run tests on one worker.
 CHEAP_SHARED = {"repo_factory"}
+#: The test files handed out first (``make test`` keeps this order: --no-loadscope-reorder): the smoke audit of every
+#: target is the longest piece of work, and the tests of test_pipeline_changes.py wait for it.
+FIRST = ("test_pipeline.py",)
 
 
 def _shared_fixtures(item: pytest.Item) -> List[str]:
@@ -208,15 +213,23 @@ def _shared_fixtures(item: pytest.Item) -> List[str]:
     out = []
     for name, defs in info.name2fixturedefs.items() if info else ():
         d = defs[-1]
-        if d.scope in ("module", "session", "package") and d.baseid and name not in CHEAP_SHARED:
-            out.append(f"{d.baseid}::{name}" if d.scope != "session" else name)
+        if d.scope not in ("module", "session", "package") or not d.baseid or name in CHEAP_SHARED:
+            continue
+        if d.scope == "module":  # one per test module, wherever it is defined (a conftest's serves many modules)
+            out.append(f"{item.path.relative_to(ROOT)}::{name}")
+        elif d.scope == "package":
+            out.append(f"{item.path.parent.relative_to(ROOT)}::{name}")
+        else:
+            out.append(name)
     return out
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the groups, and before -m selects
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
     """Each test's cost marker, and its pytest-xdist group: the tests that share an expensive fixture (an audited
     repository, a trained model) run on one worker (``--dist loadgroup``), so it is built once, not once per worker.
-    The order puts the operations and pipeline groups first, so the longest work starts first."""
+    The order hands out the smoke audit first, then the operations, the other pipeline tests and the unit tests, so
+    that the longest work starts first."""
     for item in items:
         if not any(item.get_closest_marker(m) for m in COSTS[:2]):
             item.add_marker(pytest.mark.unit)
@@ -236,6 +249,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
             item.add_marker(pytest.mark.xdist_group(find(shared[item.nodeid][0]).replace("/", ".")))
 
     def rank(item: pytest.Item) -> int:
-        return next(i for i, m in enumerate(COSTS) if item.get_closest_marker(m))
+        if item.path.name in FIRST:
+            return 0
+        return 1 + next(i for i, m in enumerate(COSTS) if item.get_closest_marker(m))
 
     items.sort(key=rank)  # stable: within a cost, the files' order
