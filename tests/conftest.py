@@ -161,12 +161,18 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Calla
         root = root.parent  # the run's base folder, above each worker's own
     from filelock import FileLock
 
-    folder, done = root / name, root / f"{name}.built"
+    folder, done, failed = root / name, root / f"{name}.built", root / f"{name}.failed"
     with FileLock(str(root / f"{name}.lock")):
+        if failed.exists():  # a build failed once: every test that needs it errors at once, with its reason
+            raise AssertionError(f"building {name} failed earlier in this run:\n{failed.read_text()}")
         if not done.exists():
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
-            build(folder)
+            try:
+                build(folder)
+            except BaseException as e:
+                failed.write_text(f"{type(e).__name__}: {e}"[-5000:])
+                raise
             done.touch()
     return folder
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.pipeline
+# the first test also builds the smoke audit of every target (tens of minutes on 2 busy cores): a timeout of its own
+pytestmark = [pytest.mark.pipeline, pytest.mark.timeout(3600)]
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ["digits", "phoneme", "scenes"]

@@ -7,7 +7,7 @@ import json
 import pytest
 from test_pipeline import _results, _snapshot, _stages, _touch_status, smoke_copy
 
-pytestmark = pytest.mark.pipeline
+pytestmark = [pytest.mark.pipeline, pytest.mark.timeout(3600)]  # the first test may wait for the smoke audit's build
 
 
 @pytest.fixture(scope="module")
