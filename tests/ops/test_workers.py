@@ -197,19 +197,24 @@ def test_a_failed_stage_stops_only_the_stages_that_need_it():
     assert all(order.index(n) < order.index(s) for s in order for n in GRAPH[s])
 
 
+#: a stage graph like the default audit's: the rendered scenes' chain (render, its data, its model, four methods) and a
+#: table target's quick chain that stands alone
+SCENES_AND_A_TABLE = {
+    "prepare-a": [],
+    "train-a": ["prepare-a"],
+    "render": [],
+    "prepare-s": ["render"],
+    "train-s": ["prepare-s"],
+    **{f"m{i}-s": ["prepare-s", "train-s"] for i in range(4)},
+}
+
+
 def test_the_stages_with_most_after_them_go_first():
     """The rendered scenes' chain (render, its data, its model, four methods) is taken before quick stages that stand
     alone, and each stage's priority is the number of stages after it."""
     from ops.scheduler import schedule
 
-    g = {
-        "prepare-a": [],
-        "train-a": ["prepare-a"],
-        "render": [],
-        "prepare-s": ["render"],
-        "train-s": ["prepare-s"],
-        **{f"m{i}-s": ["prepare-s", "train-s"] for i in range(4)},
-    }
+    g = SCENES_AND_A_TABLE
     runs = FakeRuns()
     schedule(list(g), g, runs, lambda s: "cpu", poll=0, say=lambda m: None)
     assert [s for s, _ in runs.submitted][:3] == ["render", "prepare-a", "prepare-s"]
@@ -229,14 +234,7 @@ def test_stages_nothing_waits_for_run_at_a_lower_cpu_priority():
     from ops.scheduler import LEAF_NICE, niceness, schedule
 
     assert [niceness(n, 6) for n in (0, 3, 6)] == [LEAF_NICE, LEAF_NICE // 2, 0] and 0 < LEAF_NICE <= 19
-    g = {
-        "prepare-a": [],
-        "train-a": ["prepare-a"],
-        "render": [],
-        "prepare-s": ["render"],
-        "train-s": ["prepare-s"],
-        **{f"m{i}-s": ["prepare-s", "train-s"] for i in range(4)},
-    }
+    g = SCENES_AND_A_TABLE
     runs = FakeRuns()
     schedule(list(g), g, runs, lambda s: "cpu", poll=0, say=lambda m: None)
     assert runs.nice["render"] == 0 and runs.nice["m0-s"] == runs.nice["train-a"] == LEAF_NICE

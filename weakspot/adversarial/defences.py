@@ -53,7 +53,8 @@ import torch.nn.functional as F
 from weakspot.checks import check_clip, check_int, check_number
 from weakspot.errors import ConfigError, DataError
 from weakspot.adversarial.attacks import fgsm, pgd
-from weakspot.models.train import LossFn, train_torch_classifier
+from weakspot.models.nets import LossFn
+from weakspot.models.train import train_torch_classifier
 from weakspot.fmt import fmt
 from weakspot.progress import Progress
 from weakspot.registry import Registry

@@ -3,12 +3,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence, Tuple
+from typing import Any, Callable, Sequence, Tuple
 
 import numpy as np
+import torch
 import torch.nn as nn
 
 from weakspot.errors import ConfigError
+
+
+LossFn = Callable[[nn.Module, torch.Tensor, torch.Tensor, torch.Generator], Tuple[torch.Tensor, torch.Tensor]]
+"""``loss_fn(module, xb, yb, generator) -> (scalar loss, logits)``: a training loss other than cross-entropy
+(:func:`weakspot.models.train.train_torch_classifier`'s ``loss_fn``)."""
 
 
 def _positive_ints(name: str, values: Sequence[int]) -> Tuple[int, ...]:

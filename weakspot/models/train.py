@@ -9,7 +9,7 @@ A module with batch norm skips a trailing batch of a single sample (batch norm n
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -22,20 +22,7 @@ LR_SCHEDULES = ("constant", "cosine")
 if TYPE_CHECKING:
     import torch
 
-    LossFn = Callable[[torch.nn.Module, torch.Tensor, torch.Tensor, torch.Generator], Tuple[torch.Tensor, torch.Tensor]]
-    """``loss_fn(module, xb, yb, generator) -> (scalar loss, logits)``: a training loss other than cross-entropy."""
-
-
-def __getattr__(name: str) -> Any:
-    """``LossFn``, made when asked for: importing this module (``fit_builtin`` of a scikit-learn architecture) needs no
-    torch."""
-    if name == "LossFn":
-        import torch
-
-        return Callable[
-            [torch.nn.Module, torch.Tensor, torch.Tensor, torch.Generator], Tuple[torch.Tensor, torch.Tensor]
-        ]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from weakspot.models.nets import LossFn
 
 
 def _has_batch_norm(module: torch.nn.Module) -> bool:
