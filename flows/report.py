@@ -15,18 +15,17 @@ from tasks.common import PARAMS_FILE, code_version, stage_main
 from weakspot import methods
 from ops.params import validate_section
 from weakspot.config import validate_top_level
-from weakspot.findings import correct_targets
 from weakspot.io import write_text
-from weakspot.report import render_report
+from weakspot.report import inputs
 
 
 def groups() -> dict:
-    """Stage -> the heading its sections stand under: a method's title and paper (its study's too)."""
+    """Stage -> the heading its sections stand under: a method's title and paper (its shared stages' too)."""
     out = {"prepare": "Targets: data and models", "train": "Targets: data and models", "render": "Rendered scenes"}
     for m in methods.all_methods():
         out[m.name] = f"{m.title} ({m.paper})"
-    if "examine" in out:
-        out["examine_study"] = out["examine"]
+        for s in m.stage.shared:
+            out[s.name] = out[m.name]
     return out
 
 
@@ -57,37 +56,48 @@ def collect():
     return sections, figures, tables, metrics
 
 
-def weak_spots(targets: dict, metrics: dict, sections: list = (), failures: list = ()) -> list:
-    """Per target: a line on its model and every method's findings (or why the method did not run: it does not fit,
-    or its stage failed or was not run, ``failures``) and what each ran on (its section's ``sample``)."""
-    samples = {(s.get("stage"), s.get("target")): s.get("sample", "") for s in sections}
+def read_findings(targets: dict) -> dict:
+    """``{(target, method): findings}`` of every method that fits a target and wrote its findings file."""
+    return {
+        (name, method): pd.read_parquet(paths.findings(name, method))
+        for name, t in targets.items()
+        for method, reason in methods.fits(t).items()
+        if reason is None and paths.findings(name, method).is_file()
+    }
+
+
+def not_run(targets: dict, failures: list = ()) -> dict:
+    """``{(target, method): why}`` for each method stage (``<method>-<target>``) that failed or was not run (the
+    history comparison's ``failures``: ``{"stage", "failed", "message" or "error"}``)."""
     failed = {f["stage"]: f for f in failures}
-    out = []
-    for name, t in targets.items():
-        m = metrics.get(f"train/{name}", {})
-        intro = f"Data {t.data.described}; model {t.model.kind} {t.model.arch or t.model.weights or t.model.factory}"
-        if "test_accuracy" in m:
-            intro += f"; test accuracy {m['test_accuracy']:.1%}, ECE {m['ece']:.3f}"
-        cards = []
-        for method, reason in methods.fits(t).items():
-            meta = methods.get(method)
-            entry = {"name": method, "title": meta.title, "paper": meta.paper, "anchor": f"{method}-{name}"}
-            stage = failed.get(f"{method}-{name}")
-            if reason:
-                entry["reason"] = reason
-            elif stage is not None:
-                entry["reason"] = ("its stage failed: " if stage["failed"] else "") + stage.get(
-                    "message", stage["error"]
-                )
-            elif paths.findings(name, method).is_file():
-                entry["findings"] = pd.read_parquet(paths.findings(name, method))
-                entry["sample"] = samples.get((method, name), "")
-            cards.append(entry)
-        model = f"{t.model.kind} {t.model.arch or Path(str(t.model.weights or t.model.factory)).name}"
-        out.append(
-            {"name": name, "intro": intro + ".", "methods": cards, "model": model, "accuracy": m.get("test_accuracy")}
-        )
-    return correct_targets(out)
+    return {
+        (name, method): ("its stage failed: " if f["failed"] else "") + f.get("message", f["error"])
+        for name in targets
+        for method in methods.available()
+        if (f := failed.get(f"{method}-{name}")) is not None
+    }
+
+
+def report_input(collected: tuple, targets: dict, p, *, run_info=None, since=None, trend_png=None):
+    """The report's input from what the stages wrote (``collected``: :func:`collect`'s sections, figures, tables and
+    metrics), each method's findings file and the stages that failed (``since``'s ``failures``), assembled by the
+    library's :func:`weakspot.report.inputs.report_input`, as ``weakspot.audit``'s report is."""
+    sections, figures, tables, metrics = collected
+    return inputs.report_input(
+        targets,
+        sections=sections,
+        figures=figures,
+        tables=tables,
+        metrics=metrics,
+        findings=read_findings(targets),
+        not_run=not_run(targets, (since or {}).get("failures", [])),
+        title=p.title,
+        run_info=run_info,
+        max_table_rows=p.max_table_rows,
+        groups=groups(),
+        since=since,
+        trend_png=trend_png,
+    )
 
 
 def since_last_audit(hp):
@@ -127,7 +137,7 @@ def since_last_audit(hp):
 
 @flow(name="report", validate_parameters=False)
 def report_flow(top: dict, p, targets, hp) -> str:
-    sections, figures, tables, metrics = collect()
+    collected = collect()
     code = code_version()
     run_info = {
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -139,21 +149,9 @@ def report_flow(top: dict, p, targets, hp) -> str:
         "targets": len(targets.root),
     }
     since, trend_png = since_last_audit(hp)
-    page = render_report(
-        sections,
-        figures=figures,
-        tables=tables,
-        metrics=metrics,
-        title=p.title,
-        run_info=run_info,
-        max_table_rows=p.max_table_rows,
-        targets=weak_spots(targets.root, metrics, sections, since.get("failures", [])),
-        groups=groups(),
-        since=since,
-        trend_png=trend_png,
-    )
+    page = report_input(collected, targets.root, p, run_info=run_info, since=since, trend_png=trend_png).render()
     write_text(paths.REPORT, page)
-    print(f"report: {len(targets.root)} targets, {len(sections)} sections -> {Path(paths.REPORT).resolve()}")
+    print(f"report: {len(targets.root)} targets, {len(collected[0])} sections -> {Path(paths.REPORT).resolve()}")
     return str(paths.REPORT)
 
 

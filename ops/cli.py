@@ -77,9 +77,15 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
-    from weakspot.methods import available
+    from weakspot.methods import available, shared_stages
 
-    flow = ["flows.method", args.name] if args.name in available() else [f"flows.{args.name}"]
+    shared = {s.name: m.name for m, s in shared_stages()}
+    if args.name in available():
+        flow = ["flows.method", args.name]
+    elif args.name in shared:
+        flow = ["flows.shared", shared[args.name], args.name]
+    else:
+        flow = [f"flows.{args.name}"]
     return subprocess.call([sys.executable, "-m", *flow, *([args.target] if args.target else [])], env=dvc.env())
 
 
@@ -251,7 +257,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _audit_parser(sub)
     s = sub.add_parser("stage", help="run one stage's flow directly (python -m flows.NAME)")
-    s.add_argument("name", help="the stage: prepare, train, gad, examine (these take a target), render, report...")
+    s.add_argument(
+        "name",
+        help="the stage: prepare, train, gad, examine (these take a target), render, a method's shared stage, report...",
+    )
     s.add_argument("target", nargs="?", help="the target, for a per-target stage")
     s.set_defaults(fn=cmd_stage)
     cp = sub.add_parser(

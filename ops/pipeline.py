@@ -6,17 +6,19 @@ Generated rather than written with ``foreach`` because each stage's deps are der
 (so they cannot rot), a method runs only on the targets it fits (a skipped pair is no stage at all; the report says
 why), and a user's own data and weights files become deps of that target's stages only.
 
-Stages: ``render`` (when a target or the examiner study needs scenes), ``prepare-<t>``, ``train-<t>``,
-``<method>-<t>`` for every method that fits (``python -m flows.method <method> <t>``: one generic stage), and
-``examine_study`` (when enabled) and ``report``. A method stage's deps are the modules the generic flow loads plus
-the import closure of the method's entry points; its params are the keys of its section (without other targets'
-``per_target`` entries), the sections it also reads and the keys of the target it declares (``Method``).
+Stages: ``render`` (when a target or a shared stage needs scenes), ``prepare-<t>``, ``train-<t>``,
+``<method>-<t>`` for every method that fits (``python -m flows.method <method> <t>``: one generic stage), every
+method's shared stages (``python -m flows.shared <method> <stage>``, when enabled: the examiner's study) and
+``report``. A method stage's deps are the modules the generic flow loads plus the import closure of the method's
+entry points; its params are the keys of its section (without other targets' ``per_target`` entries), the sections
+it also reads and the keys of the target it declares (``Method``, ``StageSpec``). A shared stage is built the same
+way from its declaration (:class:`weakspot.methods.SharedStage`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Set, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 import yaml
 
@@ -76,24 +78,52 @@ def _section_keys(raw: Dict[str, Any], section: str, target: str, skip: Iterable
     return keys
 
 
-def _study(raw: Dict[str, Any], targets: Dict[str, Any]) -> Any:
-    """The examiner's study settings when the study runs (None otherwise); a bad full_model is a ConfigError."""
+def _shared(raw: Dict[str, Any], targets: Dict[str, Any]) -> List[Tuple[Any, Any, Optional[str]]]:
+    """(method, shared stage, the target whose model it reads or None) for every shared stage that runs: its method's
+    section is in params.yaml and its settings are enabled; a setting naming a target that is not one (or, for a
+    stage that reads the scenes, not a scene target) is a ConfigError."""
     from weakspot.config import validate_section
     from weakspot.errors import ConfigError
-    from weakspot.methods import available
+    from weakspot.methods import shared_stages
 
-    if "examine" not in raw or "examine" not in available():
-        return None
-    st = validate_section("examine", raw).study
-    if not (st.m_study.enabled or st.artificial_weakness.enabled or st.order_check or st.strength):
-        return None
-    if st.full_model and (st.full_model not in targets or targets[st.full_model].data.kind != "scenes"):
-        scenes = [t for t, p in targets.items() if p.data.kind == "scenes"]
-        raise ConfigError(
-            f"examine.study.full_model: {st.full_model!r} is not a scene target; scene targets: "
-            f"{', '.join(scenes) or 'none'}"
-        )
-    return st
+    out: List[Tuple[Any, Any, Optional[str]]] = []
+    for m, s in shared_stages():
+        if m.name not in raw:
+            continue
+        settings = getattr(validate_section(m.name, raw), s.key)
+        if not getattr(settings, "enabled", True):
+            continue
+        name = getattr(settings, s.model_key) if s.model_key else None
+        fit = [t for t, p in targets.items() if not s.scene or p.data.kind == "scenes"]
+        if name and name not in fit:
+            what = "scene target" if s.scene else "target"
+            raise ConfigError(
+                f"{m.name}.{s.key}.{s.model_key}: {name!r} is not a {what}; {what}s: {', '.join(fit) or 'none'}"
+            )
+        out.append((m, s, name or None))
+    return out
+
+
+def shared_stage(raw: Dict[str, Any], m: Any, s: Any, model: Optional[str]) -> Dict[str, Any]:
+    """The shared stage ``s`` of method ``m``: the generic flow running it, reading the model of target ``model``."""
+    from weakspot.config import PER_TARGET
+
+    deps = flow_deps("shared", *s.modules())
+    if s.scene:
+        deps.append(str(paths.RENDER))
+    if model:
+        deps.append(str(paths.model_dir(model)))
+    # its settings' key, then every other key of the section it reads
+    keys = [s.key] + [k for k in (raw.get(m.name) or {}) if k not in (s.key, PER_TARGET, *s.skip_keys)]
+    return {
+        "cmd": f"python -m flows.shared {m.name} {s.name}",
+        "deps": deps,
+        "params": _top(raw, "device", "threads")
+        + [f"{m.name}.{k}" for k in keys]
+        + (_keys(raw, f"targets.{model}", s.target_keys) if model else []),
+        "outs": [str(paths.plots(s.name))],
+        "metrics": [str(paths.metrics(s.name))],
+    }
 
 
 def _target_stages(raw: Dict[str, Any], t: str, p: Any) -> Dict[str, Any]:
@@ -128,13 +158,13 @@ def method_stage(raw: Dict[str, Any], m: Any, t: str) -> Dict[str, Any]:
     deps = flow_deps("method", *m.modules()) + [str(paths.prepared(t)), str(paths.model_dir(t))]
     if m.scene:
         deps.append(str(paths.RENDER))
-    params = _top(raw, "device", "threads") + _section_keys(raw, m.name, t, m.skip_keys)
+    params = _top(raw, "device", "threads") + _section_keys(raw, m.name, t, m.stage.skip_keys)
     for other in m.reads:
         params += _section_keys(raw, other, t)
-    params += _keys(raw, f"targets.{t}", m.target_keys)
+    params += _keys(raw, f"targets.{t}", m.stage.target_keys)
     outs: List[Any] = [str(paths.plots(m.name, t)), str(paths.findings(t, m.name))]
-    outs += [str(paths.findings_extra(t, m.name, o)) for o in m.outputs]
-    if m.repairs:  # the repaired model: cached by DVC like the target's own model
+    outs += [str(paths.findings_extra(t, m.name, o)) for o in m.stage.outputs]
+    if m.stage.repairs:  # the repaired model: cached by DVC like the target's own model
         outs.append(str(paths.repaired(t, m.name)))
     return {
         "cmd": f"python -m flows.method {m.name} {t}",
@@ -159,11 +189,13 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
     from weakspot.methods import all_methods, package_of
 
     targets = validate_section("targets", raw).root  # the whole file was validated by the caller (check_params)
-    st = _study(raw, targets)
+    shared = _shared(raw, targets)
     out: Dict[str, Any] = {}
     run_pairs = pairs(targets)
     needs_render = (
-        any(p.data.kind == "scenes" for p in targets.values()) or any(m.scene for _, m in run_pairs) or st is not None
+        any(p.data.kind == "scenes" for p in targets.values())
+        or any(m.scene for _, m in run_pairs)
+        or any(s.scene for _, s, _ in shared)
     )
     if needs_render:
         out["render"] = {
@@ -180,21 +212,9 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
     for t, m in run_pairs:
         out[f"{m.name}-{t}"] = method_stage(raw, m, t)
         report_deps += [str(paths.plots(m.name, t)), str(paths.metrics(m.name, t)), str(paths.findings(t, m.name))]
-    if st is not None:
-        # the study trains models of its own: it reads every examine key but the examination's budget
-        shared = [k for k in (raw.get("examine") or {}) if k not in ("study", "T", "checkpoints", "per_target")]
-        out["examine_study"] = {
-            "cmd": "python -m flows.examine_study",
-            "deps": flow_deps("examine_study")
-            + [str(paths.RENDER)]
-            + ([str(paths.model_dir(st.full_model))] if st.full_model else []),
-            "params": _top(raw, "device", "threads")
-            + [f"examine.{k}" for k in ["study"] + shared]
-            + (_keys(raw, f"targets.{st.full_model}", ["class_map"]) if st.full_model else []),
-            "outs": [str(paths.plots("examine_study"))],
-            "metrics": [str(paths.metrics("examine_study"))],
-        }
-        report_deps += [str(paths.plots("examine_study")), str(paths.metrics("examine_study"))]
+    for m, s, model in shared:
+        out[s.name] = shared_stage(raw, m, s, model)
+        report_deps += [str(paths.plots(s.name)), str(paths.metrics(s.name))]
     if needs_render:
         report_deps.append(str(paths.plots("render")))
     # the history store: the report compares this audit with the previous one and draws the trend
@@ -211,14 +231,12 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def method_plots(name: str) -> Tuple[Tuple[str, str, Tuple[str, ...]], ...]:
-    """A method's curve tables (its package's ``PLOTS``: ``(table, x, y columns)``), declared as DVC plots. They live
-    in the method's package, not in :class:`weakspot.methods.Method`, so declaring one reruns that method's stages
-    only (every stage imports weakspot.methods)."""
-    import importlib
+    """A method's curve tables (:attr:`weakspot.methods.StageSpec.plots`: ``(table, x, y columns)``), declared as DVC
+    plots. They are declared in the method's package (its registration), so declaring one reruns that method's stages
+    only."""
+    from weakspot.methods import get
 
-    from weakspot.methods import package_of
-
-    return tuple(getattr(importlib.import_module(package_of(name)), "PLOTS", ()))
+    return get(name).stage.plots
 
 
 def _plot_columns(raw: Dict[str, Any], method: str, target: str, ys: Iterable[str]) -> List[str]:
@@ -236,7 +254,7 @@ def _plot_columns(raw: Dict[str, Any], method: str, target: str, ys: Iterable[st
 
 def dvc_yaml(raw: Dict[str, Any]) -> str:
     """The text of dvc.yaml for the params in ``raw``: the stages, then the plots (each target's reliability curve and
-    every method's curve tables, :attr:`weakspot.methods.Method.plots`)."""
+    every method's curve tables, :attr:`weakspot.methods.StageSpec.plots`)."""
     from weakspot.config import validate_section
 
     text = yaml.safe_dump({"stages": stages(raw)}, sort_keys=False, width=120)

@@ -104,6 +104,9 @@ def prefect_server(env: Dict[str, str], port: Optional[int] = None) -> Iterator[
             "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "true",
             "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED": "true",
         }
+        from ops import prefect_db
+
+        fresh = not prefect_db.seed(home, server_env) and not (home / "prefect.db").exists()
         proc = subprocess.Popen(
             [str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
             env=server_env,
@@ -113,6 +116,8 @@ def prefect_server(env: Dict[str, str], port: Optional[int] = None) -> Iterator[
         )
         try:
             _wait_until_up(proc, url, home)
+            if fresh:
+                prefect_db.keep(home, server_env)
             if port_given:
                 served.write_text(url + "\n")
             yield {**env, "PREFECT_API_URL": url}

@@ -29,8 +29,9 @@ from tasks import paths
 
 PARAMS_FILE = str(paths.PARAMS)
 
-#: Where the sections of the stages that are no method's stand in the report; a method's is its ``Method.order``.
-STAGE_ORDER = {"prepare": 0, "train": 1, "render": 15, "examine_study": 21}
+#: Where the sections of the stages that are no method's stand in the report; a method's stage (and a shared one)
+#: passes its declared order (:class:`weakspot.methods.StageSpec`, :class:`weakspot.methods.SharedStage`).
+STAGE_ORDER = {"prepare": 0, "train": 1, "render": 15}
 
 #: The decorator of every cached task: the key is the task's inputs (content digests of the files it reads and of
 #: the library code it calls, passed as arguments) and its own source, so a rerun after a crash, or with unchanged

@@ -2,7 +2,8 @@
 ``dvc metrics diff``; every detail goes to the results file beside the report section (``plots/<stage>/<t>/
 results.json``), which the report, the history and the gates read.
 
-A method names its headline in its package's ``HEADLINE``: shell patterns over the dotted keys (``*.sdr.gad``); a
+A method names its headline in its registration (``Method.stage.headline``, :class:`weakspot.methods.StageSpec`):
+shell patterns over the dotted keys (``*.sdr.gad``); a
 pattern starting with ``!`` drops the keys it matches (``!*.per_seed.*``). Its section's key metrics (the report's
 cards) are always in. A stage that names none keeps every key when it has at most :data:`LIMIT`, else its key metrics
 (a plug-in without cards: its first :data:`LIMIT` keys).

@@ -20,7 +20,7 @@ from prefect import task
 from tasks import paths
 from tasks.common import combined_digest, digest, fan_out
 from weakspot.config import target_of, validate_section, validate_top_level
-from weakspot.methods import AuditTarget, Method, MethodReport, SceneData, resolve
+from weakspot.methods import AuditTarget, Method, MethodReport, SceneData, SharedInputs, SharedStage, resolve
 from weakspot.runtime import Runtime
 
 
@@ -84,6 +84,30 @@ def load_audit_target(method: Method, name: str, t: Any, device: str) -> AuditTa
         digest=combined_digest(digest([paths.prepared(name), paths.model_dir(name)])),
         scene=scene,
     )
+
+
+def load_shared_inputs(
+    stage: SharedStage, target: Optional[Tuple[str, Any]], device: str
+) -> Tuple[SharedInputs, List[Any]]:
+    """What a method's shared stage is given (the rendered scenes, the model of the target its settings name:
+    ``target`` is that target's name and params, or None) and the artifacts it reads (for its lineage)."""
+    from tasks.target import load_target_model
+
+    inputs = SharedInputs()
+    read: List[Any] = []
+    if stage.scene:
+        from tasks.scene import read_render
+
+        images, table, settings = read_render()
+        inputs.scene = SceneData(images=images, table=table, settings=settings)
+        read.append(paths.RENDER)
+    if target is not None:
+        name, params = target
+        clf, spec = load_target_model(name, device)
+        classes = [str(c) for c in spec["classes"]]
+        inputs.target = AuditTarget(name=name, model=clf, classes=classes, test=None, params=params, spec=spec)
+        read.append(paths.model_dir(name))
+    return inputs, read
 
 
 # ------------------------------------------------------------------------------------------ the runtime
@@ -169,7 +193,7 @@ def write_method_report(
 
     for name, data in out.extras.items():
         write_bytes(paths.findings_extra(target, method.name, name), data)
-    if method.repairs and out.repaired is not None:
+    if method.stage.repairs and out.repaired is not None:
         folder = paths.repaired(target, method.name)
         extra = dict(out.repaired.get("spec") or {})
         if out.repaired.get("state_dict") is not None:
@@ -183,16 +207,6 @@ def write_method_report(
         lin,
         target=target,
         findings=out.findings,
-        order=method.order,
-        headline=method_headline(method.name),
+        order=method.stage.order,
+        headline=method.stage.headline,
     )
-
-
-def method_headline(name: str) -> Tuple[str, ...]:
-    """A method's headline metrics (its package's ``HEADLINE``, :mod:`tasks.headline`): declared in the package,
-    not in :class:`weakspot.methods.Method`, so changing them reruns that method's stages only."""
-    import importlib
-
-    from weakspot.methods import package_of
-
-    return tuple(getattr(importlib.import_module(package_of(name)), "HEADLINE", ()))

@@ -209,8 +209,9 @@ COSTS = ("ops", "pipeline", "unit")
 #: Session fixtures that build nothing themselves (a factory): sharing them is no reason to run tests on one worker.
 CHEAP_SHARED = {"repo_factory"}
 #: The test files handed out first (``make test`` keeps this order: --no-loadscope-reorder): the smoke audit of every
-#: target is the longest piece of work, and the tests of test_pipeline_changes.py wait for it.
-FIRST = ("test_pipeline.py",)
+#: target is the longest piece of work (the tests of test_pipeline_changes.py wait for it), then the audit of the
+#: user-data targets.
+FIRST = ("test_pipeline.py", "test_user_targets.py")
 
 
 def _shared_fixtures(item: pytest.Item) -> List[str]:

@@ -67,9 +67,11 @@ def test_bad_input_is_named(blind_model):
     with pytest.raises(DataError, match="X has 10 rows but y 9"):
         weakspot.audit(model, X_test.iloc[:10], y_test[:9])
     bad = X_test.iloc[:10].copy()
-    bad.iloc[0, 0] = np.nan
-    with pytest.raises(DataError, match="NaN"):
+    bad.iloc[0, 0] = np.inf  # a missing value (NaN) is kept: tests/data/test_data_missing.py
+    with pytest.raises(DataError, match=r"X_test: infinite values in column\(s\) 'a' \(1 rows\)"):
         weakspot.audit(model, bad, y_test[:10])
+    with pytest.raises(DataError, match=r"X_test: y \(the labels\) holds 1 missing values; a label cannot be missing"):
+        weakspot.audit(model, X_test.iloc[:3], np.array(["yes", None, "no"], dtype=object))
     with pytest.raises(DataError, match=r"labels \['maybe'\] are not among"):
         weakspot.audit(model, X_test.iloc[:3], ["yes", "no", "maybe"])
     with pytest.raises(ConfigError, match="method corner does not run on this model: needs image data"):

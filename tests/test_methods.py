@@ -155,3 +155,79 @@ def test_the_in_process_runtime_gives_other_sections_only_when_declared():
     with pytest.raises(ConfigError, match=r"params section 'b' was not given.*Method.reads"):
         rt.section("b")
     assert rt.map(divmod, [((7, 2), {}), ((9, 4), {})], keys=[{}, {}]) == [(3, 1), (2, 1)]
+
+
+# ------------------------------------------------------------------------------------------ a toy shared stage
+
+TOY_SHARED = """
+from pydantic import BaseModel, ConfigDict
+from weakspot.methods import Method, MethodReport, SharedStage, StageSpec, register_method
+from weakspot.result import StageResult
+
+
+class StudyParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    n: int = 3
+
+
+class ToyParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    budget: int = 5
+    study: StudyParams = StudyParams()
+
+
+def run(target, params, runtime):
+    return MethodReport(section=StageResult(metrics={{"budget": params.budget}}, title="Toy"))
+
+
+def study(inputs, params, runtime):
+    return list(range(params.study.n))
+
+
+def study_report(result, params):
+    return StageResult(metrics={{"total": sum(result)}}, title="Toy study")
+
+
+STUDY = SharedStage("{name}_study", key="study", run="{name}:study", report="{name}:study_report",
+                    skip_keys=("budget",), order=7, headline=("total",))
+register_method(Method("{name}", "Toy", "none", params=ToyParams, run="{name}:run", modalities=("tabular",),
+                       stage=StageSpec(skip_keys=("study",), shared=(STUDY,))))
+"""
+
+
+def _toy_shared(tmp_path, monkeypatch, name):
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(TOY_SHARED.format(name=name)))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    __import__(name)
+    monkeypatch.setattr(methods, "_entry_points", lambda: {name: name})  # an installed plug-in, as far as any lookup
+    return methods.METHODS.get(name)
+
+
+def test_a_toy_shared_stage_runs_through_its_one_entry_point(tmp_path, monkeypatch):
+    m = _toy_shared(tmp_path, monkeypatch, "toy_plugin_s")
+    out = methods.run_shared(m, "toy_plugin_s_study", methods.SharedInputs(), m.params(study={"n": 4}), Runtime())
+    assert out.metrics == {"total": 6} and out.title == "Toy study"
+    assert (m, m.stage.shared[0]) in methods.shared_stages()
+    with pytest.raises(ConfigError, match=r"no shared stage 'nope'; shared stages: toy_plugin_s_study"):
+        m.stage.shared_stage("nope")
+
+
+def test_the_pipeline_builds_a_shared_stage_from_its_declaration_alone(tmp_path, monkeypatch):
+    from ops.pipeline import stages
+    from weakspot.config import read_yaml
+
+    _toy_shared(tmp_path, monkeypatch, "toy_plugin_p")
+    raw = read_yaml(ROOT / "params.yaml")
+    raw["toy_plugin_p"] = {"budget": 2, "study": {"n": 4}}
+    st = stages(raw)
+    shared = st["toy_plugin_p_study"]
+    assert shared["cmd"] == "python -m flows.shared toy_plugin_p toy_plugin_p_study"
+    assert shared["params"] == ["device", "threads", "toy_plugin_p.study"]  # its key; not the skipped budget
+    assert shared["outs"] == ["plots/toy_plugin_p_study"] and shared["metrics"] == ["metrics/toy_plugin_p_study.json"]
+    assert "flows/shared.py" in shared["deps"] and "data/render" not in shared["deps"]
+    assert "metrics/toy_plugin_p_study.json" in st["report"]["deps"]
+    per_target = st["toy_plugin_p-phoneme"]["params"]  # the method's own stage skips the study's key
+    assert "toy_plugin_p.budget" in per_target and "toy_plugin_p.study" not in per_target
+    raw["toy_plugin_p"]["study"]["enabled"] = False
+    assert "toy_plugin_p_study" not in stages(raw)

@@ -7,7 +7,6 @@ Runs in throwaway copies of the repository with the `smoke` profile (every stage
 
 import hashlib
 import json
-import pickle
 import sys
 from pathlib import Path
 
@@ -56,14 +55,14 @@ def _stages(status: str) -> set:
 
 #: A method as a user adds one: a package with its registration, its params model and its entry point, nothing else
 #: (docs/contributing/adding-a-method.md names exactly these three files). It reports the test rows the model is
-#: least sure of.
+#: least sure of; its registration declares what the pipeline needs of it (its report order and headline metric).
 TOY = {
     "weakspot/toy/__init__.py": """
-from weakspot.methods import Method, register_method
+from weakspot.methods import Method, StageSpec, register_method
 from weakspot.toy.config import ToyParams
 
 register_method(Method("toy", "Toy: least confident rows", "none (a test plug-in)", params=ToyParams,
-                       run="weakspot.toy.run:run"))
+                       run="weakspot.toy.run:run", stage=StageSpec(order=60, headline=("least_confidence",))))
 """,
     "weakspot/toy/config.py": """
 from pydantic import BaseModel, ConfigDict, Field
@@ -127,6 +126,11 @@ def test_a_toy_method_package_is_audited_on_every_target_with_nothing_else_touch
         m = _results(repo.path, f"toy/{t}")
         assert 0 < m["least_confidence"] <= 1 and m["n_test"] > 0
         assert len(pd.read_parquet(repo.path / f"findings/{t}/toy.parquet")) == 3
+        # what the pipeline needs of it, as its registration declares: its headline metric, its report order
+        assert json.loads((repo.path / f"metrics/toy/{t}.json").read_text()) == {
+            "least_confidence": m["least_confidence"]
+        }
+        assert json.loads((repo.path / f"plots/toy/{t}/section.json").read_text())["order"] == 60
     import yaml
 
     stages = yaml.safe_load((repo.path / "dvc.yaml").read_text())["stages"]
@@ -270,164 +274,6 @@ def test_changing_one_target_reruns_only_that_targets_stages(repo):
     # the report reads the targets' params; the intrinsic stage trains its defended models as the target trains, and
     # HDA's adversarially trained model is the intrinsic stage's
     assert changed == {"train-digits", "intrinsic-digits", "hda-digits", "report"}, changed
-
-
-def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(repo_factory):
-    """A table with two text columns and the user's pickled ColumnTransformer + forest: no code, GAD and weak segments
-    run on the texts as the model takes them, and the planted weak clinic is named by its text."""
-    import numpy as np
-    import pandas as pd
-    from sklearn.compose import ColumnTransformer
-    from sklearn.datasets import load_breast_cancer
-    from sklearn.ensemble import RandomForestClassifier
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import OneHotEncoder, StandardScaler
-
-    r = repo_factory("usermodel")
-    data = load_breast_cancer(as_frame=True)
-    df = data.frame.iloc[:, [0, 1, 2, 3, 4, 30]].rename(columns=lambda c: c.replace(" ", "_"))
-    rng = np.random.default_rng(0)
-    df.insert(2, "clinic", rng.choice(["north", "south", "east", "west"], len(df)))
-    df.insert(4, "scanner", rng.choice(["old", "new"], len(df)))
-    (r.path / "data/mine").mkdir(parents=True)
-    train = rng.random(len(df)) < 0.3  # the user's model saw a third of the rows: its train part
-    df[train].to_csv(r.path / "data/mine/train.csv", index=False)
-    df[~train].to_csv(r.path / "data/mine/test.csv", index=False)
-    production = df[~train].drop(columns="target").iloc[::2]  # rows no one has labelled (GAD ranks them to label)
-    production.to_csv(r.path / "data/mine/production.csv", index=False)
-    numeric = [c for c in df.columns if c not in ("clinic", "scanner", "target")]
-    model = make_pipeline(
-        ColumnTransformer(
-            [("num", StandardScaler(), numeric), ("cat", OneHotEncoder(handle_unknown="ignore"), ["clinic", "scanner"])]
-        ),
-        RandomForestClassifier(n_estimators=20, max_depth=3, random_state=0),
-    )
-    fit_y = df["target"].where(df["clinic"] != "east", 0)  # planted: its labels said every east patient malignant
-    model.fit(df.drop(columns="target")[train], fit_y[train])
-    (r.path / "data/mine/model.pkl").write_bytes(pickle.dumps(model))
-    # only the new target, plus a small GAD protocol
-    import yaml
-
-    from conftest import set_targets
-
-    params = set_targets(
-        yaml.safe_load((r.path / "params.yaml").read_text()),
-        {
-            "mine": {
-                "data": {
-                    "train": "csv:data/mine/train.csv",
-                    "test": "csv:data/mine/test.csv",
-                    "unlabelled": "csv:data/mine/production.csv",
-                    "label": "target",
-                },
-                "model": {"kind": "sklearn", "weights": "data/mine/model.pkl"},
-            }
-        },
-    )
-    params["gad"].update(design_points=2000, epochs=3, max_steps=300, replicates=5, budget=10, pool_size=40)
-    params["examine"]["study"] = {
-        "m_study": {"enabled": False},
-        "artificial_weakness": {"enabled": False},
-        "order_check": False,
-        "strength": False,
-        "epochs": 1,
-    }
-    (r.path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    r.audit()
-    dvc_yaml = (r.path / "dvc.yaml").read_text()
-    assert "gad-mine" in dvc_yaml and "data/mine/model.pkl" in dvc_yaml and "examine-mine" not in dvc_yaml
-    assert "data/mine/train.csv" in dvc_yaml and "data/mine/test.csv" in dvc_yaml  # both parts hashed as deps
-    prepared = json.loads((r.path / "data/targets/mine/prepared/lineage.json").read_text())
-    assert prepared["counts"] == {
-        "train": int(train.sum()),
-        "val": 0,
-        "test": int((~train).sum()),
-        "unlabelled": len(production),
-    }
-    assert "data/mine/production.csv" in dvc_yaml
-    found = pd.read_parquet(r.path / "findings/mine/gad.parquet")
-    assert len(found) >= 1 and {"weak_spot", "severity", "prediction", "confidence"} <= set(found.columns)
-    to_label = pd.read_csv(r.path / "findings/mine/gad_to_label.csv")
-    assert set(to_label["clinic"]) <= {"north", "south", "east", "west"}  # the texts, as the user's table has them
-    assert (to_label["part"] == "unlabelled").all() and to_label["row"].max() < len(production)
-    gad_metrics = _results(r.path, "gad/mine")
-    m = gad_metrics.get("mine", gad_metrics)
-    assert m["n_unlabelled"] == len(production) and m["n_to_label"] == len(to_label)
-    segments = pd.read_parquet(r.path / "findings/mine/segments.parquet")
-    named = segments[segments["confirmed"] & segments["weak_spot"].str.contains("clinic = east")]
-    assert len(named), segments[["weak_spot", "confirmed", "lift"]].to_string()
-    page = (r.path / "reports/index.html").read_text()
-    first = page.index("Weak spots of mine")
-    assert found["weak_spot"].iloc[0][:30] in page[first:]  # its findings head its section
-    # the same model and params from Python (weakspot.audit, in this process): the same findings as the pipeline
-    import weakspot
-    from weakspot.io import write_parquet
-
-    test = df[~train]
-    res = weakspot.audit(
-        model,
-        test.drop(columns="target"),
-        test["target"],
-        df[train].drop(columns="target"),
-        df[train]["target"].to_numpy(),
-        methods=["gad", "segments"],
-        params=params,
-        name="mine",
-        device="cpu",
-        X_unlabelled=production,
-    )
-    for method in ("gad", "segments"):
-        api = res.findings[res.findings["method"] == method].drop(columns="method").reset_index(drop=True)
-        write_parquet(r.path / f"api_{method}.parquet", api)
-        pd.testing.assert_frame_equal(
-            pd.read_parquet(r.path / f"api_{method}.parquet"),
-            pd.read_parquet(r.path / f"findings/mine/{method}.parquet"),
-        )
-
-
-def test_a_users_image_folder_and_npz_arrays_are_audited_end_to_end(repo_factory):
-    """Digits as a user keeps images: class folders of PNGs (weakspot trains a LeNet on them) and .npz train/test
-    parts; prepare, train, weak segments and the report run with no code, and an unreadable image stops prepare
-    (the other folder errors: tests/data/test_image_sources.py)."""
-    import numpy as np
-    import pandas as pd
-    import yaml
-    from PIL import Image
-    from sklearn.datasets import load_digits
-
-    from conftest import set_targets
-
-    r = repo_factory("userimages")
-    d = load_digits()
-    pixels = (d.images * 255 / 16).astype(np.uint8)
-    for i in range(0, 900):
-        folder = r.path / "data/imgs" / f"digit{d.target[i]}"
-        folder.mkdir(parents=True, exist_ok=True)
-        Image.fromarray(pixels[i]).save(folder / f"{i}.png")
-    np.savez(r.path / "data/train.npz", x=pixels[900:1500], y=d.target[900:1500])
-    np.savez(r.path / "data/test.npz", x=pixels[1500:], y=d.target[1500:])
-    small = {"model": {"kind": "builtin", "arch": "lenet"}, "train": {"epochs": 5, "seed": 0}, "methods": ["segments"]}
-    params = set_targets(
-        yaml.safe_load((r.path / "params.yaml").read_text()),
-        {
-            "folder": {"data": {"source": "imagefolder:data/imgs"}, **small},
-            "arrays": {"data": {"train": "npz:data/train.npz", "test": "npz:data/test.npz"}, **small},
-        },
-    )
-    params.pop("examine", None)
-    (r.path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    r.audit()
-    dvc_yaml = (r.path / "dvc.yaml").read_text()
-    assert all(f in dvc_yaml for f in ("data/imgs", "data/train.npz", "data/test.npz"))
-    counts = json.loads((r.path / "data/targets/arrays/prepared/lineage.json").read_text())["counts"]
-    assert counts["test"] == len(d.target) - 1500 and counts["train"] + counts["val"] == 600
-    for t in ("folder", "arrays"):
-        found = pd.read_parquet(r.path / f"findings/{t}/segments.parquet")
-        assert {"lift", "lift_lo", "lift_hi", "confirmed", "n_confirm"} <= set(found.columns)
-    page = (r.path / "reports/index.html").read_text()
-    assert "imagefolder:data/imgs" in page and "npz:data/test.npz" in page
-    (r.path / "data/imgs/digit0/broken.png").write_bytes(b"not a png")  # a new file: the data's digest changes
-    _fails_cleanly(r, "prepare", "cannot read image", "folder")
 
 
 def _fails_cleanly(repo, stage, pattern, target=None):

@@ -3,8 +3,10 @@
 Caveats first:
 
 * The same library functions as the pipeline (:func:`weakspot.methods.run_method`, each method's ``run``, ``report``
-  and ``figures``, the report's renderer), without DVC, Prefect, a repository or files: nothing is written unless
-  :meth:`Audit.to_html` is asked to. Given the same data, model and params, the findings are the pipeline's (each
+  and ``figures``, the report's input, :func:`weakspot.report.inputs.report_input`, and its renderer), without DVC,
+  Prefect, a repository or files: nothing is written unless :meth:`Audit.to_html` is asked to. The model and data
+  given are described by a :class:`~weakspot.targets.InMemoryTarget` (:func:`describe_target`), not a params.yaml
+  entry: nothing is parsed, loaded or retrained from a source or a factory. Given the same data, model and params, the findings are the pipeline's (each
   method's candidates corrected as its stage's are; :attr:`Audit.weak_spots` and the page correct over every
   candidate of the audit, as the pipeline's report does). Give ``y_test`` as a Series and its name is the label's.
 * ``params`` holds params.yaml's method sections (``{"gad": {...}, "segments": {...}}``); a section left out is the
@@ -21,14 +23,15 @@ import hashlib
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 
 from weakspot.data.dataset import Dataset
 from weakspot.errors import ConfigError, DataError, ModelError
 
-IN_MEMORY = "(in memory)"
+if TYPE_CHECKING:  # pragma: no cover
+    from weakspot.targets import InMemoryModel, InMemoryTarget
 
 
 def _classes_of(model: Any, y: Sequence[Any], classes: Optional[Sequence[Any]]) -> List[Any]:
@@ -58,7 +61,10 @@ def as_dataset(
 ) -> Dataset:
     """An array or DataFrame and its labels -> :class:`Dataset` (images ``(n, H, W)``/``(n, C, H, W)``, or a table;
     a DataFrame's text columns as codes into ``categories``, by default their own sorted texts)."""
+    from pandas import isna as pd_isna
+
     from weakspot.data.categories import encode
+    from weakspot.data.missing import check_image_values, check_table_values
 
     names = None
     cats = text_columns(X) if categories is None else dict(categories)
@@ -68,16 +74,25 @@ def as_dataset(
         X.columns = names
         for c, texts in cats.items():
             X[c] = encode(X[c], texts)
-        X = X.to_numpy(dtype=np.float64)
+        X = X.to_numpy(dtype=np.float64, na_value=np.nan)
     X = np.asarray(X, dtype=np.float32)
     if X.ndim == 3:
         X = X[:, None]
     if X.ndim not in (2, 4):
         raise DataError(f"{what}: X has shape {X.shape}; expected a table (n, d) or images (n, H, W) / (n, C, H, W)")
-    if not np.isfinite(X).all():
-        raise DataError(f"{what}: X holds NaN or infinite values")
+    if X.ndim == 4:
+        check_image_values(X, where=what)
+    else:  # a table's missing value stays NaN and reaches the model as it is
+        check_table_values(X, names or [f"x{i}" for i in range(X.shape[1])], where=what)
     label = str(y.name) if getattr(y, "name", None) is not None else None  # a Series' name: the label's
     y = np.asarray(y).reshape(-1)
+    empty = np.asarray(pd_isna(y), bool)
+    if empty.any():
+        raise DataError(
+            f"{what}: {f'label column {label!r}' if label else 'y (the labels)'} holds {int(empty.sum())} missing "
+            "values; "
+            "a label cannot be missing (drop those rows, or give them as X_unlabelled)"
+        )
     if len(y) != len(X):
         raise DataError(f"{what}: X has {len(X)} rows but y {len(y)}")
     lookup = {c: i for i, c in enumerate(classes)} | {str(c): i for i, c in enumerate(classes)}
@@ -93,8 +108,7 @@ def as_dataset(
         image_shape=X.shape[1:] if image else None,
         feature_names=None if image else (names or [f"x{i}" for i in range(X.shape[1])]),
         categories=cats if names else {},
-        provenance={
-            "spec": IN_MEMORY,
+        provenance={  # no source spec: nothing was read from a source
             "description": f"{what}: {len(X)} rows given to weakspot.audit",
             **({"label": label} if label else {}),
         },
@@ -102,12 +116,17 @@ def as_dataset(
 
 
 def as_classifier(model: Any, n_classes: int, device: str = "auto") -> Any:
-    """A torch module (white-box), a fitted scikit-learn estimator or a function x -> probabilities, wrapped as the
-    pipeline wraps it; a weakspot classifier as it is."""
+    """A torch module (white-box; a TorchScript module too), a fitted scikit-learn estimator, a function x ->
+    probabilities, an onnxruntime session, or the path of a ``.onnx`` graph or a TorchScript ``.pt``/``.pth``
+    archive, wrapped as the pipeline wraps it; a weakspot classifier as it is."""
     from weakspot.models.adapters import CallableClassifier, SklearnClassifier, TorchClassifier
+    from weakspot.models.exported import exported_classifier
 
     if isinstance(model, (TorchClassifier, SklearnClassifier, CallableClassifier)):
         return model
+    exported = exported_classifier(model, n_classes, device)  # a path, or an onnxruntime session
+    if exported is not None:
+        return exported
     try:
         import torch
 
@@ -121,24 +140,54 @@ def as_classifier(model: Any, n_classes: int, device: str = "auto") -> Any:
         return CallableClassifier(model, n_classes=n_classes)
     raise ModelError(
         f"weakspot.audit: the model is a {type(model).__name__}; give a torch.nn.Module, a fitted "
-        "estimator with predict_proba, or a function x -> class probabilities"
+        "estimator with predict_proba, a function x -> class probabilities, an onnxruntime.InferenceSession, "
+        "or the path of a .onnx graph or a TorchScript archive"
     )
 
 
-def _target_params(clf: Any, image: bool, has_train: bool, class_of_interest: Any) -> Any:
+def _described_model(clf: Any) -> "InMemoryModel":
+    """The model's kind and the name a person knows it by (its class or function, inside weakspot's adapters)."""
     from weakspot.models.adapters import SklearnClassifier, TorchClassifier
-    from weakspot.targets import TargetParams
+    from weakspot.models.exported import OnnxClassifier
+    from weakspot.targets import InMemoryModel
 
     clf = getattr(clf, "inner", clf)  # a table model: the estimator inside
-    spec = "npz:" + IN_MEMORY if image else "csv:" + IN_MEMORY
-    data = {"train": spec, "test": spec} if has_train else {"test": spec}
+    kind: Literal["torch", "sklearn", "callable", "onnx"] = "callable"  # a function x -> probabilities
     if isinstance(clf, TorchClassifier):
-        model = {"kind": "torch", "factory": "in_memory:model"}
+        kind = "torch"
     elif isinstance(clf, SklearnClassifier):
-        model = {"kind": "sklearn", "weights": IN_MEMORY}
-    else:
-        model = {"kind": "callable", "factory": "in_memory:model"}
-    return TargetParams.model_validate({"data": data, "model": model, "class_of_interest": class_of_interest})
+        kind = "sklearn"
+    elif isinstance(clf, OnnxClassifier):
+        return InMemoryModel("onnx", clf.source)
+    inner = getattr(clf, "estimator", None) or getattr(clf, "module", None) or getattr(clf, "fn", None) or clf
+    return InMemoryModel(kind, getattr(inner, "__name__", type(inner).__name__))
+
+
+def _missing_note(test: Dataset) -> str:
+    """``"; missing values (kept as NaN): income 10% of rows"`` for a table of test rows with any, else empty."""
+    from weakspot.data.missing import describe_missing, missing_shares
+
+    shares = {} if test.is_image else missing_shares(test.X, test.feature_names or [])
+    return f"; missing values (kept as NaN, never imputed): {describe_missing(shares)}" if shares else ""
+
+
+def describe_target(
+    clf: Any, test: Dataset, train: Optional[Dataset], unlabelled: Optional[Dataset]
+) -> "InMemoryTarget":
+    """The :class:`~weakspot.targets.InMemoryTarget` of a model and data given in process: what the methods ask of a
+    target (modality, white-box, training rows given) and what the report says of it, with no params.yaml entry."""
+    from weakspot.targets import InMemoryTarget
+
+    what = "images" if test.is_image else "rows"
+    parts = [f"{len(test)} test {what}"] + [
+        f"{len(ds)} {name} {what}" for name, ds in (("training", train), ("unlabelled", unlabelled)) if ds is not None
+    ]
+    return InMemoryTarget(
+        modality="image" if test.is_image else "tabular",
+        model=_described_model(clf),
+        has_train=train is not None,
+        data=", ".join(parts) + " given to weakspot.audit" + _missing_note(test),
+    )
 
 
 @dataclass
@@ -174,84 +223,55 @@ class Audit:
     def to_html(self, path: "str | Path", title: str = "weakspot audit") -> Path:
         """Write the report (the pipeline's page for this one target) to ``path``; returns the path."""
         from weakspot.io import write_text
-        from weakspot.report import render_report
+        from weakspot.report import inputs
 
-        sections: List[Dict[str, Any]] = []
-        figures: Dict[str, bytes] = {}
-        tables: Dict[str, Any] = {}
-        for order, (stage, result) in enumerate(self.results.items()):
-            key = f"{stage}/{self.name}"
-            for name, fig in result.figures.items():
-                buf = io.BytesIO()
-                fig.savefig(buf, format="png", dpi=110)
-                figures[f"{key}/{name}"] = buf.getvalue()
-            tables.update({f"{key}/{name}": t for name, t in result.tables.items()})
-            sections.append(
-                {
-                    "stage": stage,
-                    "target": self.name,
-                    "order": order,
-                    "title": result.title or stage,
-                    "summary": list(result.summary),
-                    "items": list(result.items),
-                    "headline": list(result.headline),
-                    "key_metrics": list(result.key_metrics),
-                    "lineage": {},
-                }
-            )
-        page = render_report(
-            sections,
+        sections, figures, tables = _sections(self.name, self.results)
+        inp = inputs.report_input(
+            {self.name: self.target.params},
+            sections=sections,
             figures=figures,
             tables=tables,
             metrics={f"{s}/{self.name}": r.metrics for s, r in self.results.items()},
+            findings={
+                (self.name, m): self.findings[self.findings["method"] == m].drop(columns=["method"])
+                for m in self.results
+                if m != "train"
+            },
+            not_run={(self.name, m): why for m, why in self.skipped.items()},
             title=title,
             run_info={"run": "weakspot.audit (in this process)", "target": self.name},
-            targets=[self._target_entry()],
-            groups=_groups(),
         )
-        return write_text(Path(path), page)
-
-    def _target_entry(self) -> Dict[str, Any]:
-        from weakspot import methods
-
-        cards = []
-        for name, meta in ((m.name, m) for m in methods.all_methods()):
-            entry = {"name": name, "title": meta.title, "paper": meta.paper, "anchor": f"{name}-{self.name}"}
-            if name in self.skipped:
-                entry["reason"] = self.skipped[name]
-            elif name in self.metrics:
-                entry["findings"] = self.findings[self.findings["method"] == name].drop(columns=["method"])
-                entry["sample"] = self.results[name].sample
-            cards.append(entry)
-        from weakspot.findings import correct_targets
-
-        acc = self.metrics.get("train", {}).get("test_accuracy")
-        return correct_targets(
-            [
-                {
-                    "name": self.name,
-                    "intro": f"Model audited in process; test accuracy {acc:.1%}.",
-                    "methods": cards,
-                    "model": _model_name(getattr(self.target, "model", None)),
-                    "accuracy": acc,
-                }
-            ]
-        )[0]
+        return write_text(Path(path), inp.render())
 
 
-def _model_name(model: Any) -> str:
-    """The user's model as a person names it: its class (inside weakspot's adapters), "(in memory)"."""
-    if model is None:
-        return ""
-    inner = getattr(model, "inner", model)  # a table model's adapter
-    inner = getattr(inner, "estimator", None) or getattr(inner, "module", None) or getattr(inner, "fn", None) or inner
-    return f"{getattr(inner, '__name__', type(inner).__name__)} (in memory)"
-
-
-def _groups() -> Dict[str, str]:
-    from weakspot import methods
-
-    return {"train": "Targets: data and models", **{m.name: f"{m.title} ({m.paper})" for m in methods.all_methods()}}
+def _sections(name: str, results: Dict[str, Any]) -> Tuple[List[Dict[str, Any]], Dict[str, bytes], Dict[str, Any]]:
+    """The report's sections (as the pipeline's ``section.json`` holds them), figures (PNG bytes) and tables of the
+    stage results ``results`` of target ``name``."""
+    sections: List[Dict[str, Any]] = []
+    figures: Dict[str, bytes] = {}
+    tables: Dict[str, Any] = {}
+    for order, (stage, result) in enumerate(results.items()):
+        key = f"{stage}/{name}"
+        for fig_name, fig in result.figures.items():
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=110)
+            figures[f"{key}/{fig_name}"] = buf.getvalue()
+        tables.update({f"{key}/{t}": table for t, table in result.tables.items()})
+        sections.append(
+            {
+                "stage": stage,
+                "target": name,
+                "order": order,
+                "title": result.title or stage,
+                "summary": list(result.summary),
+                "items": list(result.items),
+                "headline": list(result.headline),
+                "key_metrics": list(result.key_metrics),
+                "sample": result.sample,
+                "lineage": {},
+            }
+        )
+    return sections, figures, tables
 
 
 def audit(
@@ -274,8 +294,9 @@ def audit(
 
     Parameters
     ----------
-    model : torch.nn.Module, fitted scikit-learn estimator, or function x -> probabilities
-        The model under audit (a torch module is white-box).
+    model : torch.nn.Module, fitted scikit-learn estimator, function x -> probabilities, onnxruntime session, or path
+        The model under audit (a torch module is white-box, a TorchScript one too); a path names a ``.onnx`` graph
+        (black-box) or a TorchScript ``.pt``/``.pth`` archive.
     X_test, y_test : array or DataFrame, and labels
         The evaluation rows (a DataFrame's text columns reach the model as text) and their labels (names or codes).
     X_train, y_train : array or DataFrame, and labels, optional
@@ -339,7 +360,7 @@ def audit(
             categories=cats,
         )
     clf = for_data(as_classifier(model, len(labels), device), test, trained_here=False)
-    t = _target_params(clf, test.is_image, X_train is not None, class_of_interest)
+    t = describe_target(clf, test, train if X_train is not None else None, unlabelled)
     coi = resolve_class(1 if class_of_interest is None else class_of_interest, test.classes)
     raw = dict(params or {})
     fits = registry.fits(t)
@@ -362,7 +383,7 @@ def audit(
         train=train,
         unlabelled=unlabelled,
         params=t,
-        spec={"kind": t.model.kind, "classes": test.classes},
+        spec={"kind": t.model.kind, "name": t.model.described, "classes": test.classes},
         info={
             "kind": "named",
             "log_mae": True,
@@ -374,7 +395,7 @@ def audit(
     )
     results = {
         "train": target_section(
-            name, clf, train, target.val, test, spec={"kind": t.model.kind, "weights": _model_name(model)}
+            name, clf, train, target.val, test, spec={"kind": t.model.kind, "name": t.model.described}
         )
     }
     frames, metrics = [], {"train": results["train"].metrics}

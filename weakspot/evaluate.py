@@ -15,12 +15,13 @@ from weakspot.result import StageResult
 
 
 def describe_model(spec: Dict[str, Any]) -> str:
-    """One phrase naming the model: "built-in lenet (trained here)", "your sklearn model models/m.pkl"..."""
+    """One phrase naming the model: "built-in lenet (trained here)", "your sklearn model models/m.pkl", "your torch
+    model Net (in memory)" (a model given in process: its ``name``)..."""
     if spec.get("trained_arch"):
         return f"built-in {spec['trained_arch']} (trained here)"
     if spec.get("kind") == "builtin":
         return f"built-in {spec.get('arch')} with weights {spec.get('weights')}"
-    what = spec.get("weights") or spec.get("factory")
+    what = spec.get("weights") or spec.get("factory") or spec.get("name")
     return f"your {spec.get('kind')} model" + (f" {what}" if what else "")
 
 

@@ -3,7 +3,9 @@ the weak segments and the examiner's weak regions).
 
 Caveats first: a numeric condition is ``lo < x <= hi`` (scikit-learn's split convention), a class condition a set of
 allowed classes, a categorical column's condition a set of allowed categories (the tree splits on one indicator
-column per category, never on a category's code as if it were a number). Sibling leaves that both fail more often than the rows overall are merged into their parent (a
+column per category, never on a category's code as if it were a number). A missing value (NaN) satisfies no
+condition on a value: ``x <= 3`` and ``city not in {FR}`` hold only where ``x`` and ``city`` are observed; missingness
+is a condition of its own (``x is missing``, from the tree's indicator column of it, ``kind="missing"``). Sibling leaves that both fail more often than the rows overall are merged into their parent (a
 deeper split of one weak region says nothing new and halves its rows).
 
 >>> import numpy as np
@@ -27,7 +29,8 @@ from weakspot.fmt import fmt
 @dataclass(frozen=True)
 class Column:
     """One column of a tree's input: a numeric feature (``kind="num"``, ``name``), the indicator of class ``code`` of
-    ``n`` (``kind="class"``) or of category ``code`` of the ``n`` of the categorical feature ``name`` (``kind="cat"``)."""
+    ``n`` (``kind="class"``), of category ``code`` of the ``n`` of the categorical feature ``name`` (``kind="cat"``)
+    or of feature ``name``'s value being missing (``kind="missing"``)."""
 
     kind: str
     name: str = ""
@@ -52,24 +55,30 @@ def _set_text(label: str, allowed: FrozenSet[int], names: List[str]) -> str:
 
 @dataclass(frozen=True)
 class Rule:
-    """A conjunction: each named feature within ``(lo, hi]`` (``None`` = unbounded), the class among ``allowed``
-    (``None`` = any class), each categorical feature in ``cats`` among its allowed codes."""
+    """A conjunction: each named feature within ``(lo, hi]`` (``None`` = unbounded; observed), the class among
+    ``allowed`` (``None`` = any class), each categorical feature in ``cats`` among its allowed codes (observed), each
+    feature in ``missing`` missing (``True``) or observed (``False``)."""
 
     ranges: Dict[str, Tuple[Optional[float], Optional[float]]] = field(default_factory=dict)
     allowed: Optional[FrozenSet[int]] = None
     cats: Dict[str, FrozenSet[int]] = field(default_factory=dict)
+    missing: Dict[str, bool] = field(default_factory=dict)
 
     def mask(self, values: np.ndarray, names: List[str], y: np.ndarray) -> np.ndarray:
-        """Which rows of ``values`` (columns ``names``) with classes ``y`` the rule holds for."""
+        """Which rows of ``values`` (columns ``names``) with classes ``y`` the rule holds for (a missing value, NaN,
+        satisfies no range and no category)."""
         m = np.ones(len(values), bool)
         for name, (lo, hi) in self.ranges.items():
             x = values[:, names.index(name)]
+            m &= ~np.isnan(x)
             if lo is not None:
                 m &= x > lo
             if hi is not None:
                 m &= x <= hi
         for name, codes in self.cats.items():
             m &= np.isin(values[:, names.index(name)], sorted(codes))
+        for name, gone in self.missing.items():
+            m &= np.isnan(values[:, names.index(name)]) == gone
         if self.allowed is not None:
             m &= np.isin(y, sorted(self.allowed))
         return m
@@ -90,23 +99,30 @@ class Rule:
                 parts.append(f"{name} <= {fmt(hi)}")
             elif lo is not None:
                 parts.append(f"{name} > {fmt(lo)}")
+        for name, gone in sorted(self.missing.items()):
+            if gone:
+                parts.append(f"{name} is missing")
+            elif name not in self.ranges and name not in self.cats:  # a condition on its value says it is observed
+                parts.append(f"{name} is observed")
         return " and ".join(parts) or "every row"
 
     def narrowed(self, col: Column, threshold: float, right: bool) -> "Rule":
         """This rule and one split of the tree's input column ``col`` (an indicator's right side is "this one")."""
+        if col.kind == "missing":
+            return Rule(dict(self.ranges), self.allowed, dict(self.cats), {**self.missing, col.name: bool(right)})
         if col.kind != "num":
             now = self.allowed if col.kind == "class" else self.cats.get(col.name)
             allowed = set(range(col.n)) if now is None else set(now)
             kept = frozenset(allowed & {col.code} if right else allowed - {col.code})
             if col.kind == "class":
-                return Rule(dict(self.ranges), kept, dict(self.cats))
-            return Rule(dict(self.ranges), self.allowed, {**self.cats, col.name: kept})
+                return Rule(dict(self.ranges), kept, dict(self.cats), dict(self.missing))
+            return Rule(dict(self.ranges), self.allowed, {**self.cats, col.name: kept}, dict(self.missing))
         lo, hi = self.ranges.get(col.name, (None, None))
         if right:
             lo = threshold if lo is None else max(lo, threshold)
         else:
             hi = threshold if hi is None else min(hi, threshold)
-        return Rule({**self.ranges, col.name: (lo, hi)}, self.allowed, dict(self.cats))
+        return Rule({**self.ranges, col.name: (lo, hi)}, self.allowed, dict(self.cats), dict(self.missing))
 
 
 def weak_rules(tree, columns: List[Column], base_rate: float, min_rows: int) -> List[Tuple[Rule, int, int]]:

@@ -22,11 +22,17 @@ A target is data + model::
 What each method needs of a target, and so which methods run on it, is each method's own declaration
 (:class:`weakspot.methods.Method`, ``misfit``); a method's settings for one target live in that method's section
 (``<method>.per_target.<target>``), not here.
+
+A model audited from Python (``weakspot.audit``) has no params.yaml entry: :class:`InMemoryTarget` describes it (its
+data's modality, its model's kind, whether its training rows are given), answering what a method and the report ask
+of a target as :class:`TargetParams` does, with no source spec or factory to parse.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Tuple, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -261,8 +267,8 @@ class TargetParams(_Section):
 
     @property
     def white_box(self) -> bool:
-        """Gradients are available: a torch module (built-in torch architecture or the user's)."""
-        if self.model.kind == "torch":
+        """Gradients are available: a torch module (built-in torch architecture, the user's, or TorchScript)."""
+        if self.model.kind in ("torch", "torchscript"):
             return True
         if self.model.kind == "builtin":
             from weakspot.models import ARCHS
@@ -287,6 +293,108 @@ class TargetParams(_Section):
         if self.data.named_parts:
             return self.data.train is not None
         return self.trains or self.data.kind in ("torchvision", SCENE_SOURCE)
+
+    # --- what the report says of a target --------------------------------------------------------------------
+    @property
+    def described(self) -> str:
+        """Its data and model, for the report's prose: "Data keel:phoneme; model builtin svm_grid"."""
+        m = self.model
+        return f"Data {self.data.described}; model {m.kind} {m.arch or m.weights or m.factory}"
+
+    @property
+    def model_label(self) -> str:
+        """Its model in the report's table of targets: the kind and the architecture or file name."""
+        m = self.model
+        return f"{m.kind} {m.arch or Path(str(m.weights or m.factory)).name}"
+
+
+@dataclass(frozen=True)
+class InMemoryModel:
+    """The model of an :class:`InMemoryTarget`: a Python object, named for a person.
+
+    Parameters
+    ----------
+    kind : {"torch", "sklearn", "callable", "onnx"}
+        A torch module (white-box; a TorchScript module too), a fitted estimator with ``predict_proba``, a function
+        x -> probabilities, or an onnxruntime session (black-box).
+    name : str
+        What a person calls it: its class or function name (``RandomForestClassifier``).
+    """
+
+    kind: Literal["torch", "sklearn", "callable", "onnx"]
+    name: str
+
+    @property
+    def described(self) -> str:
+        """Its name, saying where it is: ``RandomForestClassifier (in memory)``."""
+        return f"{self.name} (in memory)"
+
+
+@dataclass(frozen=True)
+class InMemoryTarget:
+    """A model under audit given as Python objects (``weakspot.audit``), not in params.yaml: what a method may ask
+    of it and what the report says of it, as :class:`TargetParams` answers both for a target in params.yaml.
+
+    It names no source and no factory: its data and model are the objects given, and there is nothing to parse,
+    load or retrain from.
+
+    Parameters
+    ----------
+    modality : {"image", "tabular"}
+        What the data are.
+    model : InMemoryModel
+        The model's kind and name.
+    has_train : bool
+        The rows the model was trained on are given.
+    data : str
+        The data in words, for the report ("2500 test rows given to weakspot.audit").
+    train : TrainParams
+        Training settings for a method that trains a model like it (intrinsic robustness's defended models).
+    methods : list of str, optional
+        Only these methods (default: every method that fits).
+
+    Examples
+    --------
+    >>> t = InMemoryTarget("tabular", InMemoryModel("sklearn", "RandomForestClassifier"), False, "2500 test rows")
+    >>> t.white_box, t.model_label
+    (False, 'sklearn RandomForestClassifier (in memory)')
+    """
+
+    modality: Literal["image", "tabular"]
+    model: InMemoryModel
+    has_train: bool
+    data: str
+    train: TrainParams = field(default_factory=TrainParams)
+    methods: Optional[List[str]] = None
+
+    @property
+    def white_box(self) -> bool:
+        """Gradients are available: the model is a torch module."""
+        return self.model.kind == "torch"
+
+    @property
+    def renderable(self) -> bool:
+        """Never: no scene renders the classes of a model given in process."""
+        return False
+
+    @property
+    def trains(self) -> bool:
+        """Never: the model given is the model audited; weakspot does not retrain it."""
+        return False
+
+    @property
+    def described(self) -> str:
+        """Its data and model, for the report's prose."""
+        return f"Data {self.data}; model {self.model.kind} {self.model.described}"
+
+    @property
+    def model_label(self) -> str:
+        """Its model in the report's table of targets."""
+        return f"{self.model.kind} {self.model.described}"
+
+
+#: what a method may ask of a target (``Method.misfit``) and the report says of it: one in params.yaml, or in memory
+TargetDescription = Union[TargetParams, InMemoryTarget]
 
 
 def builtin_archs() -> List[str]:

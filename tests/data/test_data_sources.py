@@ -126,13 +126,14 @@ def test_missing_label_column_names_column_and_available(tmp_path):
         load_source(f"csv:{tmp_path / 't.csv'}")
 
 
-def test_nan_cell_names_column_and_row_count(tmp_path):
-    df = _table()
-    df.loc[[2, 5], "b"] = np.nan
+def test_infinite_cell_names_column_and_row_count(tmp_path):
+    df = _table().astype({"b": float})
+    df.loc[[2, 5], "b"] = np.inf
+    df.loc[3, "a"] = np.nan  # a missing value is kept (tests/data/test_data_missing.py)
     df.to_csv(tmp_path / "t.csv", index=False)
     with pytest.raises(DataError) as err:
         load_source(f"csv:{tmp_path / 't.csv'}", label="target")
-    assert "'b' (2 rows)" in str(err.value) and "'a'" not in str(err.value)
+    assert "'b' (2 rows)" in str(err.value) and "'a'" not in str(err.value) and "infinite" in str(err.value)
 
 
 def test_text_columns_become_categories(tmp_path):
@@ -149,12 +150,21 @@ def test_text_columns_become_categories(tmp_path):
     assert back.categories == ds.categories and back.subset([0, 1]).categories == ds.categories
 
 
-def test_empty_category_cell_is_named(tmp_path):
+def test_empty_category_cell_is_a_missing_value(tmp_path):
     df = _table()
     df["colour"] = "red"
     df.loc[3, "colour"] = None
     df.to_csv(tmp_path / "t.csv", index=False)
-    with pytest.raises(DataError, match="'colour' .* 1 empty cells"):
+    ds = load_source(f"csv:{tmp_path / 't.csv'}", label="target")
+    col = ds.X[:, ds.feature_names.index("colour")]
+    assert ds.categories == {"colour": ["red"]} and np.isnan(col[3]) and (np.delete(col, 3) == 0).all()
+
+
+def test_empty_label_cell_is_named(tmp_path):
+    df = _table()
+    df.loc[[1, 4], "target"] = None
+    df.to_csv(tmp_path / "t.csv", index=False)
+    with pytest.raises(DataError, match="label column 'target' .* 2 empty rows; a label cannot be missing"):
         load_source(f"csv:{tmp_path / 't.csv'}", label="target")
 
 

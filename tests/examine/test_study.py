@@ -94,3 +94,53 @@ def test_bad_input_is_named(world):
         run_study(r, space, images, meta, off, device="cpu")
     with pytest.raises(DataError, match=r"missing column\(s\) \['view_elevation'\]"):
         run_study(r, space, images, meta.drop(columns=["view_elevation"]), params, device="cpu")
+
+
+def test_the_study_runs_as_the_shared_stage_the_method_declares(world, monkeypatch):
+    """run -> report -> figures as the generic shared stage calls them: the renderer the scene settings make, the
+    full model the target named by ``study.full_model`` gives, its classes through the target's class_map."""
+    from types import SimpleNamespace
+
+    import weakspot.scene.renderer as renderer_module
+    from weakspot import methods
+    from weakspot.examine.fake import FakeRenderer
+    from weakspot.runtime import Runtime
+
+    space, _, images, meta, _, clf = world
+    made = []
+
+    def fake_renderer_for(settings, device="auto"):
+        made.append((settings.resolution, device))
+        return FakeRenderer(classes=CLASSES, resolution=24)
+
+    monkeypatch.setattr(renderer_module, "renderer_for", fake_renderer_for)
+    stage = methods.get("examine").stage.shared_stage("examine_study")
+    assert stage.key == "study" and stage.scene and stage.model_key == "full_model"
+    p = tiny_params(
+        study=dict(
+            epochs=1,
+            m_study=dict(enabled=False),
+            artificial_weakness=dict(enabled=False),
+            order_check=False,
+            strength=True,
+            strength_examiner="bo",
+            T=5,
+        ),
+        T=3,
+        checkpoints=[0, 3],
+        classes=["disc", "cross"],
+    )
+    full = methods.AuditTarget(
+        name="scenes",
+        model=clf,
+        classes=[f"my_{c}" for c in CLASSES],
+        test=None,
+        params=SimpleNamespace(class_map={f"my_{c}": c for c in CLASSES}),
+    )
+    scene = methods.SceneData(images=images, table=meta, settings={"resolution": 24})
+    inputs = methods.SharedInputs(scene=scene, target=full)
+    out = methods.run_shared("examine", "examine_study", inputs, p, Runtime(device="cpu"))
+    assert made == [(24, "cpu")]
+    assert set(out.metrics) == {"strength"} and len(out.tables["strength"]) == 2
+    with pytest.raises(DataError, match="needs the rendered scene data set"):
+        methods.run_shared("examine", "examine_study", methods.SharedInputs(target=full), p, Runtime(device="cpu"))

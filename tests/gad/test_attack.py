@@ -59,8 +59,8 @@ def test_attack_batches_black_box_calls_over_unflipped_rows():
 
 def test_bad_input():
     w = np.array([1.0, 1.0])
-    with pytest.raises(DataError, match="NaN"):
-        gad_attack(black_box(LinearLogistic(w)), LinearPseudo(w), np.array([[np.nan, 0.0]]), device="cpu")
+    with pytest.raises(DataError, match="infinite"):  # a missing value (NaN) is kept: tests/gad/test_missing_values.py
+        gad_attack(black_box(LinearLogistic(w)), LinearPseudo(w), np.array([[np.inf, 0.0]]), device="cpu")
     bad = CallableClassifier(lambda x: np.ones((len(x), 3)) / 3, n_classes=2)
     with pytest.raises(ModelError, match=r"shape \(2, 3\), expected"):
         gad_attack(bad, LinearPseudo(w), np.zeros((2, 2)), device="cpu")

@@ -29,9 +29,9 @@ def test_pseudo_model_learns_a_logistic_black_box_and_is_deterministic():
     np.testing.assert_array_equal(e1.confidence(X), e2.confidence(X))
 
 
-def test_nan_in_evaluation_data_is_rejected():
-    X = np.array([[0.0, 1.0], [np.nan, 2.0], [1.0, 0.0]])
-    with pytest.raises(DataError, match="NaN"):
+def test_infinity_in_evaluation_data_is_rejected_a_missing_value_is_not():
+    X = np.array([[0.0, 1.0], [np.inf, 2.0], [1.0, 0.0]])
+    with pytest.raises(DataError, match="infinite"):
         extract_pseudo_model(black_box(LinearLogistic([1.0, 1.0])), X, n_points=100, epochs=1, device="cpu")
 
 

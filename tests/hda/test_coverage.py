@@ -308,3 +308,22 @@ def test_coverage_of_another_module_rejected():
     net, other = _planted_mlp(), _planted_mlp()
     with NeuronCoverage(other, _planted_ref()) as cov, pytest.raises(ConfigError, match="module"):
         coverage_fuzz(net, _planted_seeds(), None, 1, 0.1, coverage=cov)
+
+
+def test_hookable_names_why_a_module_has_no_neurons_to_hook():
+    import warnings
+
+    from weakspot.hda.coverage import hookable
+    from weakspot.models.scripted import ScriptedModule
+
+    net = _conv_net().eval()
+    assert hookable(net) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch.jit is deprecated
+        scripted = [torch.jit.script(net), torch.jit.trace(net, torch.zeros(2, 1, 6, 6))]
+    for mod in (*scripted, ScriptedModule(scripted[0]), nn.Sequential(ScriptedModule(scripted[1]), nn.LogSoftmax(1))):
+        assert hookable(mod) == "the model's layers cannot be hooked (TorchScript)"
+        with pytest.raises(ConfigError, match=r"cannot be hooked \(TorchScript\)"):
+            NeuronCoverage(mod, torch.rand(4, 1, 6, 6))
+    assert "no nn.ReLU submodule" in hookable(nn.Sequential(nn.Flatten(), nn.Linear(4, 2)))
+    assert "not a torch.nn.Module" in hookable(lambda x: x)

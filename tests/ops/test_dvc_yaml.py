@@ -27,12 +27,15 @@ def test_committed_dvc_yaml_is_what_params_generate():
 
 def _runtime_imports(cmd: str) -> set:
     """Project files loaded by importing a stage's flow in a fresh interpreter (and, for the generic method stage, the
-    method's entry points; for the report, every method's package, as the flows load them by name)."""
+    method's entry points; for a shared stage, its declared entry points; for the report, every method's package, as
+    the flows load them by name)."""
     parts = cmd.split()
     module, args = parts[2], parts[3:]
     code = f"import importlib; importlib.import_module({module!r}); from weakspot import methods; "
     if module == "flows.method":
         code += f"[importlib.import_module(m) for m in methods.get({args[0]!r}).modules()]; "
+    if module == "flows.shared":
+        code += f"[importlib.import_module(m) for m in methods.get({args[0]!r}).stage.shared_stage({args[1]!r}).modules()]; "
     if module == "flows.report":
         code += "methods.all_methods(); "
     code += (
@@ -57,13 +60,16 @@ def test_every_stage_depends_on_every_project_module_its_flow_imports():
     stages = _stages()
     checked = {}
     for name, st in stages.items():
-        key = " ".join(st["cmd"].split()[: 4 if "flows.method" in st["cmd"] else 3])  # a method stage: per method
+        # a method stage: per method; a shared stage: per stage
+        parts = {"flows.method": 4, "flows.shared": 5}.get(st["cmd"].split()[2], 3)
+        key = " ".join(st["cmd"].split()[:parts])
         if key not in checked:
             checked[key] = _runtime_imports(st["cmd"])
         missing = [f for f in sorted(checked[key]) if not _covered(f, st["deps"])]
         assert not missing, f"stage {name}: deps miss {missing}"
     assert {"python -m flows.prepare", "python -m flows.train", "python -m flows.report"} <= set(checked)
     assert any(k.startswith("python -m flows.method ") for k in checked)
+    assert any(k.startswith("python -m flows.shared ") for k in checked)
 
 
 def test_a_method_stage_depends_on_no_other_methods_code():

@@ -10,7 +10,7 @@ model only).
 """
 
 from weakspot.corner.config import CornerParams
-from weakspot.methods import Method, register_method
+from weakspot.methods import Method, StageSpec, register_method
 
 METHOD = register_method(
     Method(
@@ -24,10 +24,15 @@ METHOD = register_method(
         modalities=("image",),
         needs_train=True,
         white_box=True,
-        order=40,
+        stage=StageSpec(
+            order=40,
+            headline=(
+                "gate.holds",
+                "judge.corner.share",
+                "judge.random.share",
+                "yield_vs_random.lift",
+                "top_class_pairs",
+            ),
+        ),
     )
 )
-
-#: Its headline metrics in metrics/corner/<t>.json (tasks/headline.py; the rest in plots/corner/<t>/results.json),
-#: besides its section's key metrics.
-HEADLINE = ("gate.holds", "judge.corner.share", "judge.random.share", "yield_vs_random.lift", "top_class_pairs")

@@ -1,12 +1,13 @@
 """A table's text columns as categories: the texts of a column and their codes (one encoder for every reader).
 
-Caveats first: a text column's values are compared as strings (``str(value)``); an empty cell is an error that names
-the column, never a category of its own, because the user's model may treat missing values its own way.
+Caveats first: a text column's values are compared as strings (``str(value)``); an empty cell (NaN, ``None``,
+``pd.NA``) is a missing value, never a category of its own: its code is NaN, and the user's model gets it back as NaN
+and treats it its own way (:mod:`weakspot.data.missing`).
 
 >>> import pandas as pd
->>> col = pd.Series(["red", "blue", "red"], name="colour")
+>>> col = pd.Series(["red", "blue", None, "red"], name="colour")
 >>> texts_of(col, where="t.csv"), encode(col, ["blue", "red"]).tolist()
-(['blue', 'red'], [1.0, 0.0, 1.0])
+(['blue', 'red'], [1.0, 0.0, nan, 1.0])
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from __future__ import annotations
 from typing import Any, List, Sequence
 
 import numpy as np
-
-from weakspot.errors import DataError
 
 
 def is_text(col: Any) -> bool:
@@ -26,16 +25,13 @@ def is_text(col: Any) -> bool:
 
 
 def texts_of(col: Any, *, where: str) -> List[str]:
-    """The sorted distinct texts of a column (a ``DataError`` naming it and ``where`` for an empty cell)."""
-    if col.isna().any():
-        raise DataError(
-            f"{where}: categorical column {str(col.name)!r} has {int(col.isna().sum())} empty cells; "
-            "fill them (e.g. with 'missing') first"
-        )
-    return sorted(set(col.astype(str).tolist()))
+    """The sorted distinct texts of a column's observed cells (an empty cell is a missing value, not a text).
+    ``where`` says where the column was read (kept for the callers' messages)."""
+    return sorted(set(col[~col.isna()].astype(str).tolist()))
 
 
 def encode(col: Any, texts: Sequence[str]) -> np.ndarray:
-    """The column's codes (float64) into ``texts``, which must hold every text of it."""
+    """The column's codes (float64) into ``texts``, which must hold every text of it; NaN where a cell is empty."""
     lookup = {t: float(i) for i, t in enumerate(texts)}
-    return np.array([lookup[t] for t in col.astype(str).tolist()], dtype=np.float64)
+    empty = col.isna().to_numpy()
+    return np.array([np.nan if e else lookup[t] for t, e in zip(col.astype(str).tolist(), empty)], dtype=np.float64)

@@ -3,7 +3,8 @@
 Caveats first: ``X`` is always float32 and ``y`` always int64 codes ``0..k-1`` into ``classes``; images are
 ``(n, C, H, W)`` scaled to [0, 1]; tabular data is ``(n, d)`` in its own units (nothing is standardised here).
 A text (categorical) column of a table is held as its integer code ``0..m-1`` into ``categories[column]``; the
-user's own model gets the text back (:mod:`weakspot.models.table`). The constructor checks this and raises
+user's own model gets the text back (:mod:`weakspot.models.table`). A table's missing value is NaN (in a text column,
+in place of the code), kept as it is (:mod:`weakspot.data.missing`). The constructor checks this and raises
 :class:`~weakspot.errors.DataError` naming the field that is wrong.
 """
 
@@ -101,6 +102,7 @@ class Dataset:
             if col not in names:
                 raise DataError(f"Dataset.categories names column {col!r}, which is not a feature ({names[:10]})")
             codes = self.X[:, names.index(col)]
+            codes = codes[~np.isnan(codes)]  # a missing value's code is NaN
             if len(codes) and (np.any(np.mod(codes, 1) != 0) or codes.min() < 0 or codes.max() >= len(vals)):
                 raise DataError(
                     f"Dataset column {col!r} is categorical with {len(vals)} categories; it must hold "

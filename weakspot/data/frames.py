@@ -1,7 +1,8 @@
 """Datasets as DataFrames and Parquet files (the ``prepare`` stage's artifacts).
 
 Caveats first: images are flattened into float32 columns ``px_0 .. px_{C*H*W-1}`` (C-order of ``(C, H, W)``);
-tabular data keeps its feature names (a categorical column as its codes, the categories in the metadata). Either
+tabular data keeps its feature names (a categorical column as its codes, the categories in the metadata; a missing
+value as NaN, which Parquet keeps). Either
 way the integer class code is the column ``label``. Class names, image shape, feature names and provenance travel in the frame's ``attrs["weakspot"]`` (a JSON string), which
 pandas writes into the Parquet schema metadata (key ``PANDAS_ATTRS``) and restores on reading. A frame without
 that metadata is read as tabular data whose classes are the sorted distinct labels.
@@ -17,6 +18,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from weakspot.data.dataset import Dataset
+from weakspot.data.missing import check_image_values, check_table_values
 from weakspot.errors import DataError
 from weakspot.io import _json_default
 
@@ -109,11 +111,12 @@ def from_frame(df: "Any") -> Dataset:
             if missing:
                 raise DataError(f"feature column(s) {missing} named in the metadata are missing from the frame")
             features = wanted
-        X = df[features].to_numpy(dtype=np.float32)
+        X = df[features].to_numpy(dtype=np.float32, na_value=np.nan)
         feature_names = [str(c) for c in features]
-    if not np.all(np.isfinite(X)):
-        bad = ~np.isfinite(X.reshape(len(df), -1))
-        raise DataError(f"the frame holds {int(bad.any(axis=1).sum())} rows with NaN or infinite features")
+    if feature_names is None:
+        check_image_values(X, where="the frame")
+    else:
+        check_table_values(X, feature_names, where="the frame")  # a missing value (NaN) is kept
     y = df[LABEL].to_numpy()
     if meta is not None:
         classes = list(meta["classes"])

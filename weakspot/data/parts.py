@@ -96,7 +96,8 @@ def _merged_categories(parts: Dict[str, Dataset]) -> Tuple[Dict[str, List[str]],
             assert ds.feature_names is not None  # categorical columns exist only in tables
             j = ds.feature_names.index(c)
             new = np.array([merged[c].index(v) for v in ds.categories[c]], dtype=np.float32)
-            X[:, j] = new[X[:, j].astype(np.int64)] if len(X) else X[:, j]
+            seen = ~np.isnan(X[:, j])  # a missing value stays NaN
+            X[seen, j] = new[X[seen, j].astype(np.int64)]
         return X
 
     return merged, recode

@@ -118,7 +118,8 @@ def prepare_target_data(
     (Dataset, {"train", "val", "test"} (and "unlabelled" when given) -> index arrays, info)
         ``info`` says how the split was made: ``kind`` (stratified, biased, scene, official, named, evaluation),
         the class of interest's code, the bias rules with their cuts, ``log_mae`` (GAD's LOESS target), what each
-        split is (``parts``), rows left out of the evaluation as training inputs (``dropped``) and a description.
+        split is (``parts``), rows left out of the evaluation as training inputs (``dropped``), a table's share of
+        missing values per column that has any (``missing``, over all its rows) and a description.
     """
     from weakspot.data.parts import EMPTY, check_parts, concat_parts, model_splits
     from weakspot.data.sources import load_source
@@ -218,4 +219,10 @@ def prepare_target_data(
     info["class_of_interest_name"] = ds.classes[coi]
     check_parts(splits, trains=trains, what=p.described)
     info["counts"] = {k: int(len(v)) for k, v in splits.items()}
+    if ds.feature_names is not None and not ds.is_image:
+        from weakspot.data.missing import missing_shares
+
+        shares = missing_shares(ds.X, ds.feature_names)
+        if shares:  # kept as they are: the report's data section says how many
+            info["missing"] = {c: round(v, 6) for c, v in shares.items()}
     return ds, splits, info

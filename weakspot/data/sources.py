@@ -4,9 +4,10 @@ Caveats first:
 
 - Nothing is ever downloaded. ``torchvision:`` sources read an existing local copy (``download=False``) and raise a
   :class:`~weakspot.errors.DataError` naming the folder they expected when it is absent.
-- ``csv:``/``parquet:`` sources need a named label column; every other column is numeric (free of NaN/inf) or text,
-  which becomes a categorical column (codes into its sorted distinct values; an empty cell is an error).
-  Labels may be numbers or strings; the class codes follow the sorted order of the distinct label values.
+- ``csv:``/``parquet:`` sources need a named label column; every other column is numeric or text, which becomes a
+  categorical column (codes into its sorted distinct values). An empty cell is a missing value, kept as NaN and given
+  to the model as it is (:mod:`weakspot.data.missing`); an infinite value, or an empty label, is an error naming
+  the column. Labels may be numbers or strings; the class codes follow the sorted order of the distinct label values.
 - The shipped KEEL files are checked against their published sha256 (data/external/keel/README.md); a changed file
   is an error, because the audit's numbers would silently change with it.
 
@@ -33,6 +34,7 @@ import numpy as np
 from weakspot.data.categories import encode, is_text, texts_of
 from weakspot.data.dataset import Dataset
 from weakspot.data.image_sources import load_imagefolder, load_npz, source_path
+from weakspot.data.missing import check_table_values
 from weakspot.errors import ConfigError, DataError
 from weakspot.hashing import sha256_file  # noqa: F401  (weakspot.data.sha256_file)
 from weakspot.registry import Registry
@@ -99,7 +101,7 @@ def load_source(
     ConfigError
         Unknown kind (the message lists the valid ones) or a missing required argument.
     DataError
-        Missing file, missing label column, non-numeric or NaN feature cells, absent torchvision files.
+        Missing file, missing label column, an empty label or an infinite feature cell, absent torchvision files.
 
     Examples
     --------
@@ -269,8 +271,8 @@ def _load_sklearn(arg: str, *, label: Optional[str] = None, root: Optional[PathL
 
 
 def _table_to_dataset(df: "Any", *, label: Optional[str], spec: str, path: Path, sha: str) -> Dataset:
-    """A DataFrame with a label column and feature columns -> Dataset (NaN/inf are errors; a text column becomes a
-    categorical one, :mod:`weakspot.data.categories`)."""
+    """A DataFrame with a label column and feature columns -> Dataset (a missing value stays NaN, an infinite one is an
+    error; a text column becomes a categorical one, :mod:`weakspot.data.categories`)."""
     import pandas as pd
 
     columns = [str(c) for c in df.columns]
@@ -286,15 +288,14 @@ def _table_to_dataset(df: "Any", *, label: Optional[str], spec: str, path: Path,
     categories = {c: texts_of(df[c], where=f"{spec}: {path}") for c in features if is_text(df[c])}
     for c, texts in categories.items():
         df[c] = encode(df[c], texts)
-    X = df[features].to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(X)
-    if bad.any():
-        per_col = bad.sum(axis=0)
-        which = ", ".join(f"{c!r} ({int(n)} rows)" for c, n in zip(features, per_col) if n)
-        raise DataError(f"{spec}: NaN or infinite values in {path}, column(s) {which}; clean or impute them first")
+    X = df[features].to_numpy(dtype=np.float64, na_value=np.nan)  # a nullable column's pd.NA as NaN
+    check_table_values(X, features, where=f"{spec}: {path}")
     lab = df[label]
     if lab.isna().any():
-        raise DataError(f"{spec}: label column {label!r} in {path} has {int(lab.isna().sum())} empty rows")
+        raise DataError(
+            f"{spec}: label column {label!r} in {path} has {int(lab.isna().sum())} empty rows; "
+            "a label cannot be missing (drop those rows, or give them as data.unlabelled)"
+        )
     values = lab.to_numpy()
     if pd.api.types.is_float_dtype(lab) and np.all(np.mod(values, 1) == 0):
         values = values.astype(np.int64)

@@ -1,4 +1,4 @@
-"""The report section of a target's data: where they came from and how they were split."""
+"""The report section of a target's data: where they came from, how they were split and what is missing."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any, Dict
 import numpy as np
 
 from weakspot.data.dataset import Dataset
+from weakspot.data.missing import describe_missing, missing_shares
 from weakspot.result import StageResult
 
 
@@ -70,10 +71,48 @@ def data_section(
         summary.append(f"Bias rules: {rules or 'none'}. Class of interest (GAD): {info['class_of_interest_name']}.")
     if ds.provenance.get("description"):
         summary.append(str(ds.provenance["description"]))
+    tables = {"class_counts": table}
+    items = [{"table": "class_counts", "caption": f"Samples per class and split ({target})."}]
+    missing = missing_table(ds, splits)
+    if missing is not None:
+        shares = missing_shares(ds.X, ds.feature_names or [])
+        summary.append(
+            f"Missing values, kept as they are and given to the model as it was fitted on them (NaN; never "
+            f"imputed): {describe_missing(shares)}. Weak segments name a column's missingness as a condition of its "
+            "own ('<column> is missing'), and a condition on a column's value holds only where the value is "
+            "observed; GAD keeps a missing cell missing in its design and its attack, and measures a row's "
+            "adversarial distance over its observed columns."
+        )
+        tables["missing_values"] = missing
+        items.append(
+            {
+                "table": "missing_values",
+                "caption": f"Share of rows with a missing value, per column and split ({target}).",
+            }
+        )
     return StageResult(
         metrics={f"n_{k}": v for k, v in counts.items()} | {"n_classes": ds.n_classes},
-        tables={"class_counts": table},
+        tables=tables,
         title=f"Data of {target}",
         summary=summary,
-        items=[{"table": "class_counts", "caption": f"Samples per class and split ({target})."}],
+        items=items,
     )
+
+
+def missing_table(ds: Dataset, splits: Dict[str, np.ndarray]) -> Any:
+    """The share of rows with a missing value per split (columns) of each column that has any (rows), or None for
+    images and tables with no missing value."""
+    import pandas as pd
+
+    if ds.is_image or not ds.feature_names:
+        return None
+    shares = missing_shares(ds.X, ds.feature_names)
+    if not shares:
+        return None
+    cols = [ds.feature_names.index(c) for c in shares]
+    out = pd.DataFrame({"column": list(shares)})
+    for name in ("train", "val", "test", "unlabelled"):
+        rows = splits.get(name)
+        if rows is not None and len(rows):
+            out[name] = np.isnan(ds.X[np.asarray(rows)][:, cols]).mean(axis=0).round(4)
+    return out

@@ -2,7 +2,8 @@
 
 Caveats first: the rows must have the labelled data's feature columns (by name; others, the label column among them,
 are left out and said so). A categorical column's texts are coded as in the labelled data; a text the labelled data
-never had gets a new code after theirs (the user's model decides what it makes of it). The rows carry no label: in
+never had gets a new code after theirs (the user's model decides what it makes of it); an empty cell is a missing
+value, kept as NaN as in the labelled data. The rows carry no label: in
 the prepared data their label column holds the placeholder 0, which no method reads.
 """
 
@@ -13,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from weakspot.data.categories import encode, is_text, texts_of
+from weakspot.data.missing import check_table_values
 from weakspot.data.dataset import Dataset
 from weakspot.errors import DataError
 from weakspot.hashing import sha256_file
@@ -27,7 +29,7 @@ def load_unlabelled(
     Raises
     ------
     DataError
-        A missing file or feature column, an empty, NaN or infinite cell, no rows.
+        A missing file or feature column, an infinite cell, no rows (an empty cell is a missing value, kept as NaN).
     """
     from weakspot.data.sources import read_table
 
@@ -51,12 +53,9 @@ def load_unlabelled(
             X[:, j] = encode(col, cats[c])
         elif is_text(col):
             raise DataError(f"data.unlabelled {spec}: column {c!r} holds text, but it is numeric in the labelled data")
-        elif col.isna().any():
-            raise DataError(f"data.unlabelled {spec}: column {c!r} has {int(col.isna().sum())} empty cells")
-        else:
-            X[:, j] = col.to_numpy(np.float64)
-    if not np.isfinite(X).all():
-        raise DataError(f"data.unlabelled {spec}: {int((~np.isfinite(X)).any(axis=1).sum())} rows hold infinite values")
+        else:  # an empty cell is a missing value, kept as NaN
+            X[:, j] = col.to_numpy(np.float64, na_value=np.nan)
+    check_table_values(X, names, where=f"data.unlabelled {spec}")
     new = {c: cats[c][len(like.categories[c]) :] for c in cats if len(cats[c]) > len(like.categories[c])}
     desc = f"unlabelled: {path.name}, {len(df)} rows without labels"
     if ignored:

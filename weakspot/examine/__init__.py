@@ -3,9 +3,10 @@ AAAI 2020): examiners (random, BO, RL) search the rendering conditions under whi
 
 Caveats first: the examination (:mod:`weakspot.examine.run`) renders scenes and queries ``predict_proba`` only; the
 paper's experiments that train models of their own (training-set size, planted weakness, factor order, strength
-mode) are one shared stage, ``examine_study`` (:func:`weakspot.examine.study.run_study`, its report and figures in
-:mod:`weakspot.examine.study_report` and :mod:`weakspot.examine.study_figures`). Importing this package registers the
-method (and loads its params model only).
+mode) are one shared stage, ``examine_study`` (declared in the registration below, a
+:class:`weakspot.methods.SharedStage`: :func:`weakspot.examine.study.run`, its report and figures in
+:mod:`weakspot.examine.study_report` and :mod:`weakspot.examine.study_figures`), run when ``examine.study.enabled``.
+Importing this package registers the method (and loads its params model only).
 
 The package, one job a module: ``config`` (params), ``examiners`` (random, BO, RL), ``inputs`` (checks, the examined
 instances), ``sessions`` (the examination engine), ``run`` (a target's examination), ``report`` and ``figures``
@@ -14,7 +15,7 @@ instances), ``sessions`` (the examination engine), ``run`` (a target's examinati
 """
 
 from weakspot.examine.config import ExamineParams
-from weakspot.methods import Method, register_method
+from weakspot.methods import Method, SharedStage, StageSpec, register_method
 
 METHOD = register_method(
     Method(
@@ -27,22 +28,41 @@ METHOD = register_method(
         figures="weakspot.examine.figures:figures",
         modalities=("image",),
         scene=True,
-        order=20,
-        target_keys=("class_map",),
-        skip_keys=("study",),
+        stage=StageSpec(
+            order=20,
+            target_keys=("class_map",),
+            skip_keys=("study",),
+            plots=(("curve", "iteration", ("params:examiners", "T0")),),
+            headline=(
+                "bo.T*",
+                "classes_t0_below_half",
+                "regions.proposed",
+                "regions.confirmed",
+                "repeats.*.mean",
+                "repeats.bo.checkpoint",
+            ),
+            shared=(
+                # the study trains models of its own on the rendered scenes: it reads every examine key but the
+                # examination's budget (a target's stage reads every key but the study)
+                SharedStage(
+                    "examine_study",
+                    key="study",
+                    run="weakspot.examine.study:run",
+                    report="weakspot.examine.study_report:study_report",
+                    figures="weakspot.examine.study_figures:study_figures",
+                    skip_keys=("T", "checkpoints"),
+                    scene=True,
+                    model_key="full_model",
+                    target_keys=("class_map",),
+                    order=21,
+                    headline=(
+                        "strength.*",
+                        "artificial_weakness.chance",
+                        "artificial_weakness.regions.*",
+                        "order_check.max_abs_diff",
+                    ),
+                ),
+            ),
+        ),
     )
-)
-
-#: Tables of its section that are curves, declared in dvc.yaml's plots by ops/pipeline.py: (table, x, y columns;
-#: "params:<key>" = the columns its section's key lists).
-PLOTS = (("curve", "iteration", ("params:examiners", "T0")),)
-
-#: Its headline metrics in metrics/examine/<t>.json (tasks/headline.py; the rest in plots/examine/<t>/results.json).
-HEADLINE = (
-    "bo.T*",
-    "classes_t0_below_half",
-    "regions.proposed",
-    "regions.confirmed",
-    "repeats.*.mean",
-    "repeats.bo.checkpoint",
 )

@@ -122,6 +122,11 @@ class StudyParams(_Section):
     strength_examiner: ExaminerName = "rl"
     T: int = Field(500, ge=1)  # iterations of the order check and strength mode (Sec. 4.5-4.6: as Table 2's T = 500)
 
+    @property
+    def enabled(self) -> bool:
+        """Whether any experiment is on: the study's stage (``examine_study``) runs only then."""
+        return bool(self.m_study.enabled or self.artificial_weakness.enabled or self.order_check or self.strength)
+
     def learning_rate(self) -> float:
         """``lr``, or the paper's learning rate of ``arch`` (0.005 ResNet34, 0.001 AlexNet and small_cnn)."""
         from weakspot.models.archs import PAPER_LR

@@ -20,7 +20,7 @@ Reference: M. Shu, C. Liu, W. Qiu, A. Yuille, "Identifying Model Weakness with A
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from weakspot.examine.regions import find_regions
 from weakspot.examine.sessions import Session, make_sessions, render_scenes, run_sessions
 from weakspot.examine.study_models import train_study_models
 from weakspot.progress import Progress
+
+if TYPE_CHECKING:  # pragma: no cover
+    from weakspot.methods import SharedInputs
 
 
 @dataclass
@@ -189,10 +192,10 @@ def run_study(
 
     params = as_params(params)
     st = params.study
-    aw, ms = st.artificial_weakness, st.m_study
+    aw = st.artificial_weakness
     check_meta(images, meta, aw.factor if aw.enabled else None)
     check_space(space)
-    if not (aw.enabled or ms.enabled or st.order_check or st.strength):
+    if not st.enabled:
         raise ConfigError("study: every experiment is disabled (m_study, artificial_weakness, order_check, strength)")
     trained, rows = train_study_models(
         renderer, space, images, meta, params, device=device, progress=progress, full_model=full_model
@@ -218,3 +221,31 @@ def run_study(
             lambda r, scenes: render_scenes(r, scenes, params.render_chunk),
         )
     return StudyResult(sessions=sessions, models=pd.DataFrame(rows), space=space, regions=regions)
+
+
+def run(inputs: "SharedInputs", params: ExamineParams, runtime: Any) -> StudyResult:
+    """The entry point of the shared stage ``examine_study`` (:func:`weakspot.methods.run_shared`): the study on the
+    rendered scene data set it was given, with the model of the scene target ``study.full_model`` names (its classes
+    through that target's ``class_map``) as the full model when it names one."""
+    from weakspot.scene.config import SceneParams
+    from weakspot.scene.renderer import renderer_for
+
+    if inputs.scene is None:
+        raise DataError("the examiner study needs the rendered scene data set (run the render stage)")
+    sp = SceneParams.model_validate(inputs.scene.settings)
+    full = None
+    t = inputs.target
+    if t is not None:  # the audited scene target's model stands in for the study's full model
+        class_map = getattr(t.params, "class_map", None) or {}
+        full = (t.model, [class_map.get(c, c) for c in t.classes], t.name)
+    with renderer_for(sp, device=runtime.device) as renderer:
+        return run_study(
+            renderer,
+            sp.space(),
+            inputs.scene.images,
+            inputs.scene.table,
+            params,
+            device=runtime.device,
+            progress=runtime.progress,
+            full_model=full,
+        )

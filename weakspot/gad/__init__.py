@@ -12,7 +12,7 @@ Importing this package registers the method (and loads its params model only).
 """
 
 from weakspot.gad.config import GadParams
-from weakspot.methods import Method, register_method
+from weakspot.methods import Method, StageSpec, register_method
 
 METHOD = register_method(
     Method(
@@ -24,27 +24,24 @@ METHOD = register_method(
         report="weakspot.gad.report:report",
         figures="weakspot.gad.figures:figures",
         modalities=("tabular",),
-        order=10,
-        outputs=("to_label.parquet", "to_label.csv"),
+        stage=StageSpec(
+            order=10,
+            outputs=("to_label.parquet", "to_label.csv"),
+            plots=(("sdr_curve", "query", ("params:searches",)),),
+            headline=(
+                "*.sdr.gad",
+                "*.sdr.random",
+                "*.sdr.low_confidence",
+                "*.errors.gad",
+                "*.errors.random",
+                "*.budget",
+                "*.gad_reliable",
+                "*.pseudo_r2",
+                "*.gad_error_auc",
+                "*.confidence_error_auc",
+                "*.test_accuracy",
+                "!*.per_seed.*",
+            ),
+        ),
     )
-)
-
-#: Tables of its section that are curves, declared in dvc.yaml's plots by ops/pipeline.py: (table, x, y columns;
-#: "params:<key>" = the columns its section's key lists).
-PLOTS = (("sdr_curve", "query", ("params:searches",)),)
-
-#: Its headline metrics in metrics/gad/<t>.json (tasks/headline.py; the rest in plots/gad/<t>/results.json).
-HEADLINE = (
-    "*.sdr.gad",
-    "*.sdr.random",
-    "*.sdr.low_confidence",
-    "*.errors.gad",
-    "*.errors.random",
-    "*.budget",
-    "*.gad_reliable",
-    "*.pseudo_r2",
-    "*.gad_error_auc",
-    "*.confidence_error_auc",
-    "*.test_accuracy",
-    "!*.per_seed.*",
 )

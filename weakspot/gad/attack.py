@@ -13,7 +13,9 @@ Caveats first:
   ``refine_iters`` times (one black-box call each, over all flipped instances at once); the returned point is always
   on the flipped side.
 * Columns in ``fixed`` (a table's categorical columns, held as codes) never move: a category is not a quantity
-  one can step along, so the partner keeps the instance's categories.
+  one can step along, so the partner keeps the instance's categories. A missing value (NaN) never moves either: the
+  partner's cell stays missing, so the black box answers on it as on the instance, and the pseudo-model's gradient
+  there is zero (:mod:`weakspot.gad.extract`).
 * The loop stops at ``max_steps``; instances the black box never flips keep their last point, ``flipped`` is False for
   them and their distance is a lower bound (censored).
 """
@@ -86,8 +88,8 @@ def gad_attack(
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
         raise DataError(f"gad_attack: X must be (n, d), got shape {X.shape}")
-    if not np.isfinite(X).all():
-        raise DataError("gad_attack: X holds NaN/inf; impute or drop those rows first")
+    if np.isinf(X).any():
+        raise DataError("gad_attack: X holds infinite values (a missing value, NaN, is kept and never moves)")
     if step_size <= 0 or max_steps < 1:
         raise ConfigError(f"gad_attack: step_size={step_size} must be > 0 and max_steps={max_steps} >= 1")
     n, d = X.shape
@@ -111,7 +113,9 @@ def gad_attack(
         with single_thread(dev):
             xa = torch.as_tensor(x_adv[active], dtype=torch.float32, device=dev).requires_grad_(True)
             (grad,) = torch.autograd.grad(model.logit(xa).sum(), xa)
-        delta = -direction[active, None] * np.sign(grad.cpu().numpy().astype(np.float64)) * step_vec
+        g = np.nan_to_num(grad.cpu().numpy().astype(np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+        delta = -direction[active, None] * np.sign(g) * step_vec
+        delta[np.isnan(x_adv[active])] = 0.0  # a missing cell stays missing (NaN + 0)
         x_adv[active] += delta
         last_step[active] = delta
         now = black_box.predict_proba(x_adv[active]).argmax(axis=1) != pred0[active]
@@ -150,7 +154,8 @@ def attack_distances(
     progress: Optional[Progress] = None,
 ) -> "tuple[AttackResult, np.ndarray]":
     """:func:`gad_attack` on the rows ``X`` with ``params``' settings, the split's categorical columns held, and each
-    row's MAE to its partner over the columns that moved (Eq. 3 in units of ``scale``)."""
+    row's MAE to its partner over the columns that moved (Eq. 3 in units of ``scale``; over the row's observed ones
+    where some are missing)."""
     from weakspot.gad.distance import mae
 
     held = split.categorical

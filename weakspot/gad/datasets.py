@@ -7,7 +7,7 @@ Caveats first:
 * The biased splits themselves (rules, presets, the random draws) live in :mod:`weakspot.data.bias`; the data in
   :mod:`weakspot.data.sources` (``keel:phoneme``: nasal 0 / oral 1; ``keel:yeast1``: negative 0 / positive = NUC 1;
   ``sklearn:breast_cancer``: malignant 0 / benign 1). This module only packs them into a :class:`Split`.
-* Features are float64 copies of the data set's float32 values.
+* Features are float64 copies of the data set's float32 values; a missing value is NaN (kept as the model takes it).
 
 Example
 -------
@@ -73,18 +73,25 @@ class Split:
 
     def one_hot(self, X: np.ndarray) -> np.ndarray:
         """``X`` with each categorical column replaced by one indicator per category (what distance-based searches
-        compare: a code's size means nothing)."""
-        cols = [
-            X[:, [j]]
-            if c not in self.categories
-            else (X[:, [j]] == np.arange(len(self.categories[c]))[None, :]).astype(X.dtype)
-            for j, c in enumerate(self.feature_names)
-        ]
+        compare: a code's size means nothing); a column with missing values in ``X`` has them as its observed mean
+        (a category's indicators 0) and is followed by the indicator of its missingness."""
+        cols = []
+        for j, c in enumerate(self.feature_names):
+            x = X[:, [j]]
+            gone = np.isnan(x)
+            if c in self.categories:
+                cols.append((x == np.arange(len(self.categories[c]))[None, :]).astype(X.dtype))
+            else:
+                cols.append(np.where(gone, np.nanmean(x) if not gone.all() else 0.0, x) if gone.any() else x)
+            if gone.any():
+                cols.append(gone.astype(X.dtype))
         return np.hstack(cols) if cols else X
 
     def text_of(self, j: int, value: Any) -> Any:
-        """Column ``j``'s value as a person reads it: a category's text, else the number."""
+        """Column ``j``'s value as a person reads it: a category's text, else the number; None where missing."""
         name = self.feature_names[j]
+        if value is None or np.isnan(float(value)):
+            return None
         return self.categories[name][int(round(float(value)))] if name in self.categories else float(value)
 
     def class_name(self, code: Any) -> str:

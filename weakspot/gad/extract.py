@@ -11,6 +11,11 @@ Caveats first:
   ``data_fraction=0`` is Algorithm 1 as written. A categorical column (``fixed``) is never spread over a range: the
   hypercube's points take it from random evaluation rows and the jittered rows keep their own, so the black box is
   only asked about categories that exist (the network reads the code as a number, standardised like the rest). The pseudo-model is trusted only inside the box.
+* Missing values (NaN) are kept as the black box takes them: the box, the mean and the standard deviation are the
+  observed values'; a hypercube point takes its missing cells from the evaluation row it draws its categories from, a
+  jittered row keeps its own, so the black box is asked about the missingness patterns that exist. The network
+  reads a missing cell as the column's mean plus an indicator input per column with missing values (its gradient
+  there is zero: the attack never moves a missing cell, :mod:`weakspot.gad.attack`).
 * The network standardises its input with the evaluation data's mean and standard deviation, so features in any
   units reach it on one scale; gradients are still taken in the data's own units. Widths, optimiser and batch size
   are ours (the paper gives "5 dense layers", "20 epochs" and N = 50,000 only).
@@ -53,13 +58,16 @@ def latin_hypercube(lo: np.ndarray, hi: np.ndarray, n: int, *, seed: int = 0) ->
     return lo + unit * span
 
 
-def _make_network(d: int, hidden: int, mean: np.ndarray, std: np.ndarray):
+def _make_network(d: int, hidden: int, mean: np.ndarray, std: np.ndarray, gaps: Sequence[int] = ()):
     import torch
     from torch import nn
 
+    gaps = [int(j) for j in gaps]
+
     class PseudoModel(nn.Module):
         """Five dense layers (Sec. V-A) mapping raw features, standardised inside, to the logit of the
-        class-of-interest confidence."""
+        class-of-interest confidence; a missing value (NaN) of a column in ``gaps`` is read as the column's mean,
+        with that column's missingness as an input of its own."""
 
         mean: "torch.Tensor"  # buffers (register_buffer below)
         std: "torch.Tensor"
@@ -68,8 +76,9 @@ def _make_network(d: int, hidden: int, mean: np.ndarray, std: np.ndarray):
             super().__init__()
             self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32))
             self.register_buffer("std", torch.as_tensor(std, dtype=torch.float32))
+            self.gaps = gaps
             self.net = nn.Sequential(
-                nn.Linear(d, hidden),
+                nn.Linear(d + len(gaps), hidden),
                 nn.ReLU(),
                 nn.Linear(hidden, hidden),
                 nn.ReLU(),
@@ -81,7 +90,11 @@ def _make_network(d: int, hidden: int, mean: np.ndarray, std: np.ndarray):
             )
 
         def logit(self, x: "torch.Tensor") -> "torch.Tensor":
-            return self.net((x - self.mean) / self.std).squeeze(-1)
+            gone = torch.isnan(x)  # a missing cell reads as the mean (of any column: unlabelled rows too)
+            z = (torch.where(gone, self.mean, x) - self.mean) / self.std  # no gradient reaches a missing cell
+            if self.gaps:
+                z = torch.cat([z, gone[:, self.gaps].to(z.dtype)], dim=1)
+            return self.net(z).squeeze(-1)
 
         def forward(self, x: "torch.Tensor") -> "torch.Tensor":
             return torch.sigmoid(self.logit(x))
@@ -118,6 +131,20 @@ class Extraction:
                 .numpy()
                 .astype(np.float64)
             )
+
+
+def _observed_stats(X: np.ndarray) -> "tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]":
+    """Each column's min, max, mean and standard deviation over its observed (non-NaN) values; 0, 0, 0 and 1 for a
+    column with none."""
+    seen = ~np.isnan(X)
+    n = seen.sum(axis=0)
+    some = n > 0
+    filled = np.where(seen, X, 0.0)
+    mean = filled.sum(axis=0) / np.maximum(n, 1)
+    var = (np.where(seen, X - mean, 0.0) ** 2).sum(axis=0) / np.maximum(n, 1)
+    lo = np.where(some, np.where(seen, X, np.inf).min(axis=0), 0.0)
+    hi = np.where(some, np.where(seen, X, -np.inf).max(axis=0), 0.0)
+    return lo, hi, mean, np.where(some, np.sqrt(var), 1.0)
 
 
 def r2_score(y: np.ndarray, yhat: np.ndarray) -> float:
@@ -178,16 +205,19 @@ def extract_pseudo_model(
     X_eval = np.asarray(X_eval, dtype=np.float64)
     if X_eval.ndim != 2 or len(X_eval) < 2:
         raise DataError(f"extract_pseudo_model: X_eval must be (n>=2, d), got shape {X_eval.shape}")
-    if not np.isfinite(X_eval).all():
-        raise DataError("extract_pseudo_model: X_eval holds NaN/inf; impute or drop those rows first")
+    if np.isinf(X_eval).any():
+        raise DataError("extract_pseudo_model: X_eval holds infinite values (a missing value, NaN, is kept)")
     if not 0 <= data_fraction < 1 or jitter < 0:
         raise ConfigError(
             f"extract_pseudo_model: data_fraction = {data_fraction} must lie in [0, 1) and jitter = {jitter} be >= 0"
         )
     dev = resolve_device(device)
     fixed = [int(j) for j in fixed]
-    lo, hi = X_eval.min(axis=0), X_eval.max(axis=0)
-    mean, std = X_eval.mean(axis=0), X_eval.std(axis=0)
+    gone = np.isnan(X_eval)
+    gaps = [int(j) for j in np.flatnonzero(gone.any(axis=0))]
+    lo, hi, mean, std = (
+        _observed_stats(X_eval) if len(gaps) else (X_eval.min(0), X_eval.max(0), X_eval.mean(0), X_eval.std(0))
+    )
     std = np.where(std > 0, std, 1.0)
     n_data = int(round(data_fraction * n_points))
     design = latin_hypercube(lo, hi, n_points - n_data, seed=seed) if n_points > n_data else np.empty((0, len(lo)))
@@ -197,9 +227,11 @@ def extract_pseudo_model(
         near = rows + jr.normal(size=rows.shape) * std * jr.uniform(0.0, jitter, size=(n_data, 1))
         near[:, fixed] = rows[:, fixed]
         design = np.vstack([design, np.clip(near, lo, hi)])
-    if len(fixed) and n_points > n_data:
+    if (len(fixed) or len(gaps)) and n_points > n_data:
         fr = np.random.default_rng([seed, 2])
-        design[: n_points - n_data, fixed] = X_eval[fr.integers(len(X_eval), size=n_points - n_data)][:, fixed]
+        src = X_eval[fr.integers(len(X_eval), size=n_points - n_data)]
+        design[: n_points - n_data, fixed] = src[:, fixed]
+        design[: n_points - n_data][np.isnan(src)] = np.nan  # that row's missing cells too
     target = black_box.predict_proba(design)
     if not 0 <= class_index < target.shape[1]:
         raise ConfigError(f"class_index {class_index} out of range for {target.shape[1]} classes")
@@ -211,7 +243,7 @@ def extract_pseudo_model(
 
     with torch.random.fork_rng(devices=[]), single_thread(dev):
         torch.manual_seed(seed)
-        model = _make_network(X_eval.shape[1], hidden, mean, std).to(dev)
+        model = _make_network(X_eval.shape[1], hidden, mean, std, gaps).to(dev)
         gen = torch.Generator().manual_seed(seed)
         xt = torch.as_tensor(design[train], dtype=torch.float32, device=dev)
         yt = torch.as_tensor(target[train], dtype=torch.float32, device=dev)

@@ -31,8 +31,11 @@ def _feature_columns(names: List[str]) -> List[str]:
 def _example(split: Any, x: np.ndarray) -> str:
     """A row's feature values as a JSON object (7 significant digits: the data are float32; a category's text)."""
     values = [split.text_of(j, v) for j, v in enumerate(x)]
-    return json.dumps(
-        {str(c): v if isinstance(v, str) else float(f"{v:.7g}") for c, v in zip(split.feature_names, values)}
+    return json.dumps(  # a missing value as null
+        {
+            str(c): v if v is None or isinstance(v, str) else float(f"{v:.7g}")
+            for c, v in zip(split.feature_names, values)
+        }
     )
 
 
@@ -202,20 +205,29 @@ def _feature_range_spot(o: DatasetOutcome, ranked: np.ndarray, top: int) -> Dict
     truth = np.asarray(split.y_test)[ranked]
     wrong = ~np.asarray(o.test_correct)[ranked]
     k = min(int(top), n)
-    q_top = np.quantile(X[:k], [0.25, 0.75], axis=0)
-    q_all = np.quantile(X, [0.25, 0.75], axis=0)
+    gone = np.isnan(X)
+    q_top, q_all = _quartiles(X[:k]), _quartiles(X)
     iqr_top, iqr_all = q_top[1] - q_top[0], q_all[1] - q_all[0]
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(iqr_all > 0, iqr_top / iqr_all, np.inf)
+    ratio = np.where(np.isnan(ratio), np.inf, ratio)  # a column the top rows never observe: no range
     for j in split.categorical:  # a category: the top rows' commonest, its share of all rows over its share of the top
-        codes, counts = np.unique(X[:k, j], return_counts=True)
+        codes, counts = np.unique(X[:k, j][~gone[:k, j]], return_counts=True)
+        if not len(codes):
+            continue
         mode = codes[np.argmax(counts)]
         q_top[:, j] = mode
         ratio[j] = float((X[:, j] == mode).mean()) / (counts.max() / k)
+    # a column missing in most of the top rows: its missingness, its share of all rows over its share of the top
+    missing = [int(j) for j in np.flatnonzero(gone[:k].mean(axis=0) >= 0.5)]
+    for j in missing:
+        ratio[j] = float(gone[:, j].mean()) / float(gone[:k, j].mean())
     ranked_features = np.argsort(ratio, kind="stable")
     chosen = [j for j in ranked_features[:3] if ratio[j] < 0.5] or [int(ranked_features[0])]
     spot = "feature range: " + ", ".join(
-        f"{split.feature_names[j]} = {split.text_of(j, q_top[0, j])}"
+        f"{split.feature_names[j]} is missing"
+        if j in missing
+        else f"{split.feature_names[j]} = {split.text_of(j, q_top[0, j])}"
         if j in split.categorical
         else f"{split.feature_names[j]} in [{fmt(q_top[0, j], 4)}, {fmt(q_top[1, j], 4)}]"
         for j in chosen
@@ -226,8 +238,11 @@ def _feature_range_spot(o: DatasetOutcome, ranked: np.ndarray, top: int) -> Dict
     conc = ", ".join(
         f"{split.feature_names[j]} "
         + (
-            f"= {split.text_of(j, q_top[0, j])} in {float((X[:k, j] == q_top[0, j]).mean()):.0%} of the top rows and "
-            f"{float((X[:, j] == q_top[0, j]).mean()):.0%} of the eligible rows"
+            f"missing in {float(gone[:k, j].mean()):.0%} of the top rows and {float(gone[:, j].mean()):.0%} of the "
+            "eligible rows"
+            if j in missing
+            else f"= {split.text_of(j, q_top[0, j])} in {float((X[:k, j] == q_top[0, j]).mean()):.0%} of the top rows "
+            f"and {float((X[:, j] == q_top[0, j]).mean()):.0%} of the eligible rows"
             if j in split.categorical
             else f"IQR {ratio[j]:.0%} of the eligible rows'"
         )
@@ -235,8 +250,8 @@ def _feature_range_spot(o: DatasetOutcome, ranked: np.ndarray, top: int) -> Dict
     )
     # confirmed on the eligible rows the box was not drawn from (all but the top k) against the rest of them
     inside = np.ones(n, bool)
-    for j in chosen:
-        inside &= (X[:, j] >= q_top[0, j]) & (X[:, j] <= q_top[1, j])
+    for j in chosen:  # a range or a category holds only where the value is observed
+        inside &= gone[:, j] if j in missing else (X[:, j] >= q_top[0, j]) & (X[:, j] <= q_top[1, j])
     held = np.arange(n) >= k
     ev = on_masks(wrong[held], inside[held])
     return {
@@ -256,6 +271,18 @@ def _feature_range_spot(o: DatasetOutcome, ranked: np.ndarray, top: int) -> Dict
         "confidence": float(o.test_confidence[ranked][:k].mean()),
         "example": _example(split, X[0]),
     }
+
+
+def _quartiles(X: np.ndarray) -> np.ndarray:
+    """The 25th and 75th percentiles ``(2, d)`` of each column over its observed values (NaN where it has none)."""
+    if not np.isnan(X).any():
+        return np.quantile(X, [0.25, 0.75], axis=0)
+    out = np.full((2, X.shape[1]), np.nan)
+    for j in range(X.shape[1]):
+        x = X[:, j][~np.isnan(X[:, j])]
+        if len(x):
+            out[:, j] = np.quantile(x, [0.25, 0.75])
+    return out
 
 
 def _input_spots(o: DatasetOutcome, to_label: Any) -> List[Dict[str, Any]]:

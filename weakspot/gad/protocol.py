@@ -106,10 +106,13 @@ class DatasetOutcome:
 
 
 def _scale(X: np.ndarray, how: str) -> np.ndarray:
+    """Each feature's step unit: its range over the observed values (``range``; 1 where constant or never observed)
+    or 1 (``raw``)."""
     if how == "raw":
         return np.ones(X.shape[1])
-    span = X.max(axis=0) - X.min(axis=0)
-    return np.where(span > 0, span, 1.0)
+    seen = ~np.isnan(X)
+    span = np.where(seen, X, -np.inf).max(axis=0) - np.where(seen, X, np.inf).min(axis=0)
+    return np.where(seen.any(axis=0) & (span > 0), span, 1.0)
 
 
 def _predictions(clf: Any, split: Split, class_index: Any) -> Tuple[int, float, np.ndarray, np.ndarray, np.ndarray]:

@@ -14,6 +14,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
+from weakspot.data.missing import describe_missing, missing_shares
 from weakspot.gad.config import GadParams
 from weakspot.gad.findings import findings_of, unreliable_reason
 from weakspot.gad.protocol import DatasetOutcome
@@ -385,6 +386,15 @@ def _target_prose(name: str, runs: List[DatasetOutcome], mm: Dict[str, Any]) -> 
             else ""
         )
     ]
+    gone = missing_shares(o.split.X_test, o.split.feature_names)
+    if gone:
+        out.append(
+            f"Missing values on {name}'s test rows ({describe_missing(gone)}) are kept as the black box takes them: "
+            "the design keeps the missingness of the evaluation rows (a hypercube point takes it from the row it "
+            "draws its categories from), the attack never moves a missing cell (the adversarial partner keeps it "
+            "missing), and a row's adversarial distance averages over its observed columns; the baselines' features "
+            "read a missing value as the column's observed mean with an indicator of its missingness."
+        )
     if not reliable:
         bad = [r for r in runs if not r.gad_reliable]
         out.append(

@@ -92,7 +92,7 @@ def run(target: AuditTarget, params: GadParams, runtime: Any) -> List[DatasetOut
     fixed = bool(getattr(getattr(target.params, "data", None), "named_parts", None))  # the user's split
     seeds = params.seeds if trains and not fixed else [0]
     key = params.model_dump(mode="json", exclude={"seeds"})  # a seed's run is reused when the list grows
-    spec = target.params.model_dump(mode="json") if target.params is not None else None
+    spec = target.params.model_dump(mode="json") if trains else None  # a seed's split is prepared from params.yaml
     calls = [
         (
             (target if s == 0 else None, key, s),

@@ -12,7 +12,7 @@ package registers the method (and loads its params model only).
 """
 
 from weakspot.hda.config import HdaParams
-from weakspot.methods import Method, register_method
+from weakspot.methods import Method, StageSpec, register_method
 
 METHOD = register_method(
     Method(
@@ -25,22 +25,21 @@ METHOD = register_method(
         figures="weakspot.hda.figures:figures",
         modalities=("image",),
         needs_train=True,
-        order=45,
-        target_keys=("train",),
         reads=("intrinsic",),
-        repairs=True,
         finds="attack",
+        stage=StageSpec(
+            order=45,
+            target_keys=("train",),
+            repairs=True,
+            headline=(
+                "hda.ssim",
+                "hda.valid_ae_share",
+                "coverage.ae_prop",
+                "ooda.ae_prop",
+                "finetune.hda.pgd_robustness",
+                "finetune.none.pgd_robustness",
+                "n_seeds",
+            ),
+        ),
     )
-)
-
-#: Its headline metrics in metrics/hda/<t>.json (tasks/headline.py; the rest in plots/hda/<t>/results.json), besides
-#: its section's key metrics.
-HEADLINE = (
-    "hda.ssim",
-    "hda.valid_ae_share",
-    "coverage.ae_prop",
-    "ooda.ae_prop",
-    "finetune.hda.pgd_robustness",
-    "finetune.none.pgd_robustness",
-    "n_seeds",
 )

@@ -12,9 +12,12 @@ Caveats first:
   Neurons are the outputs of every ``nn.ReLU`` module (a conv layer's channel counts as one neuron, its activation
   the spatial mean, as DeepXplore does; a dense layer's unit is one neuron); a model without ``nn.ReLU`` modules
   is hooked at every ``nn.Linear`` / ``nn.Conv2d`` except the last (the logits). ReLUs applied functionally
-  (``F.relu``) are invisible to the hooks. Scaling per neuron over ``X_ref`` is DeepHunter's / DeepGauge's reading;
-  DeepXplore scales each layer per input instead. A neuron constant over ``X_ref`` (e.g. dead ReLUs) is not scaled
-  (its deviation from that constant is compared with ``threshold`` in raw units).
+  (``F.relu``) are invisible to the hooks, and so are the layers of a TorchScript module (``torch.jit.script`` /
+  ``trace``: its submodules are ``RecursiveScriptModule`` modules, whose forward hooks never fire): :func:`hookable`
+  says why a module has no neurons to hook, and HDA skips the coverage baseline for it. Scaling per neuron over
+  ``X_ref`` is DeepHunter's / DeepGauge's reading; DeepXplore scales each layer per input instead. A neuron constant
+  over ``X_ref`` (e.g. dead ReLUs) is not scaled (its deviation from that constant is compared with ``threshold`` in
+  raw units).
 * **Its known weakness.** Neuron coverage is easy to saturate: a handful of ordinary inputs cover most neurons,
   after which the fuzzer's guidance is gone and it degrades to random mutation. It is *not adversarially guided*:
   the labels are never looked at and nothing pushes a mutant towards a decision boundary, so few of the test cases
@@ -74,7 +77,7 @@ from weakspot.checks import check_clip, check_int, check_number
 from weakspot.errors import ConfigError, DataError, ModelError
 from weakspot.progress import Progress
 
-__all__ = ["NeuronCoverage", "FuzzResult", "coverage_fuzz"]
+__all__ = ["NeuronCoverage", "FuzzResult", "coverage_fuzz", "hookable"]
 
 
 def _as_float_tensor(name: str, x: Any) -> torch.Tensor:
@@ -94,6 +97,48 @@ def _as_float_tensor(name: str, x: Any) -> torch.Tensor:
     if not torch.isfinite(t).all():
         raise DataError(f"{name} holds NaN/inf values")
     return t
+
+
+NO_NEURONS = (
+    "the module has no nn.ReLU submodule and fewer than two nn.Linear/nn.Conv2d layers, so there are no hidden "
+    "neurons to hook (functional F.relu calls are not visible to hooks)"
+)
+TORCHSCRIPT = "the model's layers cannot be hooked (TorchScript)"
+
+
+def _hidden_layers(module: nn.Module) -> Sequence[Tuple[str, nn.Module]]:
+    """The submodules :class:`NeuronCoverage` hooks: every ``nn.ReLU``, else every ``nn.Linear`` / ``nn.Conv2d`` but
+    the last; empty when there are none (a TorchScript module's layers are never instances of these)."""
+    named: Sequence[Tuple[str, nn.Module]] = [(n, m) for n, m in module.named_modules() if isinstance(m, nn.ReLU)]
+    if not named:
+        lin = [(n, m) for n, m in module.named_modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
+        named = lin[:-1]
+    return named
+
+
+def _why_not_hookable(module: nn.Module) -> str:
+    if any(isinstance(m, torch.jit.ScriptModule) for m in module.modules()):
+        return TORCHSCRIPT
+    return NO_NEURONS
+
+
+def hookable(module: Any) -> Optional[str]:
+    """None when :class:`NeuronCoverage` can hook hidden neurons of ``module``, else why not (one phrase).
+
+    A TorchScript module (``torch.jit.script`` / ``trace``, wrapped or not) has no layer a forward hook fires on:
+    its submodules are ``RecursiveScriptModule`` modules that run inside the compiled program.
+
+    Examples
+    --------
+    >>> import torch.nn as nn
+    >>> hookable(nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 2))) is None
+    True
+    >>> hookable(torch.jit.script(nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 2))))
+    "the model's layers cannot be hooked (TorchScript)"
+    """
+    if not isinstance(module, nn.Module):
+        return f"the model is not a torch.nn.Module ({type(module).__name__})"
+    return None if _hidden_layers(module) else _why_not_hookable(module)
 
 
 class NeuronCoverage:
@@ -131,15 +176,9 @@ class NeuronCoverage:
         self.module = module
         X_ref = _as_float_tensor("NeuronCoverage: X_ref", X_ref)
 
-        named: Sequence[Tuple[str, nn.Module]] = [(n, m) for n, m in module.named_modules() if isinstance(m, nn.ReLU)]
+        named = _hidden_layers(module)
         if not named:
-            lin = [(n, m) for n, m in module.named_modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
-            named = lin[:-1]
-        if not named:
-            raise ConfigError(
-                "NeuronCoverage: module has no nn.ReLU submodule and fewer than two nn.Linear/nn.Conv2d layers, so "
-                "there are no hidden neurons to hook (functional F.relu calls are not visible to hooks)"
-            )
+            raise ConfigError(f"NeuronCoverage: {_why_not_hookable(module)}")
         self.layers: List[str] = [n or "<module>" for n, _ in named]
         self._buf: List[torch.Tensor] = []
         self._capturing = False

@@ -29,7 +29,9 @@ Caveats first:
   a validation pool drawn by density, which favours HDA's own fine-tuning; the accuracy on PGD's AEs around the
   same pool is measured too, which favours PGD's.
 * The white-box parts (gradient indicator, PGD, coverage, RQ3, RQ4) need ``bench.module``, a torch module answering
-  logits; on a black box they are skipped by the caller (:func:`weakspot.hda.run.audit`).
+  logits; on a black box they are skipped by the caller (:func:`weakspot.hda.run.audit`). Coverage-guided fuzzing
+  also needs hidden neurons a forward hook sees (:func:`weakspot.hda.coverage.hookable`): on a module without them (a
+  TorchScript model) it is skipped in RQ2 and RQ4 and the results say why (``skipped``); the rest runs.
 """
 
 from __future__ import annotations
@@ -94,6 +96,14 @@ class Bench:
         """``module``, for the white-box steps (their callers check :attr:`white`)."""
         assert self.module is not None, "a white-box step on a black-box model"
         return self.module
+
+    @property
+    def coverage_skip(self) -> Optional[str]:
+        """Why coverage-guided fuzzing cannot run on the white-box ``module`` (None: it can, or a black box, where
+        no white-box generator runs)."""
+        from weakspot.hda.coverage import hookable
+
+        return None if self.module is None else hookable(self.module)
 
     @property
     def batch(self) -> int:
@@ -366,7 +376,8 @@ def rq2_generators(bench: Bench, seeds: Seeds, X_train: np.ndarray, rng: np.rand
 
     p = bench.p
     cov = None
-    if bench.white:
+    skip = bench.coverage_skip
+    if bench.white and skip is None:
         ref_cov = X_train[rng.choice(len(X_train), min(1000, len(X_train)), replace=False)]
         cov = NeuronCoverage(
             bench.white_module, torch.as_tensor(ref_cov, device=bench.device), threshold=p.coverage.threshold
@@ -379,6 +390,8 @@ def rq2_generators(bench: Bench, seeds: Seeds, X_train: np.ndarray, rng: np.rand
         alloc[sname] = n_i
         Xs, ys = seeds.X[ids], seeds.y[ids]
         for mname in ("hda", "foda", "pgd", "coverage") if bench.white else ("hda", "foda"):
+            if mname == "coverage" and skip is not None:
+                continue
             res = results[(mname, sname)] = _generate(bench, mname, cov, Xs, ys, n_i)
             evals[(mname, sname)] = bench.evaluate(res, sname, Xs, ys)
             if mname == "pgd" and bench.validity is not None:
@@ -388,7 +401,7 @@ def rq2_generators(bench: Bench, seeds: Seeds, X_train: np.ndarray, rng: np.rand
     if cov is not None:
         cov_rate = float(cov.rate)
         cov.close()
-    return Generators(results, evals, alloc, cov_rate)
+    return Generators(results, evals, alloc, cov_rate, {"coverage": skip} if skip is not None else {})
 
 
 # ------------------------------------------------------------------------------------------------------------ RQ3
@@ -622,7 +635,12 @@ def rq4_finetune(bench: Bench, data: Splits, rng: np.random.Generator, n_classes
             "seeds": {mn: np.asarray(ids).tolist() for mn, ids in seeds.items()},
         },
     )
+    skip = bench.coverage_skip
+    if skip is not None and "coverage" in ft.methods:
+        out.skipped["coverage"] = skip
     for mname in ft.methods:
+        if mname in out.skipped:
+            continue
         ids = seeds[mname]
         res = _finetune_cases(bench, mname, Xv[ids], yv[ids], ldp[ids], X_train[sub[:1000]])
         X_ft = np.concatenate([X_train[sub], res.X_cases]).astype(np.float32)

@@ -14,6 +14,8 @@ Caveats first:
   (``SEVERITY``).
 * The repaired model is the HDA-fine-tuned copy of RQ4 (Table 9); on a black-box model, or with fine-tuning off,
   the repaired entry says why there is none.
+* A generator skipped on a white-box model (coverage-guided fuzzing where no layer can be hooked: TorchScript) has no
+  rows in Tables 6 and 9; ``metrics["skipped"]``, the settings table and the prose say why.
 """
 
 from __future__ import annotations
@@ -103,6 +105,19 @@ def finetune_metrics(result: HdaResult) -> Dict[str, Any]:
     return met
 
 
+def skipped_methods(result: HdaResult) -> Dict[str, str]:
+    """Generator -> why it did not run on this white-box model (RQ2's and RQ4's together; empty: all ran)."""
+    out = dict(result.generators.skipped)
+    if result.finetuning is not None:
+        out.update({k: v for k, v in result.finetuning.skipped.items() if k not in out})
+    return out
+
+
+def _skip_text(result: HdaResult) -> str:
+    """``"coverage-guided fuzzing: not run: <why>"`` for each skipped generator, joined by "; " ("" when none)."""
+    return "; ".join(f"{METHOD_TITLES.get(k, k)}: not run: {v}" for k, v in skipped_methods(result).items())
+
+
 def _n_aes(ft: Any) -> Dict[str, int]:
     """How many held-out AEs each of Table 9's robustness accuracies rests on."""
     return {"global_robustness": ft.validation.get("hda_aes", 0), "pgd_robustness": ft.validation.get("pgd_aes", 0)}
@@ -154,6 +169,9 @@ def _metrics_and_claims(result: HdaResult, p: HdaParams) -> Tuple[Dict[str, Any]
             m.setdefault("random_seeds", {})[mname] = entry
     if result.generators.coverage_rate is not None:
         m["neuron_coverage"] = rounded(result.generators.coverage_rate)
+    skipped = skipped_methods(result)
+    if skipped:
+        m["skipped"] = skipped
     m["fid_reference"] = dict(result.distribution.reference or {})
     val = result.distribution.validity
     if val is not None:  # Table 7's threshold: what "valid" meant
@@ -372,6 +390,16 @@ def _settings(p: HdaParams, result: HdaResult) -> Any:
                 "differs": p.coverage.iterations is not None,
             }
         )
+    for mname, why in skipped_methods(result).items():
+        rows.append(
+            {
+                "setting": METHOD_TITLES.get(mname, mname),
+                "ran": f"not run: {why}",
+                "paper": "run",
+                "where": "Tables 6, 9",
+                "differs": True,
+            }
+        )
     if val is not None:
         rows.append(
             {
@@ -484,6 +512,7 @@ def _summary(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[st
             if ("coverage", "selected") in evals
             else ""
         )
+        + (f" ({_skip_text(result)})" if skipped_methods(result) else "")
         + f". Seed selection used the {s.indicator} indicator; the selected seeds' mean relative log density is "
         f"{table5['selected']['log_density']:.2f} against random seeds' {table5['random']['log_density']:.2f}, "
         f"and their estimated log10 probability of misclassification in the ball "
@@ -531,8 +560,13 @@ def _items(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[Dict
             f"HDA, {len(s.random)} random), the same number of test cases per seed; AE prop. is the share of test cases "
             "that are AEs, pred. loss p(best other class) - p(true class) over the AEs (Definition 3; > 0 is an AE), FID "
             "of the AEs against their own seeds on the reference CNN's features (95% bootstrap interval, AEs it rests "
-            "on), valid AEs the share the VAE's reconstruction probability accepts (Table 7's criterion); coverage-"
-            "guided fuzzing at the queries per seed shown.",
+            "on), valid AEs the share the VAE's reconstruction probability accepts (Table 7's criterion)"
+            + (
+                "; coverage-guided fuzzing at the queries per seed shown."
+                if ("coverage", "selected") in result.generators.evals
+                else "."
+            )
+            + (f" {_skip_text(result)[:1].upper()}{_skip_text(result)[1:]}." if skipped_methods(result) else ""),
         },
         *(
             [

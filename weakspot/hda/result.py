@@ -71,7 +71,10 @@ class Generators:
     results: Dict[Tuple[str, str], LocalResult]
     evals: Dict[Tuple[str, str], CaseEval]
     allocation: Dict[str, np.ndarray]  # seed set -> test cases per seed
-    coverage_rate: Optional[float]  # neuron coverage at the end of the fuzzing (None on a black box)
+    coverage_rate: Optional[float]  # neuron coverage at the end of the fuzzing (None where it did not run)
+    #: generator -> why it did not run on this white-box model (``coverage`` on a module whose layers no forward hook
+    #: sees, e.g. TorchScript); a black box's missing white-box generators are not listed
+    skipped: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -102,6 +105,8 @@ class Finetuning:
     #: held-out seeds: AE rate of its test cases), ``pgd_accuracy`` and ``autoattack_accuracy`` (on test inputs), each
     #: ``before``/``after`` as ``{"rate", "n"}``
     reattack: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    #: method of ``hda.finetune.methods`` -> why it was not fine-tuned with (as :attr:`Generators.skipped`)
+    skipped: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

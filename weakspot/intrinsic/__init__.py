@@ -7,7 +7,7 @@ Importing this package registers the method (and loads its params model only).
 """
 
 from weakspot.intrinsic.config import IntrinsicParams
-from weakspot.methods import Method, register_method
+from weakspot.methods import Method, StageSpec, register_method
 
 METHOD = register_method(
     Method(
@@ -21,20 +21,19 @@ METHOD = register_method(
         modalities=("image",),
         needs_train=True,
         white_box=True,
-        order=30,
-        target_keys=("train",),
         finds="attack",
+        stage=StageSpec(
+            order=30,
+            target_keys=("train",),
+            headline=(
+                "eps",
+                "n_inputs",
+                "none.clean_acc",
+                "minmax.psi",
+                "minmax.clean_acc",
+                "claims.psi_orders_as_cw30",
+                "claims.reparam_invariant",
+            ),
+        ),
     )
-)
-
-#: Its headline metrics in metrics/intrinsic/<t>.json (tasks/headline.py; the rest in plots/intrinsic/<t>/results.json),
-#: besides its section's key metrics.
-HEADLINE = (
-    "eps",
-    "n_inputs",
-    "none.clean_acc",
-    "minmax.psi",
-    "minmax.clean_acc",
-    "claims.psi_orders_as_cw30",
-    "claims.reparam_invariant",
 )

@@ -1,7 +1,8 @@
 """Models under audit: one protocol (``predict_proba``), adapters, built-in architectures, training, loading.
 
-Caveats first: every probability output is checked (:func:`check_probabilities`); only torch models are
-white-box; pickled scikit-learn models are read only from the path the user names (see :mod:`weakspot.models.spec`).
+Caveats first: every probability output is checked (:func:`check_probabilities`); only torch models (a TorchScript
+module too) are white-box, an ONNX graph is a black box; pickled scikit-learn models are read only from the path the
+user names (see :mod:`weakspot.models.spec`).
 
 Examples
 --------
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from weakspot.models.adapters import CallableClassifier, SklearnClassifier, TorchClassifier
     from weakspot.models.archs import ARCHS, PAPER_LR, register_arch
+    from weakspot.models.exported import OnnxClassifier
     from weakspot.models.nets import MLP, LeNet, Normalize
     from weakspot.models.protocol import Classifier, WhiteBoxClassifier, check_probabilities, is_white_box
     from weakspot.models.sklearn_archs import SKLEARN_ARCHS, register_sklearn_arch
@@ -31,6 +33,7 @@ _WHERE = {
     "ARCHS": "archs",
     "PAPER_LR": "archs",
     "register_arch": "archs",
+    "OnnxClassifier": "exported",
     "LeNet": "nets",
     "MLP": "nets",
     "Normalize": "nets",
@@ -72,6 +75,7 @@ __all__ = [
     "MLP",
     "ModelSpec",
     "Normalize",
+    "OnnxClassifier",
     "PAPER_LR",
     "SklearnClassifier",
     "TorchClassifier",

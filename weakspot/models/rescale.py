@@ -27,10 +27,13 @@ def scaled_last_layer(module: torch.nn.Module, factor: float) -> torch.nn.Module
     """
     check_number(factor, "factor", "scaled_last_layer", low=0)
     twin = copy.deepcopy(module)
-    linears = [m for m in twin.modules() if isinstance(m, torch.nn.Linear)]
+    # a TorchScript module's layers are script modules that keep their class's name (and their parameters)
+    linears = [
+        m for m in twin.modules() if isinstance(m, torch.nn.Linear) or getattr(m, "original_name", "") == "Linear"
+    ]
     if not linears:
         raise ModelError(f"scaled_last_layer: {type(module).__name__} has no torch.nn.Linear layer to rescale")
-    last = linears[-1]
+    last: torch.nn.Linear = linears[-1]  # type: ignore[assignment]  # or a scripted Linear, with the same parameters
     with torch.no_grad():
         last.weight.mul_(float(factor))
         if last.bias is not None:

@@ -7,6 +7,8 @@ Caveats first, about safety:
 - scikit-learn models have no safe format: unpickling runs code. They are read only from the one path the user
   names in ``weights`` (never from a searched or downloaded location), and the error and docs say so.
 - A factory is imported with ``importlib``: it runs the user's own module, which is what naming it asks for.
+- ONNX graphs (``kind: onnx``, run by onnxruntime) and TorchScript archives (``kind: torchscript``,
+  ``torch.jit.load``) hold no Python code and need no factory: see :mod:`weakspot.models.exported`.
 
 A factory is called with whichever of the keyword arguments ``n_classes`` and ``input_shape`` its signature
 accepts (a factory with ``**kwargs`` gets both), so ``def build(): ...`` and ``def build(n_classes): ...`` both work.
@@ -30,21 +32,24 @@ class ModelSpec(BaseModel):
 
     Parameters
     ----------
-    kind : {"builtin", "torch", "sklearn", "callable"}, default "builtin"
+    kind : {"builtin", "torch", "sklearn", "callable", "onnx", "torchscript"}, default "builtin"
         ``builtin``: an architecture of :data:`weakspot.models.ARCHS` (trained by the ``train_target`` stage unless
         ``weights`` is given); ``torch``: ``factory`` builds an ``nn.Module`` (white-box); ``sklearn``: a fitted
         estimator from ``weights`` (a pickle/joblib file) or returned by ``factory``; ``callable``: ``factory``
-        returns a function ``x -> probabilities`` (black-box).
+        returns a function ``x -> probabilities`` (black-box); ``onnx``: an ONNX graph in ``weights``, run by
+        onnxruntime (black-box); ``torchscript``: a ``torch.jit.save`` archive in ``weights`` (white-box).
     factory : str, optional
         ``"pkg.module:function"``.
     weights : str, optional
-        A ``state_dict`` file (torch, builtin) or a pickle/joblib file (sklearn).
+        A ``state_dict`` file (torch, builtin), a pickle/joblib file (sklearn), a ``.onnx`` graph (onnx) or a
+        TorchScript archive (torchscript).
     arch : str, optional
         For ``builtin``: ``lenet`` (default) or ``mlp``; not read for other kinds.
     n_classes : int, optional
         When given, must equal the data set's number of classes (a guard against auditing on the wrong data).
     outputs : {"logits", "probs"}, default "logits"
-        What a torch module returns.
+        What a torch module (or TorchScript module, or single-output ONNX graph) returns; an ONNX classifier graph's
+        probability output (skl2onnx) is probabilities whatever this says.
 
     Examples
     --------
@@ -54,9 +59,11 @@ class ModelSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["torch", "sklearn", "callable", "builtin"] = "builtin"
+    kind: Literal["torch", "sklearn", "callable", "builtin", "onnx", "torchscript"] = "builtin"
     factory: Optional[str] = Field(None, description="'pkg.module:fn' building the model (torch, sklearn, callable)")
-    weights: Optional[str] = Field(None, description="state_dict (torch, builtin) or pickle/joblib (sklearn) path")
+    weights: Optional[str] = Field(
+        None, description="state_dict (torch, builtin), pickle/joblib (sklearn), .onnx (onnx) or TorchScript path"
+    )
     arch: Optional[str] = Field(None, description="for kind=builtin: lenet | mlp (default lenet)")
     n_classes: Optional[int] = Field(None, ge=2, description="expected number of classes (checked against the data)")
     outputs: Literal["logits", "probs"] = "logits"
@@ -77,6 +84,8 @@ class ModelSpec(BaseModel):
                 raise ValueError("kind 'sklearn' needs exactly one of weights (a pickle/joblib path) or factory")
             if self.kind == "callable" and self.weights is not None:
                 raise ValueError("kind 'callable' takes no weights (the factory returns the ready function)")
+            if self.kind in ("onnx", "torchscript") and (self.weights is None or self.factory is not None):
+                raise ValueError(f"kind {self.kind!r} takes weights (the exported file) and no factory")
         return self
 
 
@@ -164,13 +173,14 @@ def load_model(spec: ModelSpec, *, n_classes: int, input_shape: Sequence[int], d
 
     Returns
     -------
-    TorchClassifier (kinds builtin, torch), SklearnClassifier or CallableClassifier
+    TorchClassifier (kinds builtin, torch, torchscript), SklearnClassifier, CallableClassifier or OnnxClassifier
 
     Raises
     ------
     ModelError
         Bad factory string, module or attribute not found, missing or unfitting weights file, a factory that
-        returns the wrong kind of object, or ``spec.n_classes`` differing from ``n_classes``.
+        returns the wrong kind of object, ``spec.n_classes`` differing from ``n_classes``, a file that is not an
+        ONNX graph or TorchScript archive, or an ONNX graph whose input or output does not fit the data.
 
     Examples
     --------
@@ -204,6 +214,16 @@ def load_model(spec: ModelSpec, *, n_classes: int, input_shape: Sequence[int], d
             raise ModelError(f"factory {spec.factory!r} returned {type(module).__name__}, expected a torch.nn.Module")
         if spec.weights is not None:
             load_state_dict(module, spec.weights, source=f"factory {spec.factory!r}")
+        return TorchClassifier(module, n_classes=n_classes, device=device, outputs=spec.outputs)
+    if spec.kind in ("onnx", "torchscript"):
+        from weakspot.models import exported
+
+        assert spec.weights is not None  # the validator
+        if spec.kind == "onnx":
+            return exported.load_onnx(
+                spec.weights, n_classes=n_classes, input_shape=input_shape, outputs=spec.outputs, device=device
+            )
+        module = exported.load_torchscript(spec.weights)
         return TorchClassifier(module, n_classes=n_classes, device=device, outputs=spec.outputs)
     if spec.kind == "sklearn":
         if spec.weights is not None:

@@ -5,7 +5,8 @@ Caveats first: weakspot holds a table as float32 numbers (a categorical column a
 ``ColumnTransformer`` and a ``OneHotEncoder``, say) wants the DataFrame back. :class:`TableClassifier` rebuilds it,
 column names and category texts, before every ``predict_proba``. A code that is not a whole number (a method moving a
 categorical column) is an error, never rounded silently. A model weakspot trained itself learnt the codes and is
-left as it is, and so is a user's torch module (it takes numbers; encode the categories in its factory).
+left as it is, and so is a user's torch module (it takes numbers; encode the categories in its factory). A missing
+value reaches the model as NaN, in a text column too (as ``pandas.read_csv`` gives an empty cell).
 
 >>> import numpy as np
 >>> from weakspot.data.dataset import Dataset
@@ -33,7 +34,9 @@ def frame_of(X: Any, names: List[str], categories: Dict[str, List[str]]) -> "Any
         raise DataError(f"a table of {len(names)} columns ({names[:5]}...) cannot hold rows of shape {X.shape}")
     df = pd.DataFrame(X, columns=list(names))
     for col, texts in categories.items():
-        codes = df[col].to_numpy()
+        all_codes = df[col].to_numpy()
+        seen = ~np.isnan(all_codes)  # a missing value: NaN in its cell, as read_csv gives an empty text cell
+        codes = all_codes[seen]
         whole = np.rint(codes)
         if len(codes) and (np.abs(codes - whole).max() > 1e-6 or whole.min() < 0 or whole.max() >= len(texts)):
             raise DataError(
@@ -41,7 +44,9 @@ def frame_of(X: Any, names: List[str], categories: Dict[str, List[str]]) -> "Any
                 f"(e.g. {codes[np.abs(codes - whole) > 1e-6][:3].tolist() or codes[:3].tolist()}); a "
                 "method must hold categories at observed values"
             )
-        df[col] = np.asarray(texts, dtype=object)[whole.astype(np.int64)]
+        out = np.full(len(all_codes), np.nan, dtype=object)
+        out[seen] = np.asarray(texts, dtype=object)[whole.astype(np.int64)]
+        df[col] = out
     return df
 
 
@@ -79,6 +84,8 @@ class TableClassifier:
 
 def _fitted_on_frame(clf: Any, names: List[str]) -> bool:
     seen = getattr(getattr(clf, "estimator", None), "feature_names_in_", None)
+    if seen is None:  # an ONNX graph with one input per column: fed by name (it names a column the data lack)
+        return getattr(clf, "feature_names_in_", None) is not None
     return seen is not None and set(map(str, seen)) <= set(names)
 
 

@@ -353,6 +353,13 @@ def fit_builtin(
     from weakspot.models.archs import ARCHS
     from weakspot.models.sklearn_archs import SKLEARN_ARCHS
 
+    gaps = int(np.isnan(X_train).any(axis=1).sum()) if np.ndim(X_train) == 2 else 0  # a table's missing values
+    if gaps:
+        raise DataError(
+            f"{arch}: {gaps} training rows hold missing values (NaN); weakspot's built-in architectures take none. "
+            "Give your own model that handles them (e.g. a scikit-learn HistGradientBoosting, XGBoost or LightGBM "
+            "classifier, or a Pipeline with an imputer) with its weights, or clean the data"
+        )
     if arch in ARCHS:
         seed_everything(int(seed))
         module = ARCHS.get(arch)(tuple(X_train.shape[1:]), int(n_classes))

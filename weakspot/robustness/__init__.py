@@ -5,7 +5,7 @@ ask for, Carlini et al.'s recommendation to report accuracy against eps rather t
 Importing this package registers the method (and loads its params model only).
 """
 
-from weakspot.methods import Method, register_method
+from weakspot.methods import Method, StageSpec, register_method
 from weakspot.robustness.config import RobustnessParams
 
 METHOD = register_method(
@@ -19,10 +19,7 @@ METHOD = register_method(
         figures="weakspot.robustness.figures:figures",
         modalities=("image",),
         white_box=True,
-        order=25,
         finds="attack",
+        stage=StageSpec(order=25, plots=(("curve", "eps", ("clean", "pgd")),)),
     )
 )
-
-#: Tables of its section that are curves, declared in dvc.yaml's plots by ops/pipeline.py: (table, x, y columns).
-PLOTS = (("curve", "eps", ("clean", "pgd")),)

@@ -11,7 +11,7 @@ channel's share), with the true class a candidate of its own. The entry point is
 (and loads its params model only).
 """
 
-from weakspot.methods import Method, register_method
+from weakspot.methods import Method, StageSpec, register_method
 from weakspot.segments.config import SegmentsParams
 
 METHOD = register_method(
@@ -25,6 +25,6 @@ METHOD = register_method(
         report="weakspot.segments.report:report",
         figures="weakspot.segments.figures:figures",
         modalities=("tabular", "image"),
-        order=5,
+        stage=StageSpec(order=5),
     )
 )

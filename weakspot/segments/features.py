@@ -1,7 +1,9 @@
 """The features a segment is written in: what a person reads in a rule.
 
 Caveats first: a tabular target's own columns (numeric in their units, a categorical column as its categories: the
-tree splits on one indicator per category, so a rule reads "country = FR", never a code range); an image target's brightness (mean
+tree splits on one indicator per category, so a rule reads "country = FR", never a code range; a column with missing
+values also as the indicator of its missingness, so a rule can read "income is missing", while a condition on its
+value holds only where it is observed); an image target's brightness (mean
 pixel), RMS contrast (the standard deviation of the grey image) and, in colour, each channel's share of the mean
 intensity (Deepchecks' image properties): what is known before the label and before the model answers. Neither class
 is a feature beside them: "class 0 and a > 1" is where the model predicts 1, so its class-0 rows fail by
@@ -37,22 +39,32 @@ class Features:
     classes: List[str]
     categories: Dict[str, List[str]] = field(default_factory=dict)  # a categorical column's texts by code
 
+    @property
+    def missing(self) -> List[str]:
+        """The features with at least one missing value (NaN), in column order."""
+        gone = np.isnan(self.values).any(axis=0) if self.values.size else np.zeros(len(self.names), bool)
+        return [n for n, g in zip(self.names, gone) if g]
+
     def columns(self) -> List[Column]:
         """What each column of :meth:`matrix` is: the numeric features, then one indicator per category of each
-        categorical feature."""
+        categorical feature, then one indicator of missingness per feature with missing values."""
         cols = [Column("num", n) for n in self.names if n not in self.categories]
         for name, texts in self.categories.items():
             cols += [Column("cat", name, code=i, n=len(texts)) for i in range(len(texts))]
-        return cols
+        return cols + [Column("missing", n) for n in self.missing]
 
     def matrix(self) -> np.ndarray:
-        """The tree's input, column by column as :meth:`columns` says."""
+        """The tree's input, column by column as :meth:`columns` says (a numeric feature's missing value stays NaN,
+        which scikit-learn's tree sends down one side of a split; a category's indicator is 0 there)."""
         out = []
         for col in self.columns():
+            x = self.values[:, self.names.index(col.name)]
             if col.kind == "num":
-                out.append(self.values[:, self.names.index(col.name)].astype(np.float64))
+                out.append(x.astype(np.float64))
+            elif col.kind == "missing":
+                out.append(np.isnan(x).astype(np.float64))
             else:
-                out.append((self.values[:, self.names.index(col.name)] == col.code).astype(np.float64))
+                out.append((x == col.code).astype(np.float64))
         return np.column_stack(out) if out else np.zeros((len(self.y), 0))
 
 

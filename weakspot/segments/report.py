@@ -101,8 +101,8 @@ def _example(result: SegmentsResult, target: AuditTarget, i: int) -> Dict[str, A
     else:
         cats = result.features.categories
         out["example"] = json.dumps(
-            {
-                n: cats[n][int(v)] if n in cats else rounded(v)
+            {  # a missing value as null
+                n: None if np.isnan(v) else cats[n][int(v)] if n in cats else rounded(v)
                 for n, v in zip(result.features.names, result.features.values[i])
             }
         )
@@ -175,6 +175,14 @@ def summary_of(m: Dict[str, Any], result: SegmentsResult, params: SegmentsParams
         f"{m['n_confirm']} rows against the rest of them, and confirmed at {fmt(100 * FDR)}% false discovery "
         f"rate over the {m['n_candidates']} tested (Benjamini-Hochberg)."
     )
+    gone = result.features.missing
+    if gone:
+        first += (
+            f" Missing values are kept: the tree also saw whether {', '.join(gone)} "
+            f"{'is' if len(gone) == 1 else 'are'} missing, each column's missing rows were a candidate of their own "
+            "('<column> is missing') where they failed more often on the search half, and a condition on a value "
+            "(x <= 3, x = A) holds only for rows where it is observed."
+        )
     if result.confirmed:
         s = result.confirmed[0]
         second = (

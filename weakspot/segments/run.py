@@ -3,6 +3,10 @@
 Caveats first: a row fails when the model's top class is not its label. A segment is written in what is known
 before the label and the model's answer: the features (:mod:`weakspot.segments.features` says why neither class may
 stand beside them); the true class is a candidate of its own ("species = b", named as the data name the label: a class the model recalls poorly).
+A table's missing values stay missing: the tree also sees each column's missingness, a column's missing rows are a
+candidate of their own ("income is missing") where they fail more often on the search half, and a condition on a
+value ("income <= 3", "city = FR") holds only where the value is observed (each rule is counted on the search half
+by itself, whichever side of a split the tree sent the missing rows to).
 The halves are drawn from ``params.seed`` (stratified on failure when both halves can hold failures); each candidate
 is measured on the held-out half against the rest of that half (:func:`weakspot.evidence.on_masks`: no seed, no row
 on both sides), and every candidate tested is one family: confirmed after the Benjamini-Hochberg correction over
@@ -93,6 +97,21 @@ def split_halves(failed: np.ndarray, fraction: float, seed: int) -> "tuple[np.nd
     return np.sort(search), np.sort(confirm)
 
 
+def _recounted(
+    rules: List[Rule], feats: Features, search: np.ndarray, failed: np.ndarray, base: float, min_rows: int
+) -> List[Any]:
+    """``[(rule, rows, failures)]`` of the ``rules`` that hold for at least ``min_rows`` rows of the search half and
+    fail there more often than ``base``, counted by each rule itself."""
+    out = []
+    values, y, fail = feats.values[search], feats.y[search], failed[search]
+    for rule in rules:
+        inside = rule.mask(values, feats.names, y)
+        rows, fails = int(inside.sum()), int(fail[inside].sum())
+        if rows >= min_rows and fails / rows > base:
+            out.append((rule, rows, fails))
+    return out
+
+
 def run(target: Any, params: SegmentsParams, runtime: Any) -> SegmentsResult:
     """The weak segments of ``target``'s evaluation rows (``target.test``) under ``target.model``."""
     from sklearn.tree import DecisionTreeClassifier
@@ -131,8 +150,15 @@ def run(target: Any, params: SegmentsParams, runtime: Any) -> SegmentsResult:
             max_depth=params.max_depth, min_samples_leaf=min_rows, random_state=params.seed
         ).fit(feats.matrix()[search], failed[search])
         rules = weak_rules(tree, feats.columns(), base, min_rows)
+        if feats.missing:  # the tree's leaves hold missing rows its rules (observed values only) leave out
+            rules = _recounted([r for r, _, _ in rules], feats, search, failed, base, min_rows)
         rules = sorted(rules, key=lambda r: (-r[2] / r[1], -r[1]))[: params.max_segments]
         found += [(r, r.text(feats.classes, feats.categories), "segment", n, f) for r, n, f in rules]
+        seen = [r for r, *_ in found]
+        missing = [Rule(missing={name: True}) for name in feats.missing]  # a column's missing rows alone
+        for rule, rows, fails in _recounted(missing, feats, search, failed, base, min_rows):
+            if rule not in seen:
+                found.append((rule, rule.text(feats.classes, feats.categories), "segment", rows, fails))
         y_search = feats.y[search]
         for c in range(len(feats.classes)):  # the true class alone: a class the model recalls poorly
             rows = int((y_search == c).sum())

@@ -1,0 +1,84 @@
+"""The operations tests' tiny audit (one tabular target: prepare, train, weak segments, GAD, the report) timed end to
+end, each line of `weakspot audit`'s output stamped with the seconds since it started, and, with ``--cpu``, the CPU
+seconds of every process it started (sampled from /proc every 0.2 s; Linux only).
+
+    python benchmarks/bench_tiny_audit.py /tmp/tiny [--cpu]
+
+``DIR`` must not exist: a copy of this checkout is made there (as the tests make theirs) with the tiny params. The
+figures are in docs/results/test-suite.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _sample(stop: threading.Event, seen: dict) -> None:
+    tick = os.sysconf("SC_CLK_TCK")
+    while not stop.is_set():
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                cmd = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ").strip()
+            except OSError:
+                continue
+            if cmd:
+                seen[(pid, stat[19])] = (cmd, (int(stat[11]) + int(stat[12])) / tick)
+        stop.wait(0.2)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dir", type=Path)
+    ap.add_argument("--cpu", action="store_true", help="CPU seconds per process kind")
+    args = ap.parse_args()
+    sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
+    import conftest
+
+    args.dir.mkdir(parents=True)
+    repo = conftest.write_tiny_params(conftest.Repo(conftest._copy_repo(args.dir)))
+    seen: dict = {}
+    stop = threading.Event()
+    sampler = threading.Thread(target=_sample, args=(stop, seen), daemon=True)
+    if args.cpu:
+        sampler.start()
+    t0 = time.time()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ops.cli", "audit"],
+        cwd=repo.path,
+        env=repo.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        print(f"{time.time() - t0:7.1f} {line}", end="", flush=True)
+    rc = proc.wait()
+    print(f"tiny audit: exit {rc} in {time.time() - t0:.1f} s")
+    if args.cpu:
+        stop.set()
+        sampler.join()
+        kinds: dict = collections.defaultdict(float)
+        for cmd, cpu in seen.values():
+            if str(args.dir) in cmd or "ops.cli" in cmd or any(k in cmd for k in ("prefect", "dvc", "flows.")):
+                kinds[re.sub(r"/\S+/", "", re.sub(r"\s--name\s\S+|\b[0-9a-f]{12,}\b|\d{4,}", "", cmd))[:100]] += cpu
+        for kind, cpu in sorted(kinds.items(), key=lambda kv: -kv[1]):
+            print(f"{cpu:7.1f} s CPU  {kind}")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

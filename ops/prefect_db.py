@@ -1,0 +1,72 @@
+"""A Prefect database made once per machine and Prefect version, copied into each new ``PREFECT_HOME``: a server
+started on an empty database first creates its tables and registers its block types, about 12 s of a 2-core
+machine's CPU here, against about 4 s on a database that has them (docs/results/test-suite.md).
+
+Caveats first: the copy is taken by SQLite's online backup right after the first server on a new database answers
+its health check, before anything of an audit is written to it (no flow run, work pool or deployment). It is used
+only for Prefect's default SQLite database (``PREFECT_HOME/prefect.db``, no database URL in the environment) and
+only when that file does not exist yet. Its name carries Prefect's version, so an upgrade makes a new one. It lives
+in ``$XDG_CACHE_HOME/weakspot`` (default ``~/.cache/weakspot``), or WEAKSPOT_CACHE; deleting it costs one slow start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sqlite3
+import tempfile
+from importlib.metadata import version
+from pathlib import Path
+from typing import Mapping, Optional
+
+_URL_SETTINGS = ("PREFECT_API_DATABASE_CONNECTION_URL", "PREFECT_SERVER_DATABASE_CONNECTION_URL")
+
+
+def template(env: Mapping[str, str]) -> Path:
+    """Where this machine keeps the prepared database of the installed Prefect version."""
+    cache = env.get("WEAKSPOT_CACHE") or str(Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "weakspot")
+    return Path(cache) / f"prefect-{version('prefect')}.db"
+
+
+def database(home: Path, env: Mapping[str, str]) -> Optional[Path]:
+    """The SQLite file a server with ``PREFECT_HOME=home`` uses, or None when ``env`` names another database."""
+    return None if any(env.get(k) for k in _URL_SETTINGS) else home / "prefect.db"
+
+
+def seed(home: Path, env: Mapping[str, str]) -> bool:
+    """Copy the prepared database into ``home`` when it has none; whether it did."""
+    db, tpl = database(home, env), template(env)
+    if db is None or db.exists() or not tpl.is_file():
+        return False
+    fd, tmp = tempfile.mkstemp(dir=home, prefix=".prefect.db.")
+    os.close(fd)
+    try:
+        shutil.copyfile(tpl, tmp)
+        os.replace(tmp, db)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    return True
+
+
+def keep(home: Path, env: Mapping[str, str]) -> None:
+    """Save ``home``'s database as the prepared one when there is none yet (call it right after the server on a new
+    database came up). Best effort: a failure leaves the next start as slow as this one."""
+    db, tpl = database(home, env), template(env)
+    if db is None or not db.is_file() or tpl.exists():
+        return
+    with contextlib.suppress(OSError, sqlite3.Error):
+        tpl.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=tpl.parent, prefix=tpl.name + ".")
+        os.close(fd)
+        try:
+            src, dst = sqlite3.connect(f"file:{db}?mode=ro", uri=True), sqlite3.connect(tmp)
+            with dst:
+                src.backup(dst)
+            src.close()
+            dst.close()
+            os.replace(tmp, tpl)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
