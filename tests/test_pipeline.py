@@ -62,7 +62,7 @@ from weakspot.methods import Method, StageSpec, register_method
 from weakspot.toy.config import ToyParams
 
 register_method(Method("toy", "Toy: least confident rows", "none (a test plug-in)", params=ToyParams,
-                       run="weakspot.toy.run:run", stage=StageSpec(order=60, headline=("least_confidence",))))
+                       run="weakspot.toy.run:run", stage=StageSpec(order=60, headline=("least_confidence", "n_test"))))
 """,
     "weakspot/toy/config.py": """
 from pydantic import BaseModel, ConfigDict, Field
@@ -88,7 +88,8 @@ def run(target, params, runtime):
                           "severity": 1 - conf[worst], "severity_meaning": "1 - the model's top probability",
                           "label": [target.classes[target.test.y[i]] for i in worst],
                           "prediction": [target.classes[p[i].argmax()] for i in worst], "confidence": conf[worst]})
-    section = StageResult(metrics={"least_confidence": float(conf.min()), "n_test": int(len(conf))},
+    section = StageResult(metrics={"least_confidence": float(conf.min()), "mean_confidence": float(conf.mean()),
+                                   "n_test": int(len(conf))},
                           title=f"Toy ({target.name})", summary=[f"The {params.top} least confident test rows."])
     return MethodReport(section=section, findings=found)
 """,
@@ -127,8 +128,10 @@ def test_a_toy_method_package_is_audited_on_every_target_with_nothing_else_touch
         assert 0 < m["least_confidence"] <= 1 and m["n_test"] > 0
         assert len(pd.read_parquet(repo.path / f"findings/{t}/toy.parquet")) == 3
         # what the pipeline needs of it, as its registration declares: its headline metric, its report order
+        assert 0 < m["mean_confidence"] <= 1  # in its results file, not among the headline it declared
         assert json.loads((repo.path / f"metrics/toy/{t}.json").read_text()) == {
-            "least_confidence": m["least_confidence"]
+            "least_confidence": m["least_confidence"],
+            "n_test": m["n_test"],
         }
         assert json.loads((repo.path / f"plots/toy/{t}/section.json").read_text())["order"] == 60
     import yaml
