@@ -39,11 +39,16 @@ def seed(home: Path, env: Mapping[str, str]) -> bool:
     db, tpl = database(home, env), template(env)
     if db is None or db.exists() or not tpl.is_file():
         return False
+    if any(db.with_name(db.name + end).exists() for end in ("-wal", "-shm", "-journal")):
+        return False  # a deleted database's journal left behind: SQLite would replay it onto the copy
     fd, tmp = tempfile.mkstemp(dir=home, prefix=".prefect.db.")
     os.close(fd)
     try:
         shutil.copyfile(tpl, tmp)
-        os.replace(tmp, db)
+        try:
+            os.link(tmp, db)  # never over a database another server created meanwhile
+        except FileExistsError:
+            return False
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

@@ -289,3 +289,50 @@ def test_weakspot_audit_says_an_onnx_cnn_is_a_black_box_and_a_torchscript_one_is
         assert (why is None) if white else ("needs gradients" in why and "onnx model is a black box" in why)
     script = load_torchscript(files["torchscript"])
     assert isinstance(as_classifier(script, 10, "cpu"), TorchClassifier)  # a white box, as from a path
+
+
+def _tiny_graph(path, inp, dtype, shape, nodes, out_width=2):
+    """A hand-built ONNX graph: input ``inp`` of ``dtype`` and ``shape``, ``nodes`` ending in output ``p``."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info(inp, dtype, shape)],
+        [helper.make_tensor_value_info("p", TensorProto.FLOAT, ["N", out_width])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def test_a_missing_value_never_reaches_an_integer_input(tmp_path):
+    """NumPy turns NaN cast to int64 into an arbitrary number: the input is named instead, and nothing is scored."""
+    from onnx import TensorProto, helper
+
+    from weakspot.models.exported import load_onnx
+
+    nodes = [helper.make_node("Cast", ["x"], ["f"], to=TensorProto.FLOAT), helper.make_node("Softmax", ["f"], ["p"])]
+    clf = load_onnx(_tiny_graph(tmp_path / "int.onnx", "x", TensorProto.INT64, ["N", 2], nodes), n_classes=2)
+    assert np.allclose(clf.predict_proba(np.array([[1.0, 3.0]])).sum(1), 1)
+    with pytest.raises(ModelError, match=r"input 'x' takes tensor\(int64\), which cannot hold a missing value"):
+        clf.predict_proba(np.array([[1.0, np.nan]]))
+
+
+def test_a_channels_last_graph_with_free_height_and_width_gets_the_images_transposed(tmp_path, cnn):
+    from onnx import TensorProto, helper
+
+    from weakspot.models.exported import load_onnx
+
+    nodes = [
+        helper.make_node("Transpose", ["image"], ["t"], perm=[0, 3, 1, 2]),
+        helper.make_node("ReduceMean", ["t"], ["m"], axes=[2, 3], keepdims=0),
+        helper.make_node("Concat", ["m", "m"], ["p"], axis=1),
+    ]
+    path = _tiny_graph(tmp_path / "free.onnx", "image", TensorProto.FLOAT, ["N", "h", "w", 1], nodes)
+    _, ds = cnn
+    clf = load_onnx(path, n_classes=2, input_shape=ds.input_shape)
+    p = clf.predict_proba(ds.X[:5])
+    assert p.shape == (5, 2) and np.allclose(p, 0.5)  # two equal logits: the images reached the graph

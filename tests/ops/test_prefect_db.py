@@ -41,3 +41,13 @@ def test_another_database_url_is_left_alone(tmp_path):
     prefect_db.keep(tmp_path, env)
     assert not prefect_db.template(env).exists()
     assert not prefect_db.seed(tmp_path / "new", env)
+
+
+def test_a_journal_left_by_a_deleted_database_stops_the_copy(tmp_path):
+    env = {"WEAKSPOT_CACHE": str(tmp_path / "cache")}
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir(), second.mkdir()
+    _db(first / "prefect.db", [1])
+    prefect_db.keep(first, env)
+    (second / "prefect.db-wal").write_bytes(b"stale")
+    assert not prefect_db.seed(second, env) and not (second / "prefect.db").exists()

@@ -91,6 +91,25 @@ def onnx_session(path: "str | os.PathLike", device: Any = "cpu") -> Any:
         ) from None
 
 
+def _numbers(values: Any, kind: str, graph: str, name: str) -> np.ndarray:
+    """``values`` as the element type ``kind`` of the graph's input ``name``; a missing value (NaN) cannot reach an
+    integer or boolean input (NumPy would turn it into an arbitrary number): a ModelError names the input."""
+    dtype = _NUMPY_TYPES.get(kind, np.float32)
+    if not np.issubdtype(dtype, np.floating):
+        arr = np.asarray(values)
+        if arr.dtype.kind in "fc" and np.isnan(arr).any() or arr.dtype == object and _has_missing(arr):
+            raise ModelError(
+                f"{graph}: the graph's input {name!r} takes {kind}, which cannot hold a missing value, but the data "
+                "have missing values there; export that input as a float type (skl2onnx: FloatTensorType)"
+            )
+    return np.asarray(values, dtype=dtype)
+
+
+def _has_missing(arr: np.ndarray) -> bool:
+    """Whether an object array holds a missing value (None or NaN)."""
+    return any(v is None or (isinstance(v, float) and v != v) for v in arr.ravel().tolist())
+
+
 class OnnxClassifier:
     """Black-box adapter for an ONNX graph run by an ``onnxruntime.InferenceSession``.
 
@@ -221,7 +240,12 @@ class OnnxClassifier:
         n, row = arr.shape[0], tuple(arr.shape[1:])
         want = dims[1:]
         fits = len(want) == len(row) and all(w is None or w == r for w, r in zip(want, row))
-        if not fits and len(want) == 3 and len(row) == 3 and want == [row[1], row[2], row[0]]:
+        if (
+            not fits
+            and len(want) == 3
+            and len(row) == 3
+            and all(w is None or w == r for w, r in zip(want, (row[1], row[2], row[0])))
+        ):
             arr, fits = arr.transpose(0, 2, 3, 1), True  # channels-last graph: (n, H, W, C)
         fixed = [int(w) for w in want if w is not None]
         if not fits and want and len(fixed) == len(want) and int(np.prod(fixed)) == int(np.prod(row)):
@@ -231,7 +255,7 @@ class OnnxClassifier:
                 f"{self.name}: the graph's input {name!r} takes shape {_shown(dims)}, but the data's rows have shape "
                 f"{row} (a batch is {(n, *row)})"
             )
-        return np.ascontiguousarray(arr, dtype=_NUMPY_TYPES.get(kind, np.float32))
+        return np.ascontiguousarray(_numbers(arr, kind, self.name, name))
 
     def _columns(self, x: Any) -> Dict[str, np.ndarray]:
         """One ``(n, 1)`` array per graph input, by column name (by position when ``x`` is an array)."""
@@ -267,7 +291,9 @@ class OnnxClassifier:
                 feed[name] = np.asarray(texts, dtype=str).reshape(-1, 1)
             else:
                 try:
-                    feed[name] = np.asarray(col, dtype=_NUMPY_TYPES.get(kind, np.float32)).reshape(-1, 1)
+                    feed[name] = _numbers(col, kind, self.name, name).reshape(-1, 1)
+                except ModelError:
+                    raise
                 except (TypeError, ValueError):
                     raise ModelError(
                         f"{self.name}: the graph's input {name!r} takes {kind}, but the column holds text "
