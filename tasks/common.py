@@ -175,18 +175,7 @@ def write_stage_result(
         save_figure(plots / f"{name}.png", fig, dpi=dpi)
     if findings is not None:
         write_parquet(paths.findings(target, stage), normalise(findings, where=f"{stage}-{target}"))
-    section = {
-        "stage": stage,
-        "target": target,
-        "order": order if order is not None else STAGE_ORDER.get(stage, 50),
-        "title": result.title or stage,
-        "summary": list(result.summary),
-        "items": list(result.items),
-        "headline": list(result.headline),
-        "key_metrics": list(result.key_metrics),
-        "sample": result.sample,
-        "lineage": lin,
-    }
+    section = result.section(stage, target, order if order is not None else STAGE_ORDER.get(stage, 50), lin)
     write_json(plots / "section.json", section)
     write_json(paths.results(stage, target), result.metrics)
     write_json(paths.metrics(stage, target), select(result.metrics, tuple(headline), result.key_metrics))

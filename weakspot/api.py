@@ -257,20 +257,7 @@ def _sections(name: str, results: Dict[str, Any]) -> Tuple[List[Dict[str, Any]],
             fig.savefig(buf, format="png", dpi=110)
             figures[f"{key}/{fig_name}"] = buf.getvalue()
         tables.update({f"{key}/{t}": table for t, table in result.tables.items()})
-        sections.append(
-            {
-                "stage": stage,
-                "target": name,
-                "order": order,
-                "title": result.title or stage,
-                "summary": list(result.summary),
-                "items": list(result.items),
-                "headline": list(result.headline),
-                "key_metrics": list(result.key_metrics),
-                "sample": result.sample,
-                "lineage": {},
-            }
-        )
+        sections.append(result.section(stage, name, order, {}))
     return sections, figures, tables
 
 

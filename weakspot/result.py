@@ -8,7 +8,7 @@ renders every section it finds, in pipeline order. The library itself writes not
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 
 @dataclass
@@ -47,6 +47,22 @@ class StageResult:
     headline: List[str] = field(default_factory=list)
     key_metrics: List[str] = field(default_factory=list)
     sample: str = ""
+
+    def section(self, stage: str, target: Optional[str], order: int, lineage: Dict[str, Any]) -> Dict[str, Any]:
+        """The report's record of this result as stage ``stage`` on ``target`` (its text, no figures or tables):
+        what the pipeline writes as ``section.json`` and the Python API hands the report directly."""
+        return {
+            "stage": stage,
+            "target": target,
+            "order": order,
+            "title": self.title or stage,
+            "summary": list(self.summary),
+            "items": list(self.items),
+            "headline": list(self.headline),
+            "key_metrics": list(self.key_metrics),
+            "sample": self.sample,
+            "lineage": lineage,
+        }
 
     def check(self) -> "StageResult":
         """Raise ``ValueError`` if an item names a figure or table that is not there."""
