@@ -40,7 +40,7 @@ class Fixed:
         self.k, self.conf = k, conf
 
     def predict_proba(self, X):
-        pred = np.array([self.keys[x.tobytes()] for x in np.asarray(X, np.float32)])
+        pred = np.array([self.keys[x.tobytes()] for x in np.asarray(X, np.float64)])
         p = np.full((len(X), self.k), (1 - self.conf) / (self.k - 1))
         p[np.arange(len(X)), pred] = self.conf
         return p

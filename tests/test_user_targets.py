@@ -261,6 +261,12 @@ def test_the_onnx_export_gives_the_pickles_predictions_and_confirmed_weak_spots(
 
     onnx = load_onnx(r.path / "data/missing/exported.onnx", n_classes=2)
     np.testing.assert_allclose(onnx.predict_proba(test), pickled.predict_proba(test), atol=1e-5)
+    # inside the audit too: a table is never rounded on its way to the model (float64), so the pickle answers the
+    # audit's test rows as it answers the CSV, and so does its float32 ONNX graph (float32 storage changed 6 rows)
+    y = pd.read_csv(r.path / "data/missing/test.csv")["target"].to_numpy()
+    on_csv = float(np.mean(pickled.classes_[pickled.predict_proba(test).argmax(axis=1)] == y))
+    audited = {t: _results(r.path, f"train/{t}")["test_accuracy"] for t in ("missing", "missing_onnx")}
+    assert audited["missing"] == audited["missing_onnx"] == on_csv, (audited, on_csv)
     confirmed = {t: set(_segments(r, t).query("confirmed")["weak_spot"]) for t in ("missing", "missing_onnx")}
     assert confirmed["missing"] and confirmed["missing"] == confirmed["missing_onnx"], confirmed
     assert "data/missing/exported.onnx" in (r.path / "dvc.yaml").read_text()  # the graph hashed as a dep

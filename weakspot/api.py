@@ -75,7 +75,7 @@ def as_dataset(
         for c, texts in cats.items():
             X[c] = encode(X[c], texts)
         X = X.to_numpy(dtype=np.float64, na_value=np.nan)
-    X = np.asarray(X, dtype=np.float32)
+    X = np.asarray(X, dtype=np.float64)  # a table as given; images become float32 in Dataset
     if X.ndim == 3:
         X = X[:, None]
     if X.ndim not in (2, 4):

@@ -1,7 +1,8 @@
 """The in-memory data set every stage works on.
 
-Caveats first: ``X`` is always float32 and ``y`` always int64 codes ``0..k-1`` into ``classes``; images are
-``(n, C, H, W)`` scaled to [0, 1]; tabular data is ``(n, d)`` in its own units (nothing is standardised here).
+Caveats first: ``y`` is always int64 codes ``0..k-1`` into ``classes``; images are float32 ``(n, C, H, W)`` scaled
+to [0, 1]; tabular data is float64 ``(n, d)`` in its own units (nothing is standardised or rounded here: a user's
+model fitted on float64 values sees exactly the values in the file).
 A text (categorical) column of a table is held as its integer code ``0..m-1`` into ``categories[column]``; the
 user's own model gets the text back (:mod:`weakspot.models.table`). A table's missing value is NaN (in a text column,
 in place of the code), kept as it is (:mod:`weakspot.data.missing`). The constructor checks this and raises
@@ -25,7 +26,8 @@ class Dataset:
     Parameters
     ----------
     X : numpy.ndarray
-        float32; images as ``(n, C, H, W)`` in [0, 1], tabular as ``(n, d)``.
+        Images as float32 ``(n, C, H, W)`` in [0, 1]; tabular as float64 ``(n, d)`` (any other numeric dtype is
+        converted: a table's float32 values are kept exactly, widened).
     y : numpy.ndarray
         int64 labels in ``0..len(classes)-1``, shape ``(n,)``.
     classes : list of str
@@ -67,7 +69,7 @@ class Dataset:
         if y.size and not np.issubdtype(y.dtype, np.integer):
             if not (np.issubdtype(y.dtype, np.floating) and np.all(np.mod(y, 1) == 0)):
                 raise DataError(f"Dataset.y must hold integer class codes, got dtype {y.dtype}")
-        self.X = np.ascontiguousarray(X, dtype=np.float32)
+        self.X = np.ascontiguousarray(X, dtype=np.float64 if X.ndim == 2 else np.float32)
         self.y = y.astype(np.int64, copy=False)
         self.classes = [str(c) for c in self.classes]
         k = len(self.classes)

@@ -64,7 +64,7 @@ def to_frame(ds: Dataset, idx: Optional[Any] = None) -> "Any":
     if len(set(columns)) != len(columns):
         dup = sorted({c for c in columns if columns.count(c) > 1})
         raise DataError(f"duplicate feature names {dup}; every column needs its own name")
-    df = pd.DataFrame(flat.astype(np.float32, copy=False), columns=columns)
+    df = pd.DataFrame(flat.astype(sub.X.dtype, copy=False), columns=columns)  # images float32, tables float64
     df[LABEL] = sub.y.astype(np.int64)
     meta = {
         "format": FORMAT_VERSION,
@@ -111,7 +111,7 @@ def from_frame(df: "Any") -> Dataset:
             if missing:
                 raise DataError(f"feature column(s) {missing} named in the metadata are missing from the frame")
             features = wanted
-        X = df[features].to_numpy(dtype=np.float32, na_value=np.nan)
+        X = df[features].to_numpy(dtype=np.float64, na_value=np.nan)
         feature_names = [str(c) for c in features]
     if feature_names is None:
         check_image_values(X, where="the frame")

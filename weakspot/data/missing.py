@@ -1,6 +1,6 @@
 """Missing values of a table: kept as they are, never imputed, and passed to the user's model as pandas gives them.
 
-Caveats first: a missing cell is NaN in weakspot's float32 matrix, in a numeric column and in a text column alike (in
+Caveats first: a missing cell is NaN in weakspot's float64 table, in a numeric column and in a text column alike (in
 place of the category's code); the user's model gets NaN back in that cell (a text column's as ``NaN`` in an object
 column, as ``pandas.read_csv`` gives an empty text cell, :mod:`weakspot.models.table`). Imputing would audit a model
 other than the one in production, and where a value is missing is often where a model is weak. Infinite values are

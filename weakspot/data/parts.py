@@ -26,8 +26,10 @@ EMPTY = np.zeros(0, dtype=np.int64)
 
 
 def row_digests(X: np.ndarray) -> List[bytes]:
-    """A digest of each input's bytes (float32, C order): equal inputs, equal digests."""
-    flat = np.ascontiguousarray(np.asarray(X, np.float32).reshape(len(X), -1))
+    """A digest of each input's bytes (C order; an image's as float32, a table row's as float64): equal inputs, equal
+    digests."""
+    X = np.asarray(X)
+    flat = np.ascontiguousarray(np.asarray(X, np.float64 if X.ndim == 2 else np.float32).reshape(len(X), -1))
     return [hashlib.blake2b(r.tobytes(), digest_size=16).digest() for r in flat]
 
 
@@ -91,7 +93,7 @@ def _merged_categories(parts: Dict[str, Dataset]) -> Tuple[Dict[str, List[str]],
             )
 
     def recode(ds: Dataset) -> np.ndarray:
-        X = np.array(ds.X, np.float32)
+        X = np.array(ds.X, np.float64)
         for c in columns:
             assert ds.feature_names is not None  # categorical columns exist only in tables
             j = ds.feature_names.index(c)

@@ -306,7 +306,7 @@ def _table_to_dataset(df: "Any", *, label: Optional[str], spec: str, path: Path,
         else f"{len(features)} numeric"
     )
     return Dataset(
-        X=X.astype(np.float32),
+        X=X,
         y=y.astype(np.int64),
         classes=[str(u) for u in uniq],
         feature_names=features,

@@ -23,7 +23,7 @@ from weakspot.hashing import sha256_file
 def load_unlabelled(
     spec: str, like: Dataset, *, root: Optional[Any] = None
 ) -> Tuple[np.ndarray, Dict[str, List[str]], Dict[str, Any]]:
-    """The rows of ``spec`` as ``like``'s features: ``(X float32 (n, d), like's categories extended by new texts,
+    """The rows of ``spec`` as ``like``'s features: ``(X float64 (n, d), like's categories extended by new texts,
     provenance)``.
 
     Raises
@@ -62,7 +62,7 @@ def load_unlabelled(
         desc += f" (columns left out: {', '.join(ignored[:8])})"
     if new:
         desc += "; categories the labelled data lack: " + "; ".join(f"{c}: {', '.join(v[:5])}" for c, v in new.items())
-    return X.astype(np.float32), cats, {"files": {str(path): sha256_file(path)}, "description": desc}
+    return X, cats, {"files": {str(path): sha256_file(path)}, "description": desc}
 
 
 def with_unlabelled(ds: Dataset, spec: str, *, root: Optional[Any] = None) -> Tuple[Dataset, np.ndarray]:

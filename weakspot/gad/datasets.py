@@ -7,7 +7,7 @@ Caveats first:
 * The biased splits themselves (rules, presets, the random draws) live in :mod:`weakspot.data.bias`; the data in
   :mod:`weakspot.data.sources` (``keel:phoneme``: nasal 0 / oral 1; ``keel:yeast1``: negative 0 / positive = NUC 1;
   ``sklearn:breast_cancer``: malignant 0 / benign 1). This module only packs them into a :class:`Split`.
-* Features are float64 copies of the data set's float32 values; a missing value is NaN (kept as the model takes it).
+* Features are the data set's float64 values; a missing value is NaN (kept as the model takes it).
 
 Example
 -------

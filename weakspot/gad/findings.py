@@ -29,7 +29,7 @@ def _feature_columns(names: List[str]) -> List[str]:
 
 
 def _example(split: Any, x: np.ndarray) -> str:
-    """A row's feature values as a JSON object (7 significant digits: the data are float32; a category's text)."""
+    """A row's feature values as a JSON object (7 significant digits; a category's text)."""
     values = [split.text_of(j, v) for j, v in enumerate(x)]
     return json.dumps(  # a missing value as null
         {

@@ -69,7 +69,7 @@ def reseeded_target(target: Any, offset: int, *, name: str, device: str = "auto"
     if data.bias is not None:
         data.bias.seed = int(data.bias.seed) + int(offset)
     ds, splits, info = prepare_target_data(data, class_of_interest=target.class_of_interest)
-    X = np.asarray(ds.X, dtype=np.float32).astype(np.float64)  # as the prepared Parquet holds them (float32)
+    X = np.asarray(ds.X, dtype=np.float64)  # as the prepared Parquet holds them
     tr, te = splits["train"], splits["test"]
     clf, model_info = _train(target, ds, splits, int(target.train.seed) + int(offset), device)
     split = Split(

@@ -1,6 +1,6 @@
 """The user's table model sees the rows it was built for: named columns, categories as their text.
 
-Caveats first: weakspot holds a table as float32 numbers (a categorical column as its codes, see
+Caveats first: weakspot holds a table as float64 numbers (a categorical column as its codes, see
 :class:`~weakspot.data.dataset.Dataset`); a model the user fitted on a DataFrame (a scikit-learn ``Pipeline`` with a
 ``ColumnTransformer`` and a ``OneHotEncoder``, say) wants the DataFrame back. :class:`TableClassifier` rebuilds it,
 column names and category texts, before every ``predict_proba``. A code that is not a whole number (a method moving a
