@@ -1,8 +1,8 @@
-"""The operations tests' tiny audit (one tabular target: prepare, train, weak segments, GAD, the report) timed end to
-end, each line of `weakspot audit`'s output stamped with the seconds since it started, and, with ``--cpu``, the CPU
+"""The operations tests' tiny audit (one tabular target: prepare, train, weak segments, GAD, the report), or with
+``--smoke`` the pipeline tests' smoke audit (every target and method, the toy plug-in included), timed end to end, each line of `weakspot audit`'s output stamped with the seconds since it started, and, with ``--cpu``, the CPU
 seconds of every process it started (sampled from /proc every 0.2 s; Linux only).
 
-    python benchmarks/bench_tiny_audit.py /tmp/tiny [--cpu]
+    python benchmarks/bench_tiny_audit.py /tmp/tiny [--cpu] [--smoke]
 
 ``DIR`` must not exist: a copy of this checkout is made there (as the tests make theirs) with the tiny params. The
 figures are in docs/results/test-suite.md.
@@ -43,12 +43,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir", type=Path)
     ap.add_argument("--cpu", action="store_true", help="CPU seconds per process kind")
+    ap.add_argument("--smoke", action="store_true", help="the smoke audit of tests/test_pipeline.py instead")
     args = ap.parse_args()
     sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
     import conftest
 
     args.dir.mkdir(parents=True)
-    repo = conftest.write_tiny_params(conftest.Repo(conftest._copy_repo(args.dir)))
+    if args.smoke:
+        import test_pipeline
+
+        repo = test_pipeline._smoke(conftest.Repo(conftest._copy_repo(args.dir)))
+        for f, text in test_pipeline.TOY.items():
+            (repo.path / f).parent.mkdir(parents=True, exist_ok=True)
+            (repo.path / f).write_text(text.lstrip())
+    else:
+        repo = conftest.write_tiny_params(conftest.Repo(conftest._copy_repo(args.dir)))
     seen: dict = {}
     stop = threading.Event()
     sampler = threading.Thread(target=_sample, args=(stop, seen), daemon=True)
@@ -67,7 +76,7 @@ def main() -> int:
     for line in proc.stdout:
         print(f"{time.time() - t0:7.1f} {line}", end="", flush=True)
     rc = proc.wait()
-    print(f"tiny audit: exit {rc} in {time.time() - t0:.1f} s")
+    print(f"{'smoke' if args.smoke else 'tiny'} audit: exit {rc} in {time.time() - t0:.1f} s")
     if args.cpu:
         stop.set()
         sampler.join()

@@ -19,8 +19,9 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tupl
 class Runs(Protocol):
     def submit(self, stage: str, pool: str, priority: int = 0, nice: int = 0) -> str: ...
 
-    def status(self, run_id: str) -> Tuple[str, str, Optional[int]]:
-        """(one of pending, running, completed, failed, crashed; the state's message; the process id)"""
+    def statuses(self, run_ids: Sequence[str]) -> Dict[str, Tuple[str, str, Optional[int]]]:
+        """Each run's (one of pending, running, completed, failed, crashed; the state's message; the process id), read
+        at once"""
         ...
 
     def crashed(self, run_id: str, message: str) -> None: ...
@@ -74,12 +75,14 @@ def schedule(
     *,
     retries: int = 1,
     local_pids: bool = True,
-    poll: float = 0.25,
+    poll: float = 0.5,
     say: Callable[[str], None] = print,
 ) -> Outcome:
     """Run ``stages`` (in dvc.yaml's order) through ``runs``; ``needs[s]``: the stages ``s`` needs (only those among
     ``stages`` are waited for: the others are up to date). ``local_pids``: the workers run on this machine, so a
-    running flow run whose process is gone has lost its worker."""
+    running flow run whose process is gone has lost its worker. Every ``poll`` seconds the states of all the running
+    stages are read in one call (a call per stage and a shorter interval cost the Prefect server more CPU than the
+    stages' own compute in the smoke audit: ``benchmarks/bench_tiny_audit.py --smoke --cpu``)."""
     out = Outcome()
     # the stages with the most stages after them go first (a pool's workers take the runs in order): the longest
     # chain (the rendered scenes, their model, their methods) is not left waiting behind quick stages
@@ -106,8 +109,9 @@ def schedule(
                 pool = pool_of(s)
                 active[s] = (runs.submit(s, pool, after[s], niceness(after[s], most)), 1, pool)
                 say(f"weakspot: {s} submitted to the {pool} pool")
+        states = runs.statuses([rid for rid, _, _ in active.values()]) if active else {}
         for s, (rid, attempt, pool) in list(active.items()):
-            state, message, pid = runs.status(rid)
+            state, message, pid = states[rid]
             if state == "running" and local_pids and not _alive(pid):
                 runs.crashed(rid, f"its process {pid} is gone (the worker died)")
                 state, message = "crashed", f"its process {pid} is gone (the worker died)"
@@ -191,16 +195,23 @@ class PrefectRuns:
         )
         return str(fr.id)
 
-    def status(self, run_id: str) -> Tuple[str, str, Optional[int]]:
+    def statuses(self, run_ids: Sequence[str]) -> Dict[str, Tuple[str, str, Optional[int]]]:
         from uuid import UUID
 
-        fr = self.client.read_flow_run(UUID(run_id))
-        kind = str(getattr(fr.state.type, "value", fr.state.type)) if fr.state else "SCHEDULED"
-        msg = (fr.state.message or "") if fr.state else ""
-        if kind == "FAILED":
-            msg = _failure_message(fr.state) or msg
-        pid = int(fr.infrastructure_pid) if str(fr.infrastructure_pid or "").isdigit() else None
-        return self.STATES.get(kind, "pending"), msg, pid
+        from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+        found = self.client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[UUID(r) for r in run_ids])), limit=len(run_ids)
+        )
+        out: Dict[str, Tuple[str, str, Optional[int]]] = {r: ("pending", "", None) for r in run_ids}
+        for fr in found:
+            kind = str(getattr(fr.state.type, "value", fr.state.type)) if fr.state else "SCHEDULED"
+            msg = (fr.state.message or "") if fr.state else ""
+            if kind == "FAILED":
+                msg = _failure_message(fr.state) or msg
+            pid = int(fr.infrastructure_pid) if str(fr.infrastructure_pid or "").isdigit() else None
+            out[str(fr.id)] = (self.STATES.get(kind, "pending"), msg, pid)
+        return out
 
     def crashed(self, run_id: str, message: str) -> None:
         from uuid import UUID

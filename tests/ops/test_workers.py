@@ -154,6 +154,9 @@ class FakeRuns:
         self.runs[rid] = stage
         return rid
 
+    def statuses(self, rids):
+        return {rid: self.status(rid) for rid in rids}
+
     def status(self, rid):
         stage, attempt = rid.split("#")
         if stage in self.fail:
