@@ -115,23 +115,26 @@ def as_dataset(
     )
 
 
-def as_classifier(model: Any, n_classes: int, device: str = "auto") -> Any:
+def as_classifier(model: Any, n_classes: int, device: str = "auto", outputs: str = "logits") -> Any:
     """A torch module (white-box; a TorchScript module too), a fitted scikit-learn estimator, a function x ->
     probabilities, an onnxruntime session, or the path of a ``.onnx`` graph or a TorchScript ``.pt``/``.pth``
-    archive, wrapped as the pipeline wraps it; a weakspot classifier as it is."""
+    archive, wrapped as the pipeline wraps it; a weakspot classifier as it is. ``outputs`` says what a torch module's
+    or an exported graph's single output holds (``logits`` or ``probs``), as ``outputs:`` in params.yaml."""
     from weakspot.models.adapters import CallableClassifier, SklearnClassifier, TorchClassifier
     from weakspot.models.exported import exported_classifier
 
     if isinstance(model, (TorchClassifier, SklearnClassifier, CallableClassifier)):
         return model
-    exported = exported_classifier(model, n_classes, device)  # a path, or an onnxruntime session
+    if outputs not in ("logits", "probs"):
+        raise ConfigError(f"weakspot.audit: outputs must be 'logits' or 'probs', got {outputs!r}")
+    exported = exported_classifier(model, n_classes, device, outputs)  # a path, or an onnxruntime session
     if exported is not None:
         return exported
     try:
         import torch
 
         if isinstance(model, torch.nn.Module):
-            return TorchClassifier(model, n_classes=n_classes, device=device)
+            return TorchClassifier(model, n_classes=n_classes, device=device, outputs=outputs)  # type: ignore[arg-type]
     except ImportError:  # pragma: no cover - torch is a dependency
         pass
     if callable(getattr(model, "predict_proba", None)):
@@ -276,6 +279,7 @@ def audit(
     device: str = "auto",
     progress: bool = False,
     X_unlabelled: Any = None,
+    outputs: str = "logits",
 ) -> Audit:
     """Audit ``model`` on ``X_test``/``y_test`` (rows it never trained on) with every method that fits.
 
@@ -304,6 +308,10 @@ def audit(
         Print each method's progress.
     X_unlabelled : array or DataFrame, optional
         Production rows without labels (a table): GAD's to-label list ranks them.
+    outputs : {"logits", "probs"}
+        What a torch module's, a TorchScript module's or an ONNX graph's single output holds: ``logits`` (softmaxed)
+        or ``probs`` (taken as they are), as ``outputs:`` in params.yaml. A classifier graph's probability output
+        (skl2onnx's) is read as probabilities either way; estimators and functions give probabilities.
 
     Returns
     -------
@@ -346,7 +354,7 @@ def audit(
             what="X_unlabelled",
             categories=cats,
         )
-    clf = for_data(as_classifier(model, len(labels), device), test, trained_here=False)
+    clf = for_data(as_classifier(model, len(labels), device, outputs), test, trained_here=False)
     t = describe_target(clf, test, train if X_train is not None else None, unlabelled)
     coi = resolve_class(1 if class_of_interest is None else class_of_interest, test.classes)
     raw = dict(params or {})

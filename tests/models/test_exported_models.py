@@ -12,7 +12,7 @@ import torch
 
 from tests.user_models import digits_images, fit_briefly, small_cnn, write_sklearn_onnx, write_torch_exports
 from weakspot.data.dataset import Dataset
-from weakspot.errors import ModelError
+from weakspot.errors import ConfigError, ModelError
 from weakspot.models import ModelSpec, OnnxClassifier, TorchClassifier, load_model
 from weakspot.models.exported import load_torchscript
 from weakspot.models.rescale import scaled_last_layer
@@ -336,3 +336,32 @@ def test_a_channels_last_graph_with_free_height_and_width_gets_the_images_transp
     clf = load_onnx(path, n_classes=2, input_shape=ds.input_shape)
     p = clf.predict_proba(ds.X[:5])
     assert p.shape == (5, 2) and np.allclose(p, 0.5)  # two equal logits: the images reached the graph
+
+
+def test_weakspot_audit_reads_a_probability_output_as_it_is_with_outputs_probs(tmp_path):
+    """A graph whose single output is already a probability per class (a Softmax inside): ``outputs="probs"`` takes
+    them as they are, as ``outputs: probs`` does in params.yaml; the default (logits) would softmax them again, which
+    keeps the predicted class and flattens every confidence towards 1/k."""
+    import onnxruntime
+    from onnx import helper
+
+    import weakspot
+    from weakspot.api import as_classifier
+
+    nodes = [helper.make_node("Softmax", ["x"], ["p"])]
+    path = _tiny_graph(tmp_path / "softmax.onnx", "x", 1, ["N", 2], nodes)  # 1: TensorProto.FLOAT
+    x = np.array([[4.0, 0.0], [0.0, 1.0]])
+    want = torch.softmax(torch.as_tensor(x), 1).numpy()
+    for model in (str(path), onnxruntime.InferenceSession(str(path))):
+        probs = as_classifier(model, 2, "cpu", outputs="probs").predict_proba(x)
+        assert np.allclose(probs, want, atol=1e-6)
+        twice = as_classifier(model, 2, "cpu").predict_proba(x)
+        assert np.allclose(twice, torch.softmax(torch.as_tensor(want), 1).numpy(), atol=1e-6)
+        assert (twice.argmax(1) == probs.argmax(1)).all() and twice.max() < probs.max()
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = ((X[:, 1] > X[:, 0]) ^ (rng.random(300) < 0.2)).astype(int)  # the graph's argmax, 20% of labels flipped
+    res = weakspot.audit(str(path), X, y, methods=["segments"], outputs="probs", name="softmax")
+    assert res.metrics["train"]["test_accuracy"] == float(np.mean((X[:, 1] > X[:, 0]) == y))
+    with pytest.raises(ConfigError, match="outputs must be 'logits' or 'probs'"):
+        weakspot.audit(str(path), X, y, methods=["segments"], outputs="probabilities")

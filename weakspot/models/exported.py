@@ -391,10 +391,11 @@ def load_torchscript(weights: "str | os.PathLike") -> Any:
         ) from None
 
 
-def exported_classifier(model: Any, n_classes: int, device: Any = "auto") -> Any:
+def exported_classifier(model: Any, n_classes: int, device: Any = "auto", outputs: str = "logits") -> Any:
     """The classifier of an exported model given from Python (``weakspot.audit``), or None for any other object: a
     path to a ``.onnx`` graph or a ``.pt``/``.pth`` TorchScript archive, an ``onnxruntime.InferenceSession``, or a
-    ``torch.jit.ScriptModule`` (as a :class:`~weakspot.models.scripted.ScriptedModule`: white-box)."""
+    ``torch.jit.ScriptModule`` (as a :class:`~weakspot.models.scripted.ScriptedModule`: white-box). ``outputs``: what
+    a single output holds, ``logits`` (softmaxed) or ``probs`` (taken as they are), as params.yaml's ``outputs:``."""
     import torch
 
     from weakspot.models.adapters import TorchClassifier
@@ -403,17 +404,17 @@ def exported_classifier(model: Any, n_classes: int, device: Any = "auto") -> Any
     if isinstance(model, OnnxClassifier):
         return model
     if isinstance(model, torch.jit.ScriptModule):
-        return TorchClassifier(ScriptedModule(model), n_classes=n_classes, device=device)
+        return TorchClassifier(ScriptedModule(model), n_classes=n_classes, device=device, outputs=outputs)  # type: ignore[arg-type]
     if isinstance(model, (str, os.PathLike)):
         suffix = Path(model).suffix.lower()
         if suffix == ".onnx":
-            return load_onnx(model, n_classes=n_classes, device=device)
+            return load_onnx(model, n_classes=n_classes, device=device, outputs=outputs)
         if suffix in (".pt", ".pth"):
-            return TorchClassifier(load_torchscript(model), n_classes=n_classes, device=device)
+            return TorchClassifier(load_torchscript(model), n_classes=n_classes, device=device, outputs=outputs)  # type: ignore[arg-type]
         raise ModelError(
             f"weakspot.audit: the model is the path {str(model)!r}; a path names an ONNX graph (.onnx) or a "
             "TorchScript archive (.pt, .pth); give any other model as a Python object"
         )
     if type(model).__module__.startswith("onnxruntime") and callable(getattr(model, "get_inputs", None)):
-        return OnnxClassifier(model, n_classes=n_classes, name="InferenceSession")
+        return OnnxClassifier(model, n_classes=n_classes, outputs=outputs, name="InferenceSession")
     return None
