@@ -231,3 +231,17 @@ def test_the_pipeline_builds_a_shared_stage_from_its_declaration_alone(tmp_path,
     assert "toy_plugin_p.budget" in per_target and "toy_plugin_p.study" not in per_target
     raw["toy_plugin_p"]["study"]["enabled"] = False
     assert "toy_plugin_p_study" not in stages(raw)
+
+
+def test_a_plug_in_that_passes_a_stage_field_to_method_is_told_where_it_moved():
+    """``order``, ``headline`` and the other pipeline fields were Method's own before StageSpec: a plug-in written
+    for that gets an error naming StageSpec, not Python's bare "unexpected keyword argument"."""
+    import pytest
+
+    from weakspot.methods import Method, StageSpec
+
+    with pytest.raises(TypeError, match=r"'toy'.*headline, order .*stage=StageSpec\(headline=\.\.\., order=\.\.\.\)"):
+        Method("toy", "Toy", "none", params=dict, run="m:run", order=60, headline=("x",))
+    assert Method("toy", "Toy", "none", params=dict, run="m:run", stage=StageSpec(order=60)).stage.order == 60
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        Method("toy", "Toy", "none", params=dict, run="m:run", colour="red")  # any other mistake: Python's message

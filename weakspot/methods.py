@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
@@ -236,6 +236,25 @@ class Method:
         """The modules of its entry points (``run``, ``report``, ``figures``): what its stage imports."""
         return [ref.split(":")[0] for ref in (self.run, self.report, self.figures) if ref]
 
+
+#: The fields a method declared on ``Method`` itself before they moved to :class:`StageSpec`.
+_MOVED_TO_STAGE = frozenset(f.name for f in fields(StageSpec))
+_method_init = Method.__init__
+
+
+def _checked_init(self: Method, *args: Any, **kwargs: Any) -> None:
+    moved = sorted(set(kwargs) & _MOVED_TO_STAGE)
+    if moved:
+        given = ", ".join(f"{k}=..." for k in moved)
+        raise TypeError(
+            f"Method({kwargs.get('name', args[0] if args else '?')!r}, ...): {', '.join(moved)} belong to what the "
+            f"pipeline needs of the method: declare them as Method(..., stage=StageSpec({given})) "
+            "(docs/contributing/adding-a-method.md)"
+        )
+    _method_init(self, *args, **kwargs)
+
+
+Method.__init__ = _checked_init  # type: ignore[method-assign]
 
 METHODS = Registry("method")
 
