@@ -70,3 +70,14 @@ def test_presets_and_rules():
             rules=[BiasRule("a", 1, "above", threshold=100.0)],
             n_test=5,
         )
+
+
+def test_a_missing_value_in_a_biased_split_says_why_and_never_asks_to_impute():
+    """data.bias trains a built-in model, which takes no NaN: the error says so and points to auditing the user's own
+    model (where missing values are kept), never to imputing, which would audit another model."""
+    from weakspot.data.bias import validate_tabular
+
+    X = pd.DataFrame({"a": [1.0, np.nan, 3.0], "b": [0.0, 1.0, 2.0]})
+    with pytest.raises(DataError, match=r"1 NaN/inf feature value\(s\), first at row 1, column 'a'.*built-in") as e:
+        validate_tabular(X, np.array([0, 1, 0]), where="data.bias")
+    assert "impute" not in str(e.value) and "your own model" in str(e.value)

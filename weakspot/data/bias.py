@@ -153,7 +153,9 @@ def validate_tabular(X: pd.DataFrame, y: Any, *, where: str = "data") -> Tuple[p
         rows, cols = np.nonzero(~np.isfinite(arr))
         raise DataError(
             f"{where}: {len(rows)} NaN/inf feature value(s), first at row {int(rows[0])}, column {X.columns[cols[0]]!r}; "
-            "impute or drop them first"
+            "a biased split (data.bias) trains one of weakspot's built-in models, which take no missing values: "
+            "audit your own model on these data (kind: sklearn, onnx, ...; missing values reach it as they are), "
+            "or give data.bias a table without them"
         )
     return X, y
 
