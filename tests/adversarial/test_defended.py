@@ -53,6 +53,19 @@ def test_fresh_copy_reinitialises_from_the_seed_and_leaves_the_rest_alone():
     assert all(torch.equal(p, q) for p, q in zip(before, net.parameters()))
 
 
+def test_fresh_copy_of_a_torchscript_module_is_refused_not_kept_trained():
+    """A TorchScript module has no reset_parameters: "scratch" would keep the trained weights under a from-scratch
+    label, so it is an error that says what to use instead."""
+    from weakspot.errors import ModelError
+    from weakspot.models.scripted import ScriptedModule
+
+    net = _net(seed=5)
+    scripted = ScriptedModule(torch.jit.script(net))
+    with pytest.raises(ModelError, match="no layer of this ScriptedModule can be re-initialised.*defence_init: target"):
+        fresh_copy(scripted, 0)
+    assert not all(torch.equal(p, q) for p, q in zip(fresh_copy(net, 0).parameters(), net.parameters()))
+
+
 def _target(X, y, **params):
     classes = [str(c) for c in range(10)]
     ds = Dataset(X=X, y=y, classes=classes, image_shape=X.shape[1:])

@@ -26,12 +26,21 @@ def fresh_copy(module: Any, seed: int) -> Any:
     target's training would start from, for a user's torch model too)."""
     import torch
 
+    from weakspot.errors import ModelError
+
     m = copy.deepcopy(module)
+    resettable = [layer for layer in m.modules() if hasattr(layer, "reset_parameters") and layer is not m]
+    if list(m.parameters()) and not resettable:  # a TorchScript module: its trained weights would be kept, not re-drawn
+        raise ModelError(
+            f"intrinsic.defence_init: scratch re-initialises the model's layers, but no layer of this "
+            f"{type(module).__name__} can be re-initialised (no reset_parameters; a TorchScript module has none): use "
+            "defence_init: target (fine-tune a copy of the audited model), or give the model as kind: torch with its "
+            "factory"
+        )
     with torch.random.fork_rng():
         torch.manual_seed(int(seed))
-        for layer in m.modules():
-            if hasattr(layer, "reset_parameters") and layer is not m:
-                layer.reset_parameters()
+        for layer in resettable:
+            layer.reset_parameters()
     return m
 
 
