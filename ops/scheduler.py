@@ -75,14 +75,14 @@ def schedule(
     *,
     retries: int = 1,
     local_pids: bool = True,
-    poll: float = 0.5,
+    poll: float = 1.0,
     say: Callable[[str], None] = print,
 ) -> Outcome:
     """Run ``stages`` (in dvc.yaml's order) through ``runs``; ``needs[s]``: the stages ``s`` needs (only those among
     ``stages`` are waited for: the others are up to date). ``local_pids``: the workers run on this machine, so a
     running flow run whose process is gone has lost its worker. Every ``poll`` seconds the states of all the running
-    stages are read in one call (a call per stage and a shorter interval cost the Prefect server more CPU than the
-    stages' own compute in the smoke audit: ``benchmarks/bench_tiny_audit.py --smoke --cpu``)."""
+    stages are read in one call (a call per stage every 0.25 s cost the Prefect server more CPU than any stage's
+    own compute in the smoke audit: ``benchmarks/bench_tiny_audit.py --smoke --cpu``)."""
     out = Outcome()
     # the stages with the most stages after them go first (a pool's workers take the runs in order): the longest
     # chain (the rendered scenes, their model, their methods) is not left waiting behind quick stages

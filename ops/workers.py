@@ -20,8 +20,10 @@ from typing import Dict, Iterator, List, Sequence
 POOLS = ("cpu", "gpu")
 FLOW = "weakspot-stage"
 ENTRYPOINT = "ops.stage_flow.run_stage"
-#: how often a worker asks its pool for work (Prefect's default is 10 s: a stage would wait that long to start)
-POLL_SECONDS = "1"
+#: how often a worker asks its pool for work (Prefect's default is 10 s: a stage would wait that long to start). Each
+#: ask costs the Prefect server CPU for as long as the audit lasts: three workers asking every second cost an idle
+#: server 6.4 s of CPU in 90 s, every 3 s 2.5 s (docs/results/test-suite.md); every 2 s, a stage waits 1 s on average
+POLL_SECONDS = "2"
 
 
 def pool_name(pool: str) -> str:
