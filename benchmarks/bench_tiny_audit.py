@@ -1,10 +1,11 @@
 """The operations tests' tiny audit (one tabular target: prepare, train, weak segments, GAD, the report), or with
-``--smoke`` the pipeline tests' smoke audit (every target and method, the toy plug-in included), timed end to end, each line of `weakspot audit`'s output stamped with the seconds since it started, and, with ``--cpu``, the CPU
+``--smoke`` the pipeline tests' smoke audit (every target and method, the toy plug-in included), timed end to end:
+each line of `weakspot audit`'s output stamped with the seconds since it started, and, with ``--cpu``, the CPU
 seconds of every process it started (sampled from /proc every 0.2 s; Linux only).
 
     python benchmarks/bench_tiny_audit.py /tmp/tiny [--cpu] [--smoke]
 
-``DIR`` must not exist: a copy of this checkout is made there (as the tests make theirs) with the tiny params. The
+``DIR`` must not exist: a copy of this checkout is made there (as the tests make theirs) with the tiny or the smoke params. The
 figures are in docs/results/test-suite.md.
 """
 
@@ -52,10 +53,7 @@ def main() -> int:
     if args.smoke:
         import test_pipeline
 
-        repo = test_pipeline._smoke(conftest.Repo(conftest._copy_repo(args.dir)))
-        for f, text in test_pipeline.TOY.items():
-            (repo.path / f).parent.mkdir(parents=True, exist_ok=True)
-            (repo.path / f).write_text(text.lstrip())
+        repo = test_pipeline.smoke_with_toy(args.dir)
     else:
         repo = conftest.write_tiny_params(conftest.Repo(conftest._copy_repo(args.dir)))
     seen: dict = {}

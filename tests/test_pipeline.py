@@ -96,14 +96,20 @@ def run(target, params, runtime):
 }
 
 
-def _audited_smoke(folder: Path) -> None:
+def smoke_with_toy(folder: Path):
+    """A copy of the repository in ``folder`` with the smoke profile and the toy method package (not yet audited;
+    ``benchmarks/bench_tiny_audit.py --smoke`` times its audit)."""
     from conftest import Repo, _copy_repo
 
     r = _smoke(Repo(_copy_repo(folder)))
     for f, text in TOY.items():
         (r.path / f).parent.mkdir(parents=True, exist_ok=True)
         (r.path / f).write_text(text.lstrip())
-    r.audit()
+    return r
+
+
+def _audited_smoke(folder: Path) -> None:
+    smoke_with_toy(folder).audit()
 
 
 def smoke_copy(tmp_path_factory):

@@ -32,6 +32,7 @@ from weakspot.errors import ConfigError, DataError, ModelError
 
 if TYPE_CHECKING:  # pragma: no cover
     from weakspot.targets import InMemoryModel, InMemoryTarget
+    from weakspot.models.adapters import Outputs
 
 
 def _classes_of(model: Any, y: Sequence[Any], classes: Optional[Sequence[Any]]) -> List[Any]:
@@ -115,7 +116,7 @@ def as_dataset(
     )
 
 
-def as_classifier(model: Any, n_classes: int, device: str = "auto", outputs: str = "logits") -> Any:
+def as_classifier(model: Any, n_classes: int, device: str = "auto", outputs: Outputs = "logits") -> Any:
     """A torch module (white-box; a TorchScript module too), a fitted scikit-learn estimator, a function x ->
     probabilities, an onnxruntime session, or the path of a ``.onnx`` graph or a TorchScript ``.pt``/``.pth``
     archive, wrapped as the pipeline wraps it; a weakspot classifier as it is. ``outputs`` says what a torch module's
@@ -134,7 +135,7 @@ def as_classifier(model: Any, n_classes: int, device: str = "auto", outputs: str
         import torch
 
         if isinstance(model, torch.nn.Module):
-            return TorchClassifier(model, n_classes=n_classes, device=device, outputs=outputs)  # type: ignore[arg-type]
+            return TorchClassifier(model, n_classes=n_classes, device=device, outputs=outputs)
     except ImportError:  # pragma: no cover - torch is a dependency
         pass
     if callable(getattr(model, "predict_proba", None)):
@@ -279,7 +280,7 @@ def audit(
     device: str = "auto",
     progress: bool = False,
     X_unlabelled: Any = None,
-    outputs: str = "logits",
+    outputs: Outputs = "logits",
 ) -> Audit:
     """Audit ``model`` on ``X_test``/``y_test`` (rows it never trained on) with every method that fits.
 

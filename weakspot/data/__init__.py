@@ -1,7 +1,8 @@
 """Data sources, stratified splits, deliberately biased splits and the Parquet form of prepared data.
 
 Caveats first: nothing here downloads anything; images are float32 ``(n, C, H, W)`` in [0, 1], tables float64
-``(n, d)`` as read; labels are int64 codes into ``Dataset.classes``. See :mod:`weakspot.data.sources` for the spec strings.
+``(n, d)`` as read; labels are int64 codes into ``Dataset.classes``. See :mod:`weakspot.data.sources` for the spec
+strings.
 
 Examples
 --------

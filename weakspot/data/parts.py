@@ -26,10 +26,8 @@ EMPTY = np.zeros(0, dtype=np.int64)
 
 
 def row_digests(X: np.ndarray) -> List[bytes]:
-    """A digest of each input's bytes (C order; an image's as float32, a table row's as float64): equal inputs, equal
-    digests."""
-    X = np.asarray(X)
-    flat = np.ascontiguousarray(np.asarray(X, np.float64 if X.ndim == 2 else np.float32).reshape(len(X), -1))
+    """A digest of each input's bytes (C order, in the dtype ``Dataset`` holds them): equal inputs, equal digests."""
+    flat = np.ascontiguousarray(np.asarray(X).reshape(len(X), -1))
     return [hashlib.blake2b(r.tobytes(), digest_size=16).digest() for r in flat]
 
 

@@ -24,12 +24,15 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from weakspot.errors import ConfigError, ModelError
 from weakspot.models.protocol import check_probabilities
+
+if TYPE_CHECKING:  # pragma: no cover
+    from weakspot.models.adapters import Outputs
 
 #: onnxruntime's element types -> NumPy's (strings are fed as NumPy str arrays)
 _NUMPY_TYPES = {
@@ -391,7 +394,7 @@ def load_torchscript(weights: "str | os.PathLike") -> Any:
         ) from None
 
 
-def exported_classifier(model: Any, n_classes: int, device: Any = "auto", outputs: str = "logits") -> Any:
+def exported_classifier(model: Any, n_classes: int, device: Any = "auto", outputs: Outputs = "logits") -> Any:
     """The classifier of an exported model given from Python (``weakspot.audit``), or None for any other object: a
     path to a ``.onnx`` graph or a ``.pt``/``.pth`` TorchScript archive, an ``onnxruntime.InferenceSession``, or a
     ``torch.jit.ScriptModule`` (as a :class:`~weakspot.models.scripted.ScriptedModule`: white-box). ``outputs``: what
@@ -404,13 +407,13 @@ def exported_classifier(model: Any, n_classes: int, device: Any = "auto", output
     if isinstance(model, OnnxClassifier):
         return model
     if isinstance(model, torch.jit.ScriptModule):
-        return TorchClassifier(ScriptedModule(model), n_classes=n_classes, device=device, outputs=outputs)  # type: ignore[arg-type]
+        return TorchClassifier(ScriptedModule(model), n_classes=n_classes, device=device, outputs=outputs)
     if isinstance(model, (str, os.PathLike)):
         suffix = Path(model).suffix.lower()
         if suffix == ".onnx":
             return load_onnx(model, n_classes=n_classes, device=device, outputs=outputs)
         if suffix in (".pt", ".pth"):
-            return TorchClassifier(load_torchscript(model), n_classes=n_classes, device=device, outputs=outputs)  # type: ignore[arg-type]
+            return TorchClassifier(load_torchscript(model), n_classes=n_classes, device=device, outputs=outputs)
         raise ModelError(
             f"weakspot.audit: the model is the path {str(model)!r}; a path names an ONNX graph (.onnx) or a "
             "TorchScript archive (.pt, .pth); give any other model as a Python object"
