@@ -261,3 +261,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
         return 1 + next(i for i, m in enumerate(COSTS) if item.get_closest_marker(m))
 
     items.sort(key=rank)  # stable: within a cost, the files' order
+
+
+# ------------------------------------------------------------------------------------------ what a test costs, measured
+
+#: WEAKSPOT_TEST_CPU=FILE: each test's CPU seconds (this pytest process and every process it started and waited for,
+#: the audits' Prefect servers, workers, DVC and stages among them) appended to FILE as a JSON line, with its wall time;
+#: ``python benchmarks/suite_cpu.py FILE`` sums them by file. Setup counts towards the test that ran it (a shared
+#: audit's build towards the first test that needed it).
+CPU_FILE = os.environ.get("WEAKSPOT_TEST_CPU")
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+if CPU_FILE:
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item: pytest.Item, nextitem: object):
+        import json
+        import time
+
+        cpu, wall = _cpu_seconds(), time.time()
+        yield
+        row = {"test": item.nodeid, "cpu": round(_cpu_seconds() - cpu, 2), "wall": round(time.time() - wall, 2)}
+        with open(CPU_FILE, "a") as out:
+            out.write(json.dumps(row) + "\n")

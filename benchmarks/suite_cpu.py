@@ -1,0 +1,39 @@
+"""Where the test suite's CPU goes, per test file and per test: reads the JSON lines that ``WEAKSPOT_TEST_CPU=FILE``
+makes tests/conftest.py write (each test's CPU seconds, its own process and every process it started, and its wall
+time).
+
+    WEAKSPOT_TEST_CPU=/tmp/cpu.jsonl make test
+    python benchmarks/suite_cpu.py /tmp/cpu.jsonl [--top 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("file")
+    ap.add_argument("--top", type=int, default=30)
+    args = ap.parse_args()
+    rows = [json.loads(line) for line in open(args.file) if line.strip()]
+    by_file: dict = defaultdict(lambda: [0.0, 0.0, 0])
+    for r in rows:
+        f = by_file[r["test"].split("::")[0]]
+        f[0] += r["cpu"]
+        f[1] += r["wall"]
+        f[2] += 1
+    total = sum(r["cpu"] for r in rows)
+    print(f"{len(rows)} tests, {total:.0f} s of CPU in all (each test's own process and the processes it started)")
+    print(f"\n{'CPU s':>8} {'wall s':>8} {'tests':>5}  file")
+    for name, (cpu, wall, n) in sorted(by_file.items(), key=lambda kv: -kv[1][0])[: args.top]:
+        print(f"{cpu:8.0f} {wall:8.0f} {n:5d}  {name}")
+    print(f"\n{'CPU s':>8} {'wall s':>8}  test")
+    for r in sorted(rows, key=lambda r: -r["cpu"])[: args.top]:
+        print(f"{r['cpu']:8.0f} {r['wall']:8.0f}  {r['test']}")
+
+
+if __name__ == "__main__":
+    main()
