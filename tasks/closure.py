@@ -46,8 +46,22 @@ def _imports_of(file: Path, module: str) -> Set[str]:
     return set(_PARSED[key])
 
 
+def _parse(file: Path) -> ast.Module:
+    """``file``'s syntax tree. Python 3.11's parser keeps its recursion depth in state that all threads share, so a
+    parse while another thread parses (Prefect's own threads do) can fail with a spurious ``SystemError: AST
+    constructor recursion depth mismatch`` (CPython issue 106905; a stage once failed with it): tried again."""
+    source = file.read_text()
+    for attempt in range(5):
+        try:
+            return ast.parse(source, filename=str(file))
+        except SystemError:
+            if attempt == 4:
+                raise
+    raise AssertionError("unreachable")
+
+
 def _parse_imports(file: Path, module: str) -> Set[str]:
-    tree = ast.parse(file.read_text(), filename=str(file))
+    tree = _parse(file)
     pkg = module if file.name == "__init__.py" else module.rsplit(".", 1)[0]
     out: Set[str] = set()
     for node in ast.walk(tree):

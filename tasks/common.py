@@ -6,6 +6,7 @@ Paths are relative to the working directory, which is the repository root when D
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import logging
 import os
@@ -106,11 +107,9 @@ def code_version() -> Dict[str, Any]:
         info["git_dirty"] = bool(dirty)
     except (OSError, subprocess.SubprocessError):
         info["git_commit"] = None
-    try:
-        import torch
-
-        info["torch"] = torch.__version__
-    except ImportError:  # pragma: no cover
+    try:  # the installed distribution's version, read without importing torch (seconds, in a tabular stage)
+        info["torch"] = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
         pass
     return info
 

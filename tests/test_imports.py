@@ -7,9 +7,14 @@ depth (a lazy import inside a function counts), never by running them:
   graph: they never run, so they make no import circle (``weakspot.methods`` names ``weakspot.targets.TargetParams``
   in annotations only, while ``weakspot.targets`` asks ``weakspot.methods`` for the method names);
 - ``ops`` imports nothing of ``flows`` but ``flows.audit`` (the nightly flow it serves).
+
+Two more tests run code: a stage's lineage names torch's version without importing torch, and the closure's parse
+survives Python 3.11's spurious parser error.
 """
 
 import ast
+
+import pytest
 from pathlib import Path
 from typing import Dict, Iterator, List, Set
 
@@ -203,3 +208,45 @@ def test_no_pipeline_or_operations_module_imports_another_only_for_its_side_effe
         if "noqa: F401" in line
     ]
     assert not found, found
+
+
+def test_a_stages_lineage_does_not_import_torch():
+    """The code version in every artifact's lineage names the installed torch without importing it: a tabular stage
+    never loads torch (it cost seconds of CPU per stage)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from tasks.common import code_version; v = code_version(); "
+        "assert 'torch' not in sys.modules, 'torch imported'; print(v['torch'])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    import importlib.metadata
+
+    assert out.stdout.strip() == importlib.metadata.version("torch")
+
+
+def test_a_spurious_parser_error_is_tried_again(tmp_path, monkeypatch):
+    """Python 3.11's parser can raise a spurious SystemError when two threads parse at once (CPython issue 106905):
+    the import closure tries the parse again instead of failing the stage; a real syntax error still fails."""
+    import ast
+
+    from tasks import closure
+
+    f = tmp_path / "m.py"
+    f.write_text("import json\nfrom os import path\n")
+    real, calls = ast.parse, []
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=57, after=76)")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", flaky)
+    assert {"json", "os", "os.path"} <= closure._parse_imports(f, "m")
+    assert len(calls) == 2
+    f.write_text("import (\n")
+    with pytest.raises(SyntaxError):
+        closure._parse_imports(f, "m")
