@@ -5,6 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.weakspot-installed
+COMPILED := $(VENV)/.weakspot-compiled
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
@@ -21,13 +22,21 @@ $(STAMP): pyproject.toml $(LOCK)
 	@# pip 23 (Python 3.11's own) refuses a hash-checked requirement with extras (sqlalchemy[asyncio]); 26.3 takes it
 	@$(PY) -m pip install -q pip==26.3 2>&1 | $(QUIET_PIP)
 	@$(PY) -m pip install -q --no-compile --require-hashes -r $(LOCK) 2>&1 | $(QUIET_PIP)
-	@# every installed module compiled once, on both cores (about 30 s here). Python reads a .pyc where it is even when
-	@# PYTHONDONTWRITEBYTECODE stops it writing one (as on this machine): without them, every stage, worker and DVC
-	@# command compiled pandas, scikit-learn, torch and DVC from source again, seconds of CPU each
-	@echo "compiling the installed modules..."
-	@$(PY) -m compileall -qq -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
 	@# (setuptools' notes on editable installs, printed by the build backend even with -q, silenced)
 	@PYTHONWARNINGS=ignore $(PY) -m pip install -q --no-compile --no-deps -e . 2>&1 | $(QUIET_PIP)
+	@touch $@
+
+# Every installed module compiled once, on every core (about 30 s here; a stamp of its own, so a .venv installed
+# before this step gets it too). Python reads a .pyc where one is even when PYTHONDONTWRITEBYTECODE stops it writing
+# one (as on this machine): without them every stage, worker, server and DVC command compiled pandas, scikit-learn,
+# torch and DVC from source again, seconds of CPU each. A file that does not compile (a few packages ship Python 2
+# examples) only stays uncompiled: said, not fatal.
+$(COMPILED): $(STAMP)
+	@echo "compiling the installed modules once..."
+	@$(PY) -c 'import compileall, sys, sysconfig; p = sysconfig.get_paths(); d = sorted({p["purelib"], p["platlib"]}); \
+		sys.exit(0 if all([compileall.compile_dir(x, quiet=2, workers=0) for x in d]) else 1)' \
+		|| echo "weakspot: some installed files did not compile (the stages only start slower); list them with" \
+			"$(PY) -m compileall -q $(VENV)/lib"
 	@touch $@
 
 lock:
@@ -35,20 +44,20 @@ lock:
 	.venv-lock/bin/pip-compile --quiet --allow-unsafe --extra=test --generate-hashes --no-emit-find-links \
 		--no-emit-index-url --output-file=$(LOCK) pyproject.toml
 
-audit: $(STAMP)
+audit: $(COMPILED)
 	$(VENV)/bin/weakspot audit
 
 # pytest-xdist: the tests that share an audited repository or a trained model run on one worker each (--dist
 # loadgroup; the groups and their order, longest work first, come from tests/conftest.py, kept by
 # --no-loadscope-reorder); the stages the tests start are subprocesses, so 3 workers keep the 2 cores busy
 TEST_WORKERS ?= 3
-test: $(STAMP)
+test: $(COMPILED)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30
 
-check: $(STAMP)
+check: $(COMPILED)
 	$(VENV)/bin/weakspot check
 
-bench: $(STAMP)
+bench: $(COMPILED)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b; done
 
 clean-artifacts:

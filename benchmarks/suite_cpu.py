@@ -1,6 +1,6 @@
 """Where the test suite's CPU goes, per test file and per test: reads the JSON lines that ``WEAKSPOT_TEST_CPU=FILE``
-makes tests/conftest.py write (each test's CPU seconds, its own process and every process it started, and its wall
-time).
+makes tests/conftest.py write (each test's CPU seconds: the pytest process's and those of the processes reaped
+meanwhile, see tests/conftest.py; and its wall time).
 
     WEAKSPOT_TEST_CPU=/tmp/cpu.jsonl make test
     python benchmarks/suite_cpu.py /tmp/cpu.jsonl [--top 30]
@@ -18,7 +18,8 @@ def main() -> None:
     ap.add_argument("file")
     ap.add_argument("--top", type=int, default=30)
     args = ap.parse_args()
-    rows = [json.loads(line) for line in open(args.file) if line.strip()]
+    with open(args.file) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
     by_file: dict = defaultdict(lambda: [0.0, 0.0, 0])
     for r in rows:
         f = by_file[r["test"].split("::")[0]]
@@ -26,7 +27,7 @@ def main() -> None:
         f[1] += r["wall"]
         f[2] += 1
     total = sum(r["cpu"] for r in rows)
-    print(f"{len(rows)} tests, {total:.0f} s of CPU in all (each test's own process and the processes it started)")
+    print(f"{len(rows)} tests, {total:.0f} s of CPU in all (the pytest processes and the processes they reaped)")
     print(f"\n{'CPU s':>8} {'wall s':>8} {'tests':>5}  file")
     for name, (cpu, wall, n) in sorted(by_file.items(), key=lambda kv: -kv[1][0])[: args.top]:
         print(f"{cpu:8.0f} {wall:8.0f} {n:5d}  {name}")

@@ -47,15 +47,16 @@ def _imports_of(file: Path, module: str) -> Set[str]:
 
 
 def _parse(file: Path) -> ast.Module:
-    """``file``'s syntax tree. Python 3.11's parser keeps its recursion depth in state that all threads share, so a
-    parse while another thread parses (Prefect's own threads do) can fail with a spurious ``SystemError: AST
-    constructor recursion depth mismatch`` (CPython issue 106905; a stage once failed with it): tried again."""
+    """``file``'s syntax tree. Python 3.11 converts the parsed tree into Python objects with a recursion counter that
+    all threads share, so a parse while another thread parses can fail with a spurious ``SystemError: AST constructor
+    recursion depth mismatch`` (CPython issue 106905; a stage once failed with it): tried again. Any other error is
+    raised at once."""
     source = file.read_text()
     for attempt in range(5):
         try:
             return ast.parse(source, filename=str(file))
-        except SystemError:
-            if attempt == 4:
+        except SystemError as e:
+            if "recursion depth mismatch" not in str(e) or attempt == 4:
                 raise
     raise AssertionError("unreachable")
 

@@ -6,7 +6,6 @@ Paths are relative to the working directory, which is the repository root when D
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import logging
 import os
@@ -107,11 +106,28 @@ def code_version() -> Dict[str, Any]:
         info["git_dirty"] = bool(dirty)
     except (OSError, subprocess.SubprocessError):
         info["git_commit"] = None
-    try:  # the installed distribution's version, read without importing torch (seconds, in a tabular stage)
-        info["torch"] = importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
-        pass
+    torch = torch_version()
+    if torch:
+        info["torch"] = torch
     return info
+
+
+def torch_version() -> Optional[str]:
+    """torch's ``__version__``, its build tag included (``2.14.1+cu130``, where the distribution's metadata says
+    ``2.14.1``), read from its ``version.py`` without importing torch: a tabular stage never loads it, and importing
+    it only to read its version cost seconds of CPU per stage."""
+    if "torch" in sys.modules:
+        return str(sys.modules["torch"].__version__)
+    import importlib.metadata
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec("torch")  # finds the package without running it
+    if spec is None or not spec.origin:
+        return None
+    f = Path(spec.origin).parent / "version.py"
+    found = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", f.read_text(), re.M) if f.is_file() else None
+    return found.group(1) if found else importlib.metadata.version("torch")
 
 
 def lineage(

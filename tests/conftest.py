@@ -265,10 +265,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
 
 # ------------------------------------------------------------------------------------------ what a test costs, measured
 
-#: WEAKSPOT_TEST_CPU=FILE: each test's CPU seconds (this pytest process and every process it started and waited for,
-#: the audits' Prefect servers, workers, DVC and stages among them) appended to FILE as a JSON line, with its wall time;
-#: ``python benchmarks/suite_cpu.py FILE`` sums them by file. Setup counts towards the test that ran it (a shared
-#: audit's build towards the first test that needed it).
+#: WEAKSPOT_TEST_CPU=FILE: each test's CPU seconds appended to FILE as a JSON line, with its wall time (FILE is
+#: emptied when the run starts); ``python benchmarks/suite_cpu.py FILE`` sums them by file. The seconds are this
+#: pytest process's and those of every descendant reaped meanwhile (the audits' Prefect servers, workers, DVC and
+#: stages among them, each counted when its parent waits for it): a process orphaned by a kill is not counted, and a
+#: long-lived one (a module's server or cluster) counts towards the test during which it ended. Setup counts towards
+#: the test that ran it (a shared audit's build towards the first test that needed it).
 CPU_FILE = os.environ.get("WEAKSPOT_TEST_CPU")
 
 
@@ -281,13 +283,17 @@ def _cpu_seconds() -> float:
 
 if CPU_FILE:
 
+    def pytest_configure(config: pytest.Config) -> None:
+        if not hasattr(config, "workerinput"):  # the controller (or a run without xdist), before any worker starts
+            open(str(CPU_FILE), "w").close()
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item: pytest.Item, nextitem: object):
         import json
         import time
 
-        cpu, wall = _cpu_seconds(), time.time()
+        cpu, wall = _cpu_seconds(), time.perf_counter()
         yield
-        row = {"test": item.nodeid, "cpu": round(_cpu_seconds() - cpu, 2), "wall": round(time.time() - wall, 2)}
+        row = {"test": item.nodeid, "cpu": round(_cpu_seconds() - cpu, 2), "wall": round(time.perf_counter() - wall, 2)}
         with open(CPU_FILE, "a") as out:
             out.write(json.dumps(row) + "\n")
