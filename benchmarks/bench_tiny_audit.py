@@ -5,8 +5,8 @@ seconds of every process it started (sampled from /proc every 0.2 s; Linux only)
 
     python benchmarks/bench_tiny_audit.py /tmp/tiny [--cpu] [--smoke]
 
-``DIR`` must not exist: a copy of this checkout is made there (as the tests make theirs) with the tiny or the smoke params. The
-figures are in docs/results/test-suite.md.
+``DIR`` must not exist: a copy of this checkout is made there (as the tests make theirs) with the tiny or the
+smoke params. The figures are in docs/results/test-suite.md.
 """
 
 from __future__ import annotations

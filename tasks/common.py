@@ -116,8 +116,6 @@ def torch_version() -> Optional[str]:
     """torch's ``__version__``, its build tag included (``2.14.1+cu130``, where the distribution's metadata says
     ``2.14.1``), read from its ``version.py`` without importing torch: a tabular stage never loads it, and importing
     it only to read its version cost seconds of CPU per stage."""
-    if "torch" in sys.modules:
-        return str(sys.modules["torch"].__version__)
     import importlib.metadata
     import importlib.util
     import re

@@ -2,8 +2,9 @@
 
 Caveats first: images are flattened into float32 columns ``px_0 .. px_{C*H*W-1}`` (C-order of ``(C, H, W)``);
 tabular data keeps its feature names and float64 values (a categorical column as its codes, the categories in the
-metadata; a missing value as NaN, which Parquet keeps). Either way the integer class code is the column ``label``. Class names, image shape, feature names and provenance travel in the frame's ``attrs["weakspot"]`` (a JSON string), which
-pandas writes into the Parquet schema metadata (key ``PANDAS_ATTRS``) and restores on reading. A frame without
+metadata; a missing value as NaN, which Parquet keeps). Either way the integer class code is the column ``label``.
+Class names, image shape, feature names and provenance travel in the frame's ``attrs["weakspot"]`` (a JSON string),
+which pandas writes into the Parquet schema metadata (key ``PANDAS_ATTRS``) and restores on reading. A frame without
 that metadata is read as tabular data whose classes are the sorted distinct labels.
 """
 
