@@ -105,11 +105,13 @@ def audit(
     push: bool = False,
     workers: Optional[int] = None,
     gpu_workers: Optional[int] = None,
+    in_checkout: Optional[bool] = None,
     command: str = "weakspot audit",
 ) -> int:
     """Audit the checkout in the current folder under its lock (``command``: how the lock names this audit to a
-    second one); ``workers``/``gpu_workers``: local process workers on the cpu/gpu pool (default: params.yaml's
-    ``execution``); the exit code (see the module's doc)."""
+    second one); ``workers``/``gpu_workers``: local process workers on the cpu/gpu pool, ``in_checkout``: plain
+    ``dvc repro`` here instead of workers (defaults: params.yaml's ``execution``); the exit code (see the module's
+    doc)."""
     check_params(PARAMS)
     if not Path("flows").is_dir() or not Path(".dvc").is_dir():
         raise ConfigError(
@@ -118,7 +120,15 @@ def audit(
     from ops.lock import audit_lock
 
     with audit_lock(".", command):
-        return _audit(list(stages or []), force=force, pull=pull, push=push, workers=workers, gpu_workers=gpu_workers)
+        return _audit(
+            list(stages or []),
+            force=force,
+            pull=pull,
+            push=push,
+            workers=workers,
+            gpu_workers=gpu_workers,
+            in_checkout=in_checkout,
+        )
 
 
 def changed_stages(stages: List[str]) -> List[str]:
@@ -154,7 +164,14 @@ def _gpu_workers(ex: Any, given: Optional[int]) -> int:
 
 
 def _audit(
-    stages: List[str], *, force: bool, pull: bool, push: bool, workers: Optional[int], gpu_workers: Optional[int]
+    stages: List[str],
+    *,
+    force: bool,
+    pull: bool,
+    push: bool,
+    workers: Optional[int],
+    gpu_workers: Optional[int],
+    in_checkout: Optional[bool],
 ) -> int:
     if regenerate_pipeline():
         print("weakspot: dvc.yaml regenerated from params.yaml (targets or methods changed)", flush=True)
@@ -179,18 +196,23 @@ def _audit(
         raise ConfigError(f"no stage named {', '.join(unknown)} in dvc.yaml; stages: {', '.join(names)}")
     wanted = [s for s in upstream(graph, [s for s in asked if s != "report"]) if s != "report"]
     n_cpu = ex.workers if workers is None else workers
+    here = ex.in_checkout if in_checkout is None else in_checkout
     # asking torch whether this machine has CUDA imports it (seconds): done while the Prefect server starts
     from concurrent.futures import ThreadPoolExecutor
 
     side = ThreadPoolExecutor(1)
-    n_gpu_later = side.submit(_gpu_workers, ex, gpu_workers)
+    n_gpu_later = side.submit(_gpu_workers, ex, 0 if here else gpu_workers)
     side.shutdown(wait=False)
     t0 = time.time()
     from ops.server import prefect_server
 
     outcome = None
     with prefect_server(dvc.env()) as env:
-        if wanted:
+        if wanted and here:
+            rc = dvc.repro((["--pull"] if pull else []) + (["--force"] if force else []) + wanted, env)
+            if rc != 0:
+                return rc
+        elif wanted:
             n_gpu = n_gpu_later.result()
             outcome = run_on_workers(wanted, graph, env, hp, ex, force=force, n_cpu=n_cpu, n_gpu=n_gpu)
             ok = [s for s in wanted if s not in outcome.failed and s not in outcome.not_run]

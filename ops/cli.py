@@ -52,6 +52,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         push=args.push,
         workers=args.workers,
         gpu_workers=args.gpu_workers,
+        in_checkout=args.in_checkout,
         command="weakspot audit " + " ".join(sys.argv[2:]),
     )
 
@@ -172,6 +173,13 @@ def _audit_parser(sub) -> None:
         "--gpu-workers",
         type=int,
         help="local process workers on the gpu pool (default: execution.gpu_workers; 1 when this machine has CUDA)",
+    )
+    a.add_argument(
+        "--in-checkout",
+        action="store_true",
+        default=None,
+        help="no workers: plain dvc repro in this checkout, one stage at a time; the first failed stage stops the "
+        "audit (default: execution.in_checkout)",
     )
     a.set_defaults(fn=cmd_audit)
     w = sub.add_parser(

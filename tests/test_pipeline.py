@@ -102,6 +102,8 @@ def smoke_with_toy(folder: Path):
     from conftest import Repo, _copy_repo
 
     r = _smoke(Repo(_copy_repo(folder)))
+    # plain `dvc repro` in the checkout: these tests read what the stages wrote; the workers are tests/ops' subject
+    r.set_params(execution={"in_checkout": True})
     for f, text in TOY.items():
         (r.path / f).parent.mkdir(parents=True, exist_ok=True)
         (r.path / f).write_text(text.lstrip())

@@ -129,6 +129,8 @@ def _audited(folder: Path) -> None:
     targets = {**_write_mine(r.path), **_write_images(r.path), **_write_exported(r.path)}
     params = set_targets(yaml.safe_load((r.path / "params.yaml").read_text()), targets)
     params["gad"].update(design_points=2000, epochs=3, max_steps=300, replicates=5, budget=10, pool_size=40)
+    # plain `dvc repro` in the checkout: these tests read what the stages wrote; the workers are tests/ops' subject
+    params["execution"]["in_checkout"] = True
     params["examine"]["study"] = {
         "m_study": {"enabled": False},
         "artificial_weakness": {"enabled": False},
