@@ -3,7 +3,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Tuple
 
 import pytest
 
@@ -208,10 +208,24 @@ def ops_repo(tmp_path_factory):
 COSTS = ("ops", "pipeline", "unit")
 #: Session fixtures that build nothing themselves (a factory): sharing them is no reason to run tests on one worker.
 CHEAP_SHARED = {"repo_factory"}
-#: The test files handed out first (``make test`` keeps this order: --no-loadscope-reorder): the smoke audit of every
-#: target is the longest piece of work (the tests of test_pipeline_changes.py wait for it), then the audit of the
-#: user-data targets.
-FIRST = ("test_pipeline.py", "test_user_targets.py")
+#: The test files handed out first, in this order (``make test`` keeps it: --no-loadscope-reorder). pytest-xdist gives
+#: each worker two groups at the start and the next one whenever it finishes one, so with 3 workers the first worker
+#: runs the first and fourth files, the second the second and fifth, the third the third and sixth: the smoke audit
+#: then the tests that copy it (test_pipeline_changes.py waits for it otherwise), the users' audit then the kill and
+#: resume of the tiny audit, which the third worker builds first (test_audit.py) before the pool audits. The longest
+#: remaining work follows; the unit tests fill the gaps at the end. Measured: docs/results/test-suite.md.
+FIRST = (
+    "test_pipeline.py",
+    "test_user_targets.py",
+    "ops/test_audit.py",
+    "test_pipeline_changes.py",
+    "ops/test_resume.py",
+    "ops/test_workers.py",
+    "ops/test_serve.py",
+    "ops/test_rerun.py",
+    "ops/test_worker_killed.py",
+    "test_dask.py",
+)
 
 
 def _shared_fixtures(item: pytest.Item) -> List[str]:
@@ -235,8 +249,8 @@ def _shared_fixtures(item: pytest.Item) -> List[str]:
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
     """Each test's cost marker, and its pytest-xdist group: the tests that share an expensive fixture (an audited
     repository, a trained model) run on one worker (``--dist loadgroup``), so it is built once, not once per worker.
-    The order hands out the smoke audit first, then the operations, the other pipeline tests and the unit tests, so
-    that the longest work starts first."""
+    The order hands out :data:`FIRST` first, then the other operations tests, the other pipeline tests and the unit
+    tests, so that the longest work starts first."""
     for item in items:
         if not any(item.get_closest_marker(m) for m in COSTS[:2]):
             item.add_marker(pytest.mark.unit)
@@ -255,18 +269,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
         if shared[item.nodeid]:
             item.add_marker(pytest.mark.xdist_group(find(shared[item.nodeid][0]).replace("/", ".")))
 
-    def rank(item: pytest.Item) -> int:
-        if item.path.name in FIRST:
-            return 0
-        return 1 + next(i for i, m in enumerate(COSTS) if item.get_closest_marker(m))
+    def rank(item: pytest.Item) -> Tuple[int, int]:
+        name = str(item.path.relative_to(ROOT / "tests"))
+        if name in FIRST:  # their groups, in FIRST's order, before any test that runs alone (a unit of its own)
+            return (0, FIRST.index(name)) if shared[item.nodeid] else (1, FIRST.index(name))
+        return 2, next(i for i, m in enumerate(COSTS) if item.get_closest_marker(m))
 
     items.sort(key=rank)  # stable: within a cost, the files' order
 
 
 # ------------------------------------------------------------------------------------------ what a test costs, measured
 
-#: WEAKSPOT_TEST_CPU=FILE: each test's CPU seconds appended to FILE as a JSON line, with its wall time (FILE is
-#: emptied when the run starts); ``python benchmarks/suite_cpu.py FILE`` sums them by file. The seconds are this
+#: WEAKSPOT_TEST_CPU=FILE: each test's CPU seconds appended to FILE as a JSON line, with its wall time, when it
+#: started and on which pytest-xdist worker (FILE is emptied when the run starts); ``python benchmarks/suite_cpu.py FILE`` sums them by file. The seconds are this
 #: pytest process's and those of every descendant reaped meanwhile (the audits' Prefect servers, workers, DVC and
 #: stages among them, each counted when its parent waits for it): a process orphaned by a kill is not counted, and a
 #: long-lived one (a module's server or cluster) counts towards the test during which it ended. Setup counts towards
@@ -292,8 +307,14 @@ if CPU_FILE:
         import json
         import time
 
-        cpu, wall = _cpu_seconds(), time.perf_counter()
+        cpu, wall, start = _cpu_seconds(), time.perf_counter(), time.time()
         yield
-        row = {"test": item.nodeid, "cpu": round(_cpu_seconds() - cpu, 2), "wall": round(time.perf_counter() - wall, 2)}
+        row = {
+            "test": item.nodeid,
+            "cpu": round(_cpu_seconds() - cpu, 2),
+            "wall": round(time.perf_counter() - wall, 2),
+            "start": round(start, 2),
+            "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+        }
         with open(CPU_FILE, "a") as out:
             out.write(json.dumps(row) + "\n")

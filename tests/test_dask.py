@@ -226,6 +226,7 @@ def test_the_execution_section_is_validated(tmp_path):
         "retries": 1,
         "resources": {},
         "workers": 3,
+        "in_checkout": False,
         "gpu_workers": None,
         "pools": {},
     }

@@ -263,12 +263,14 @@ def test_dvc_metrics_show_fits_a_terminal_each_file_its_headline(repo):
 
     files = sorted(str(f.relative_to(repo.path)) for f in (repo.path / "metrics").rglob("*.json"))
     assert len(files) >= 15
-    widths = {}
-    for f in files:  # DVC's own table of each file: Path, then one column per (flattened) metric
-        out = repo.dvc("metrics", "show", f, "--md").stdout
-        header = next(line for line in out.splitlines() if line.startswith("| Path"))
-        widths[f] = len(header.strip().strip("|").split("|")) - 1
+    # DVC's own reading of every file, in one call: `dvc metrics show FILE` prints a column per flattened metric
+    shown = json.loads(repo.dvc("metrics", "show", "--json").stdout)[""]["data"]
+    assert sorted(shown) == files
+    widths = {f: len(flatten(shown[f]["data"])) for f in files}
     assert all(2 <= n <= 15 for n in widths.values()), widths
+    one = repo.dvc("metrics", "show", "metrics/hda/digits.json", "--md").stdout  # its table: Path and those columns
+    header = next(line for line in one.splitlines() if line.startswith("| Path"))
+    assert len(header.strip().strip("|").split("|")) - 1 == widths["metrics/hda/digits.json"], header
     # every detail is beside it, for the report, the history and the gates; the headline holds the same values
     head, full = (
         flatten(json.loads((repo.path / "metrics/hda/digits.json").read_text())),
