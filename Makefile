@@ -30,12 +30,13 @@ $(STAMP): pyproject.toml $(LOCK)
 # before this step gets it too). Python reads a .pyc where one is even when PYTHONDONTWRITEBYTECODE stops it writing
 # one (as on this machine): without them every stage, worker, server and DVC command compiled pandas, scikit-learn,
 # torch and DVC from source again, seconds of CPU each. compile_dir's verdict is not checked: a file that does not
-# compile on this Python (torch ships one in Python 3.12's syntax) only stays uncompiled.
+# compile on this Python (torch ships one in Python 3.12's syntax) only stays uncompiled. The packages' own test
+# folders (tests/, test/: a fifth of the files, never imported at run time) are left out.
 $(COMPILED): $(STAMP)
 	@echo "compiling the installed modules once..."
-	@$(PY) -c 'import compileall, os, sys, sysconfig; p = sysconfig.get_paths(); d = sorted({p["purelib"], p["platlib"]}); \
+	@$(PY) -c 'import compileall, os, re, sys, sysconfig; p = sysconfig.get_paths(); d = sorted({p["purelib"], p["platlib"]}); \
 		gone = [x for x in d if not os.path.isdir(x)]; gone and sys.exit(f"no site-packages folder at {gone}"); \
-		[compileall.compile_dir(x, quiet=2, workers=0) for x in d]'
+		[compileall.compile_dir(x, quiet=2, workers=0, rx=re.compile(r"[/\\]tests?[/\\]")) for x in d]'
 	@touch $@
 
 lock:
@@ -48,8 +49,9 @@ audit: $(COMPILED)
 
 # pytest-xdist: the tests that share an audited repository or a trained model run on one worker each (--dist
 # loadgroup; the groups and their order, longest work first, come from tests/conftest.py, kept by
-# --no-loadscope-reorder); the stages the tests start are subprocesses, so 3 workers keep the 2 cores busy
-TEST_WORKERS ?= 3
+# --no-loadscope-reorder); the stages the tests start are subprocesses, and tests wait (a cron minute, a lock, a
+# kill), so 4 workers keep the 2 cores busy (docs/results/test-suite.md: about 5% idle)
+TEST_WORKERS ?= 4
 test: $(COMPILED)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30
 

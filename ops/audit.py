@@ -208,6 +208,12 @@ def _audit(
 
     outcome = None
     with prefect_server(dvc.env()) as env:
+        # the stages' cached tasks (a resumed stage takes what its killed run stored) in one place, whichever runs them
+        env = {
+            **env,
+            "PREFECT_LOCAL_STORAGE_PATH": env.get("PREFECT_LOCAL_STORAGE_PATH")
+            or str(Path(".prefect/results").resolve()),
+        }
         if wanted and here:
             rc = dvc.repro((["--pull"] if pull else []) + (["--force"] if force else []) + wanted, env)
             if rc != 0:
@@ -348,10 +354,6 @@ def run_on_workers(
             )
     ref, sha = snapshot(".")
     gpu = gpu_steps(ex)
-    env = {
-        **env,
-        "PREFECT_LOCAL_STORAGE_PATH": env.get("PREFECT_LOCAL_STORAGE_PATH") or str(Path(".prefect/results").resolve()),
-    }
     os.environ.update({k: env[k] for k in ("PREFECT_API_URL", "PREFECT_HOME") if k in env})
     ensure_pools()
     print(

@@ -176,10 +176,10 @@ def _audit_parser(sub) -> None:
     )
     a.add_argument(
         "--in-checkout",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
         help="no workers: plain dvc repro in this checkout, one stage at a time; the first failed stage stops the "
-        "audit (default: execution.in_checkout)",
+        "audit (default: execution.in_checkout; --no-in-checkout: on workers whatever it says)",
     )
     a.set_defaults(fn=cmd_audit)
     w = sub.add_parser(

@@ -188,13 +188,18 @@ def copy_repo(src: Path, dst: Path) -> Repo:
 
 
 def _tiny_audit(folder: Path) -> None:
-    write_tiny_params(Repo(_copy_repo(folder))).audit()
+    """The tiny audit, its stages run in the checkout (``execution.in_checkout``): the tests on it are about the
+    history, gates, locks, kills, reruns and the schedule; those about workers audit on workers (test_workers.py,
+    test_worker_killed.py, which compares its bytes with these)."""
+    r = write_tiny_params(Repo(_copy_repo(folder)))
+    r.set_params(execution={"in_checkout": True})
+    r.audit()
 
 
 @pytest.fixture(scope="module")
 def ops_repo(tmp_path_factory):
-    """A tiny repository audited once (``weakspot audit``, history recorded) for the operations tests: history and
-    regressions, exact reruns, Dask, kill -9, the schedule. The audit runs once for the whole test run; each test
+    """A tiny repository audited once (``weakspot audit``, history recorded; its stages in the checkout) for the
+    operations tests: history and regressions, exact reruns, Dask, kill -9, the schedule. The audit runs once for the whole test run; each test
     module gets a copy of its own (so the modules run on separate pytest-xdist workers), in which its tests run in
     the file's order. Tests that change it put it back as they found it."""
     src = built_once(tmp_path_factory, "ops-audited", _tiny_audit)
@@ -209,18 +214,19 @@ COSTS = ("ops", "pipeline", "unit")
 #: Session fixtures that build nothing themselves (a factory): sharing them is no reason to run tests on one worker.
 CHEAP_SHARED = {"repo_factory"}
 #: The test files handed out first, in this order (``make test`` keeps it: --no-loadscope-reorder). pytest-xdist gives
-#: each worker two groups at the start and the next one whenever it finishes one, so with 3 workers the first worker
-#: runs the first and fourth files, the second the second and fifth, the third the third and sixth: the smoke audit
-#: then the tests that copy it (test_pipeline_changes.py waits for it otherwise), the users' audit then the kill and
-#: resume of the tiny audit, which the third worker builds first (test_audit.py) before the pool audits. The longest
-#: remaining work follows; the unit tests fill the gaps at the end. Measured: docs/results/test-suite.md.
+#: each worker two groups at the start and the next one whenever it finishes one, so with ``make test``'s 4 workers
+#: the first worker runs the first and fifth groups, the second the second and sixth, and so on: the smoke audit then
+#: the tests that copy it (test_pipeline_changes.py would wait for it on another worker), the users' audit then the
+#: kill and resume of the tiny audit, which the third worker builds first (test_audit.py), the pool audits then the
+#: pulled rerun. The other long groups follow; the unit tests fill the gaps at the end. Measured:
+#: docs/results/test-suite.md.
 FIRST = (
     "test_pipeline.py",
     "test_user_targets.py",
     "ops/test_audit.py",
+    "ops/test_workers.py",
     "test_pipeline_changes.py",
     "ops/test_resume.py",
-    "ops/test_workers.py",
     "ops/test_serve.py",
     "ops/test_rerun.py",
     "ops/test_worker_killed.py",
