@@ -213,25 +213,26 @@ def ops_repo(tmp_path_factory):
 COSTS = ("ops", "pipeline", "unit")
 #: Session fixtures that build nothing themselves (a factory): sharing them is no reason to run tests on one worker.
 CHEAP_SHARED = {"repo_factory"}
-#: The test files handed out first, in this order (``make test`` keeps it: --no-loadscope-reorder). pytest-xdist gives
-#: each worker two groups at the start and the next one whenever it finishes one, so with ``make test``'s 4 workers
-#: the first worker runs the first and fifth groups, the second the second and sixth, and so on: the smoke audit then
-#: the tests that copy it (test_pipeline_changes.py would wait for it on another worker), the users' audit then the
-#: kill and resume of the tiny audit, which the third worker builds first (test_audit.py), the pool audits then the
-#: pulled rerun. The other long groups follow; the unit tests fill the gaps at the end. Measured:
-#: docs/results/test-suite.md.
+#: The test files handed out first, in this order (``make test`` keeps it: --no-loadscope-reorder): the longest groups
+#: first, each worker taking the next whenever it finishes one (pytest-xdist gives each two at the start). The smoke
+#: audit and the tests that copy it (one group, :data:`JOINS`), the pool audits, the users' audit, then the tiny
+#: audit's build (test_audit.py) before the other groups that copy it; the unit tests fill the gaps at the end.
+#: Measured: docs/results/test-suite.md.
 FIRST = (
     "test_pipeline.py",
+    "test_pipeline_changes.py",
+    "ops/test_workers.py",
     "test_user_targets.py",
     "ops/test_audit.py",
-    "ops/test_workers.py",
-    "test_pipeline_changes.py",
+    "ops/test_worker_killed.py",
     "ops/test_resume.py",
     "ops/test_serve.py",
     "ops/test_rerun.py",
-    "ops/test_worker_killed.py",
     "test_dask.py",
 )
+#: A test file whose group joins another file's: it works on a copy of what that file's group builds, so on the same
+#: worker, after it, it never waits for the build on another worker (it waited 200 s for the smoke audit at 521b28c).
+JOINS = {"test_pipeline_changes.py": "test_pipeline.py"}
 
 
 def _shared_fixtures(item: pytest.Item) -> List[str]:
@@ -271,6 +272,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
     for names in shared.values():
         for a, b in zip(names, names[1:]):
             parent[find(a)] = find(b)
+    by_file: Dict[str, List[str]] = {}
+    for item in items:
+        by_file.setdefault(str(item.path.relative_to(ROOT / "tests")), []).extend(shared[item.nodeid])
+    for joining, host in JOINS.items():
+        for a in by_file.get(joining, [])[:1]:
+            for b in by_file.get(host, [])[:1]:
+                parent[find(a)] = find(b)
     for item in items:
         if shared[item.nodeid]:
             item.add_marker(pytest.mark.xdist_group(find(shared[item.nodeid][0]).replace("/", ".")))
