@@ -36,7 +36,7 @@ $(COMPILED): $(STAMP)
 	@echo "compiling the installed modules once..."
 	@$(PY) -c 'import compileall, os, re, sys, sysconfig; p = sysconfig.get_paths(); d = sorted({p["purelib"], p["platlib"]}); \
 		gone = [x for x in d if not os.path.isdir(x)]; gone and sys.exit(f"no site-packages folder at {gone}"); \
-		[compileall.compile_dir(x, quiet=2, workers=0, rx=re.compile(r"[/\\]tests?[/\\]")) for x in d]'
+		[compileall.compile_dir(x, quiet=2, workers=0, rx=re.compile(re.escape(x) + r"[/\\](?:.+[/\\])?tests?[/\\]")) for x in d]'
 	@touch $@
 
 lock:
@@ -50,7 +50,7 @@ audit: $(COMPILED)
 # pytest-xdist: the tests that share an audited repository or a trained model run on one worker each (--dist
 # loadgroup; the groups and their order, longest work first, come from tests/conftest.py, kept by
 # --no-loadscope-reorder); the stages the tests start are subprocesses, and tests wait (a cron minute, a lock, a
-# kill), so 4 workers keep the 2 cores busy (docs/results/test-suite.md: about 5% idle)
+# kill), so 4 workers keep the 2 cores busier than 3 (docs/results/test-suite.md)
 TEST_WORKERS ?= 4
 test: $(COMPILED)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30

@@ -8,7 +8,7 @@ the ``history`` and ``execution`` sections of params.yaml with :mod:`weakspot.co
 ``import ops.<module>`` loads only that module and what it needs.
 
     ops/cli.py       the ``weakspot`` command: argument parsing, one thin function per command
-    ops/audit.py     ``weakspot audit``: the lock, the stages on workers, dvc repro --pull, the history record and comparison, the report
+    ops/audit.py     ``weakspot audit``: the lock, the stages on workers (or in the checkout), the history record and comparison, the report
     ops/pipeline.py  dvc.yaml, generated from params.yaml
     ops/dvc.py       the dvc executable, the pipeline's environment, dvc repro, the DVC remote, push
     ops/graph.py     the stage graph, read from dvc.yaml

@@ -214,9 +214,13 @@ def _audit(
             "PREFECT_LOCAL_STORAGE_PATH": env.get("PREFECT_LOCAL_STORAGE_PATH")
             or str(Path(".prefect/results").resolve()),
         }
+        if pull:  # the DVC remote `--pull` restores from (the workers are given it with each stage)
+            dvc.configure_remote(dvc.remote_url(hp))
         if wanted and here:
-            rc = dvc.repro((["--pull"] if pull else []) + (["--force"] if force else []) + wanted, env)
-            if rc != 0:
+            if workers is not None or gpu_workers is not None:
+                print("weakspot: --workers and --gpu-workers have no effect in the checkout", file=sys.stderr)
+            rc, outcome = run_in_checkout(wanted, graph, env, force=force, pull=pull)
+            if rc != 0 and outcome.complete:  # DVC failed before any stage did (its message says why)
                 return rc
         elif wanted:
             n_gpu = n_gpu_later.result()
@@ -301,6 +305,47 @@ def _target_of(stage: str) -> Optional[str]:
     targets = read_yaml(PARAMS).get("targets") or {}
     hits = [t for t in targets if stage.endswith("-" + t)]
     return max(hits, key=len) if hits else None
+
+
+def run_in_checkout(
+    wanted: List[str], graph: Dict[str, List[str]], env: Dict[str, str], *, force: bool, pull: bool
+) -> "tuple[int, Any]":
+    """``dvc repro --keep-going`` of ``wanted`` in this checkout (``execution.in_checkout``): DVC's exit code and what
+    became of the stages (:class:`ops.scheduler.Outcome`). A stage that fails stops only the stages that need it, as
+    on workers: once DVC is done, the stages ``dvc status`` still lists are the failed ones (each with the last lines
+    of its output) and those that needed them."""
+    import re
+    from collections import deque
+
+    from ops.graph import upstream
+    from ops.scheduler import Outcome
+
+    argv = ["--keep-going"] + (["--pull"] if pull else []) + (["--force"] if force else []) + wanted
+    print("weakspot: dvc repro " + " ".join(argv), flush=True)
+    tails: Dict[str, Any] = {}
+    current = ""
+    proc = subprocess.Popen(
+        dvc.dvc() + ["repro"] + argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:  # the audit's terminal sees every line; each stage's last lines are kept for its error
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        started = re.match(r"Running stage '([^']+)'", line)
+        current = started.group(1) if started else current
+        tails.setdefault(current, deque(maxlen=25)).append(line.rstrip())
+    rc = proc.wait()
+    if rc == 0:
+        return 0, Outcome(done=list(wanted))
+    left = changed_stages(wanted)
+    outcome = Outcome(done=[s for s in wanted if s not in left])
+    for s in left:  # in the graph's order: what a stage needs comes before it
+        needs = [n for n in upstream(graph, graph[s]) if n in left]
+        if not needs:
+            outcome.failed[s] = "\n".join(tails.get(s, [])) or f"dvc repro exited with {rc}"
+        else:
+            outcome.not_run[s] = next((n for n in needs if n in outcome.failed), None) or outcome.not_run[needs[0]]
+    return rc, outcome
 
 
 def git_source(ref: str, sha: str) -> str:

@@ -178,8 +178,8 @@ def _audit_parser(sub) -> None:
         "--in-checkout",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="no workers: plain dvc repro in this checkout, one stage at a time; the first failed stage stops the "
-        "audit (default: execution.in_checkout; --no-in-checkout: on workers whatever it says)",
+        help="no workers: plain dvc repro --keep-going in this checkout, one stage at a time (default: "
+        "execution.in_checkout; --no-in-checkout: on workers whatever it says)",
     )
     a.set_defaults(fn=cmd_audit)
     w = sub.add_parser(

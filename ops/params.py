@@ -128,10 +128,11 @@ class ExecutionParams(_Section):
     )
     in_checkout: bool = Field(
         False,
-        description="true: `weakspot audit` runs the stages with plain `dvc repro` in this checkout, one at a time, "
-        "on the audit's Prefect server: no workers and no clones, and the first failed stage stops the audit. For "
-        "debugging a stage, or a small audit where a worker's cost per stage (a flow-run process, a clone, DVC in "
-        "it: about 5 s of CPU) outweighs running stages side by side. The outputs are the same bytes",
+        description="true: `weakspot audit` runs the stages with plain `dvc repro --keep-going` in this checkout, "
+        "one at a time, on the audit's Prefect server: no workers and no clones (a failed stage stops only the stages "
+        "that need it, as on workers). For debugging a stage, or a small audit where a worker's cost per stage (a "
+        "flow-run process, a clone, DVC in it: about 5 s of CPU) outweighs running stages side by side. The outputs "
+        "are the same bytes",
     )
     gpu_workers: Optional[int] = Field(
         None,

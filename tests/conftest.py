@@ -213,14 +213,14 @@ def ops_repo(tmp_path_factory):
 COSTS = ("ops", "pipeline", "unit")
 #: Session fixtures that build nothing themselves (a factory): sharing them is no reason to run tests on one worker.
 CHEAP_SHARED = {"repo_factory"}
-#: The test files handed out first, in this order (``make test`` keeps it: --no-loadscope-reorder): the longest groups
-#: first, each worker taking the next whenever it finishes one (pytest-xdist gives each two at the start). The smoke
-#: audit and the tests that copy it (one group, :data:`JOINS`), the pool audits, the users' audit, then the tiny
-#: audit's build (test_audit.py) before the other groups that copy it; the unit tests fill the gaps at the end.
-#: Measured: docs/results/test-suite.md.
+#: The test files whose groups are handed out first, in this order (``make test`` keeps it: --no-loadscope-reorder):
+#: the long groups first, each worker taking the next whenever it finishes one (pytest-xdist gives each two at the
+#: start): the smoke audit, the pool audits, the users' audit, then the tiny audit's build (test_audit.py) before the
+#: groups that copy it, and last the tests that copy the smoke audit (taken once a worker is free, by when it is
+#: built: they waited 200 s for it at 521b28c; on the smoke audit's own worker, after it, they made the longest
+#: chain at e320670). The unit tests fill the gaps at the end. Measured: docs/results/test-suite.md.
 FIRST = (
     "test_pipeline.py",
-    "test_pipeline_changes.py",
     "ops/test_workers.py",
     "test_user_targets.py",
     "ops/test_audit.py",
@@ -229,10 +229,8 @@ FIRST = (
     "ops/test_serve.py",
     "ops/test_rerun.py",
     "test_dask.py",
+    "test_pipeline_changes.py",
 )
-#: A test file whose group joins another file's: it works on a copy of what that file's group builds, so on the same
-#: worker, after it, it never waits for the build on another worker (it waited 200 s for the smoke audit at 521b28c).
-JOINS = {"test_pipeline_changes.py": "test_pipeline.py"}
 
 
 def _shared_fixtures(item: pytest.Item) -> List[str]:
@@ -250,6 +248,11 @@ def _shared_fixtures(item: pytest.Item) -> List[str]:
         else:
             out.append(name)
     return out
+
+
+def _name(item: pytest.Item) -> str:
+    """The test file's path below tests/ (as :data:`FIRST` names it)."""
+    return item.path.relative_to(ROOT / "tests").as_posix() if (ROOT / "tests") in item.path.parents else str(item.path)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the groups, and before -m selects
@@ -272,22 +275,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
     for names in shared.values():
         for a, b in zip(names, names[1:]):
             parent[find(a)] = find(b)
-    by_file: Dict[str, List[str]] = {}
-    for item in items:
-        by_file.setdefault(str(item.path.relative_to(ROOT / "tests")), []).extend(shared[item.nodeid])
-    for joining, host in JOINS.items():
-        for a in by_file.get(joining, [])[:1]:
-            for b in by_file.get(host, [])[:1]:
-                parent[find(a)] = find(b)
     for item in items:
         if shared[item.nodeid]:
             item.add_marker(pytest.mark.xdist_group(find(shared[item.nodeid][0]).replace("/", ".")))
 
     def rank(item: pytest.Item) -> Tuple[int, int]:
-        name = str(item.path.relative_to(ROOT / "tests"))
-        if name in FIRST:  # their groups, in FIRST's order, before any test that runs alone (a unit of its own)
-            return (0, FIRST.index(name)) if shared[item.nodeid] else (1, FIRST.index(name))
-        return 2, next(i for i, m in enumerate(COSTS) if item.get_closest_marker(m))
+        if shared[item.nodeid] and _name(item) in FIRST:  # the groups of FIRST, in its order
+            return 0, FIRST.index(_name(item))
+        return 1, next(i for i, m in enumerate(COSTS) if item.get_closest_marker(m))
 
     items.sort(key=rank)  # stable: within a cost, the files' order
 

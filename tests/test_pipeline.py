@@ -102,7 +102,7 @@ def smoke_with_toy(folder: Path):
     from conftest import Repo, _copy_repo
 
     r = _smoke(Repo(_copy_repo(folder)))
-    # plain `dvc repro` in the checkout: these tests read what the stages wrote; the workers are tests/ops' subject
+    # plain `dvc repro` in the checkout: these tests read what the stages wrote (workers: tests/ops/test_workers.py)
     r.set_params(execution={"in_checkout": True})
     for f, text in TOY.items():
         (r.path / f).parent.mkdir(parents=True, exist_ok=True)
@@ -116,7 +116,8 @@ def _audited_smoke(folder: Path) -> None:
 
 def smoke_copy(tmp_path_factory):
     """The smoke audit of every target (and the toy method), run once for the whole test run; each module that uses
-    it (this one, test_pipeline_changes.py) gets a copy of its own, so the two run on separate pytest-xdist workers."""
+    it (this one, test_pipeline_changes.py) gets a copy of its own, so the two can run on separate pytest-xdist
+    workers (tests/conftest.py's ``FIRST`` hands out the second late, once the audit is likely built)."""
     from conftest import built_once, copy_repo
 
     src = built_once(tmp_path_factory, "pipeline-audited", _audited_smoke)
@@ -263,7 +264,8 @@ def test_dvc_metrics_show_fits_a_terminal_each_file_its_headline(repo):
 
     files = sorted(str(f.relative_to(repo.path)) for f in (repo.path / "metrics").rglob("*.json"))
     assert len(files) >= 15
-    # DVC's own reading of every file, in one call: `dvc metrics show FILE` prints a column per flattened metric
+    # DVC's own reading of every file, in one call: `dvc metrics show FILE` prints a column per flattened metric (its
+    # table is read for one file below; the others' widths are counted from the same JSON)
     shown = json.loads(repo.dvc("metrics", "show", "--json").stdout)[""]["data"]
     assert sorted(shown) == files
     widths = {f: len(flatten(shown[f]["data"])) for f in files}

@@ -4,8 +4,8 @@ missing values under a pickled HistGradientBoosting pipeline and its skl2onnx ex
 a torch CNN exported to ONNX and to TorchScript.
 
 The audit is built once for the module (tests read it; the one test that changes a file runs last, on the data it
-breaks itself). One audit of every user target rather than one per test: each audit pays a Prefect server, its
-workers and the final `dvc repro --pull` (docs/results/test-suite.md).
+breaks itself). One audit of every user target rather than one per test: each audit pays a Prefect server, and it
+runs its stages in the checkout, without workers (docs/results/test-suite.md).
 """
 
 import json
@@ -129,7 +129,7 @@ def _audited(folder: Path) -> None:
     targets = {**_write_mine(r.path), **_write_images(r.path), **_write_exported(r.path)}
     params = set_targets(yaml.safe_load((r.path / "params.yaml").read_text()), targets)
     params["gad"].update(design_points=2000, epochs=3, max_steps=300, replicates=5, budget=10, pool_size=40)
-    # plain `dvc repro` in the checkout: these tests read what the stages wrote; the workers are tests/ops' subject
+    # plain `dvc repro` in the checkout: these tests read what the stages wrote (workers: tests/ops/test_workers.py)
     params["execution"]["in_checkout"] = True
     params["examine"]["study"] = {
         "m_study": {"enabled": False},

@@ -1,7 +1,9 @@
 """Stages on workers (ops.graph, ops.snapshot, ops.scheduler, ops.stage_flow, ops.workers): the stage graph of a
 generated dvc.yaml, the workspace snapshot, the scheduler on a known graph (a failure stops only what needs it, a
 dead worker's stage is submitted again); then on throwaway repositories (marked ``ops``): local process workers and
-a gpu pool give the bytes of plain ``dvc repro`` one stage at a time, a bad target beside two good ones, and a change to a module train imports retraining the model. (A worker killed with SIGKILL mid-stage: test_worker_killed.py.)
+a gpu pool give the bytes of ``weakspot audit --in-checkout`` (plain ``dvc repro`` in the checkout), a bad target
+beside two good ones (on workers and in the checkout), and a change to a module train imports retraining the model
+(in the checkout). (A worker killed with SIGKILL mid-stage: test_worker_killed.py.)
 """
 
 import json
@@ -411,8 +413,9 @@ def test_workers_and_a_gpu_pool_give_the_bytes_of_plain_dvc_repro(pool_repo, rep
     assert lin["worker"]["pool"] == "gpu" and lin["worker"]["flow_run"]
     assert json.loads((r.path / "plots/gad/phoneme/section.json").read_text())["lineage"]["worker"]["pool"] == "cpu"
     assert "worker" not in json.loads((plain.path / "plots/gad/phoneme/section.json").read_text())["lineage"]
-    # in the checkout: no stage flow on a pool, each stage's own flow run on the audit's server
-    assert _flow_runs(plain) == {} and _flow_runs(plain, None)["train-digits"] == [(None, "COMPLETED")]
+    # in the checkout: no flow run on a pool, each stage's own flow run on the audit's server
+    runs = _flow_runs(plain, None)
+    assert runs["train-digits"] == [(None, "COMPLETED")] and not [p for v in runs.values() for p, _ in v if p], runs
     # from Prefect's own records: the white-box stage ran on the gpu pool, the others on the cpu pool, once each
     runs = _flow_runs(r)
     assert runs["robustness-digits"] == [("weakspot-gpu", "COMPLETED")]
@@ -492,3 +495,14 @@ def test_a_bad_target_beside_two_good_ones_is_named_and_the_others_audited(pool_
     comp = sorted((r.path / "history").glob("*.comparison.json"))[-1]
     c = json.loads(comp.read_text())
     assert c["complete"] is False and {f["stage"] for f in c["failures"]} >= {"prepare-broken", "train-broken"}
+    # in the checkout too (`dvc repro --keep-going`): the good targets untouched, the same verdict and failure rows
+    here = r.run(*WEAKSPOT, "audit", "--in-checkout", check=False)
+    text = here.stdout + here.stderr
+    assert here.returncode == 4, text[-3000:]
+    assert "prepare-broken failed" in text and "Running stage 'gad-phoneme'" not in text, text[-3000:]
+    summary = (r.path / "reports/summary.md").read_text()
+    assert summary.startswith("## weakspot audit: INCOMPLETE") and "`prepare-broken` | broken |" in summary
+    assert "broken.csv" in summary, summary
+    c = json.loads(sorted((r.path / "history").glob("*.comparison.json"))[-1].read_text())
+    failed = {f["stage"]: f["failed"] for f in c["failures"]}
+    assert failed["prepare-broken"] is True and failed["train-broken"] is False, failed
