@@ -397,7 +397,10 @@ def test_workers_and_a_gpu_pool_give_the_bytes_of_plain_dvc_repro(pool_repo, rep
     assert any("(nice" not in ln for ln in started.values()), started  # the stage most others wait for: nice 0
     plain = _pool_params(repo_factory("plain"))
     log = plain.run(*WEAKSPOT, "audit", "--in-checkout").stdout  # no workers: plain `dvc repro` in the checkout
-    assert "weakspot: dvc repro " + " ".join(s for s in stage_graph(r.path / "dvc.yaml") if s != "report") in log
+    assert (
+        "weakspot: dvc repro --keep-going " + " ".join(s for s in stage_graph(r.path / "dvc.yaml") if s != "report")
+        in log
+    )
     assert "submitted to the" not in log and "local cpu worker" not in log
     mine = sorted(p.relative_to(r.path / "metrics") for p in (r.path / "metrics").rglob("*.json"))
     theirs = sorted(p.relative_to(plain.path / "metrics") for p in (plain.path / "metrics").rglob("*.json"))
