@@ -1,9 +1,11 @@
-"""The operations tests' tiny audit (one tabular target: prepare, train, weak segments, GAD, the report), or with
-``--smoke`` the pipeline tests' smoke audit (every target and method, the toy plug-in included), timed end to end:
-each line of `weakspot audit`'s output stamped with the seconds since it started, and, with ``--cpu``, the CPU
-seconds of every process it started (sampled from /proc every 0.2 s; Linux only).
+"""The operations tests' tiny audit (one tabular target: prepare, train, weak segments, GAD, the report) on workers,
+as test_worker_killed.py runs it (``--in-checkout``: its stages in the checkout, as the tests' shared tiny audit), or
+with ``--smoke`` the pipeline tests' smoke audit (every target and method, the toy plug-in included; in the
+checkout, as the tests run it), timed end to end: each line of `weakspot audit`'s output stamped with the seconds
+since it started, and, with ``--cpu``, the CPU seconds of every process it started (sampled from /proc every 0.2 s;
+Linux only).
 
-    python benchmarks/bench_tiny_audit.py /tmp/tiny [--cpu] [--smoke]
+    python benchmarks/bench_tiny_audit.py /tmp/tiny [--cpu] [--smoke | --in-checkout]
 
 ``DIR`` must not exist: a copy of this checkout is made there (as the tests make theirs) with the tiny or the
 smoke params. The figures are in docs/results/test-suite.md.
@@ -45,6 +47,7 @@ def main() -> int:
     ap.add_argument("dir", type=Path)
     ap.add_argument("--cpu", action="store_true", help="CPU seconds per process kind")
     ap.add_argument("--smoke", action="store_true", help="the smoke audit of tests/test_pipeline.py instead")
+    ap.add_argument("--in-checkout", action="store_true", help="the tiny audit's stages in the checkout")
     args = ap.parse_args()
     sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
     import conftest
@@ -56,6 +59,8 @@ def main() -> int:
         repo = test_pipeline.smoke_with_toy(args.dir)
     else:
         repo = conftest.write_tiny_params(conftest.Repo(conftest._copy_repo(args.dir)))
+        if args.in_checkout:
+            repo.set_params(execution={"in_checkout": True})
     seen: dict = {}
     stop = threading.Event()
     sampler = threading.Thread(target=_sample, args=(stop, seen), daemon=True)
