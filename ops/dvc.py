@@ -82,10 +82,13 @@ def configure_remote(url: str, root: "str | Path" = ".") -> str:
     if "://" not in url:
         Path(url).mkdir(parents=True, exist_ok=True)
     local = Path(root) / ".dvc" / "config.local"
+    plain = f"[core]\n    remote = weakspot\n['remote \"weakspot\"']\n    url = {url}\n"
+    if _plain(url) and local.is_file() and local.read_text() == plain:
+        return url  # already so (an audit with --pull sets it before its workers' run does): DVC is not started
     if not local.exists() and (Path(root) / ".dvc").is_dir() and _plain(url):
         # a checkout with no local config yet (a worker's fresh clone): the file `dvc remote add` writes there,
         # written without starting DVC (its import alone takes about 1.5 s of every stage)
-        local.write_text(f"[core]\n    remote = weakspot\n['remote \"weakspot\"']\n    url = {url}\n")
+        local.write_text(plain)
         return url
     subprocess.run(
         dvc() + ["remote", "add", "--local", "--force", "-d", "weakspot", url],
