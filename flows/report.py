@@ -12,6 +12,7 @@ from prefect import flow, task
 
 from tasks import paths
 from tasks.common import PARAMS_FILE, code_version, stage_main
+from tasks.manifest import read_manifest
 from weakspot import methods
 from ops.params import validate_section
 from weakspot.config import validate_top_level
@@ -31,38 +32,43 @@ def groups() -> dict:
 
 @task
 def collect():
+    """Every section dvc.yaml declares (the audit's manifest: a section of a stage it no longer has is not today's
+    audit), with its figures, tables and metrics."""
+    manifest = read_manifest(".")
     sections, figures, tables, metrics = [], {}, {}, {}
-    for sec_file in sorted(paths.PLOTS.glob("**/section.json")):
+    for sec_file in manifest.files(paths.PLOTS, "**/section.json"):
         section = json.loads(sec_file.read_text())
         key = f"{section['stage']}/{section['target']}" if section.get("target") else section["stage"]
         sections.append(section)
         for item in section.get("items", []):
             if "figure" in item:
                 png = sec_file.parent / f"{item['figure']}.png"
-                if png.is_file():
+                if png.is_file() and manifest.declares(png):
                     figures[f"{key}/{item['figure']}"] = png.read_bytes()
             if "table" in item:
                 csv = sec_file.parent / f"{item['table']}.csv"
-                if csv.is_file():
+                if csv.is_file() and manifest.declares(csv):
                     tables[f"{key}/{item['table']}"] = pd.read_csv(csv)
         # every metric (results.json); the metrics file holds the headline only
         for mfile in (
             paths.results(section["stage"], section.get("target")),
             paths.metrics(section["stage"], section.get("target")),
         ):
-            if mfile.is_file():
+            if mfile.is_file() and manifest.declares(mfile):
                 metrics[key] = json.loads(mfile.read_text())
                 break
     return sections, figures, tables, metrics
 
 
 def read_findings(targets: dict) -> dict:
-    """``{(target, method): findings}`` of every method that fits a target and wrote its findings file."""
+    """``{(target, method): findings}`` of every method that fits a target, whose stage dvc.yaml declares (the
+    audit's manifest) and wrote its findings file."""
+    manifest = read_manifest(".")
     return {
         (name, method): pd.read_parquet(paths.findings(name, method))
         for name, t in targets.items()
         for method, reason in methods.fits(t).items()
-        if reason is None and paths.findings(name, method).is_file()
+        if reason is None and manifest.declares(paths.findings(name, method)) and paths.findings(name, method).is_file()
     }
 
 
@@ -83,6 +89,9 @@ def report_input(collected: tuple, targets: dict, p, *, run_info=None, since=Non
     metrics), each method's findings file and the stages that failed (``since``'s ``failures``), assembled by the
     library's :func:`weakspot.report.inputs.report_input`, as ``weakspot.audit``'s report is."""
     sections, figures, tables, metrics = collected
+    # today's targets only, as the header and the targets table count them (the manifest, generated from the same
+    # params, agrees unless dvc.yaml is out of date)
+    sections = [s for s in sections if not s.get("target") or s["target"] in targets]
     return inputs.report_input(
         targets,
         sections=sections,
@@ -149,9 +158,9 @@ def report_flow(top: dict, p, targets, hp) -> str:
         "targets": len(targets.root),
     }
     since, trend_png = since_last_audit(hp)
-    page = report_input(collected, targets.root, p, run_info=run_info, since=since, trend_png=trend_png).render()
-    write_text(paths.REPORT, page)
-    print(f"report: {len(targets.root)} targets, {len(collected[0])} sections -> {Path(paths.REPORT).resolve()}")
+    inp = report_input(collected, targets.root, p, run_info=run_info, since=since, trend_png=trend_png)
+    write_text(paths.REPORT, inp.render())
+    print(f"report: {len(targets.root)} targets, {len(inp.sections)} sections -> {Path(paths.REPORT).resolve()}")
     return str(paths.REPORT)
 
 

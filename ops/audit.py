@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from weakspot.errors import ConfigError
 from weakspot.io import remove_partials, write_json
@@ -30,13 +30,49 @@ from ops import dvc
 from ops.dvc import PARAMS
 
 
-def regenerate_pipeline() -> bool:
-    """Regenerate dvc.yaml from params.yaml (:mod:`ops.pipeline`) with this checkout's ``tasks``; True when it
-    changed."""
+def regenerate_pipeline(say: Callable[[str], object] = print) -> bool:
+    """Regenerate dvc.yaml from params.yaml (:mod:`ops.pipeline`) with this checkout's ``tasks``, then remove what
+    it no longer declares under the pipeline's artifact roots (:func:`remove_stale`, said through ``say``); True
+    when dvc.yaml changed. Call it when no stage is writing (under the audit lock)."""
     dvc.checkout_on_path(".")
     from ops.pipeline import write_dvc_yaml
 
-    return write_dvc_yaml(PARAMS, "dvc.yaml")
+    changed = write_dvc_yaml(PARAMS, "dvc.yaml")
+    gone = remove_stale(".")
+    if gone:
+        say(
+            f"weakspot: removed {len(gone)} output(s) that dvc.yaml no longer declares (DVC's cache and the history "
+            "keep them; `weakspot rerun` of an older audit restores them): "
+            + ", ".join(gone[:5])
+            + (" ..." if len(gone) > 5 else "")
+        )
+    return changed
+
+
+def remove_stale(root: "str | Path" = ".") -> List[str]:
+    """Remove every file and folder under the pipeline's artifact roots that root/dvc.yaml does not declare (the
+    outputs of stages it no longer has: :meth:`tasks.manifest.Manifest.stale`); their paths relative to ``root``.
+    Each is first renamed beside itself (``.<name>.stale-<random>``, one atomic step: what a reader lists is either
+    the old entry or nothing), then deleted; an interrupted removal leaves only undeclared entries, which the next
+    one removes. Nothing declared is touched: no stale entry holds a declared output or a path a stage reads."""
+    import secrets
+    import shutil
+
+    from tasks.manifest import read_manifest
+
+    gone = read_manifest(root).stale()
+    for rel in gone:
+        p = Path(root) / rel
+        trash = p.with_name(f".{p.name}.stale-{secrets.token_hex(4)}")
+        try:
+            p.rename(trash)
+        except FileNotFoundError:  # gone meanwhile
+            continue
+        if trash.is_dir() and not trash.is_symlink():
+            shutil.rmtree(trash)
+        else:
+            trash.unlink()
+    return gone
 
 
 def sweep_partials(root: "str | Path") -> List[str]:
@@ -47,17 +83,22 @@ def sweep_partials(root: "str | Path") -> List[str]:
 
 
 def _metrics_exist() -> bool:
-    return Path("metrics").is_dir() and any(Path("metrics").rglob("*.json"))
+    """Whether any metrics file that dvc.yaml declares is there."""
+    from tasks.manifest import read_manifest
+
+    return bool(read_manifest(".").files("metrics", "**/*.json"))
 
 
 def record_and_compare(failures: Sequence[Dict[str, Any]] = ()) -> int:
-    """Keep the audit's metrics in the history store, compare them with the previous audit's and check the gates
-    (:mod:`ops.gates`, the first audit too); 3 on a regression (with history.fail_on_regression) or a failed gate
+    """Keep the audit's metrics in the history store, compare them with the previous audit's (as far as today's
+    stages go) and check the gates (:mod:`ops.gates`, the first audit too); every one of them reads only the outputs
+    dvc.yaml declares (:mod:`tasks.manifest`); 3 on a regression (with history.fail_on_regression) or a failed gate
     (with gates.fail), else 0. The comparison (rule and gate rows) is written next to the audit's file, and
     ``reports/junit.xml`` and ``reports/summary.md`` from it (:mod:`ops.verdict_files`)."""
     from ops.gates import check_gates
-    from ops.history import audits, compare, format_comparison, load, record
+    from ops.history import audits, compare, format_comparison, load, record, today
     from ops.verdict_files import write_verdict_files
+    from tasks.manifest import read_manifest
 
     _, hp = load_section("history", PARAMS)
     _, gp = load_section("gates", PARAMS)
@@ -65,8 +106,9 @@ def record_and_compare(failures: Sequence[Dict[str, Any]] = ()) -> int:
     rec = record(".", hp.dir)
     prev_id = prev[-1].stem if prev else None
     now = load(Path(rec["file"]))
-    rows = compare(load(prev[-1]), now, hp.rules) if prev else []
-    gates = check_gates(gp, now, "findings")
+    # the previous audit as far as today's stages go: a target or method removed since is not "missing"
+    rows = compare(today(load(prev[-1]), read_manifest(".")), now, hp.rules) if prev else []
+    gates = check_gates(gp, now, ".")
     comparison = {
         "audit": rec,
         "previous": prev_id,
@@ -79,7 +121,7 @@ def record_and_compare(failures: Sequence[Dict[str, Any]] = ()) -> int:
     print(format_comparison(rows, prev_id, rec["audit_id"]), flush=True)
     for g in gates:
         print(f"{'PASS' if g['passed'] else 'FAIL'} gate {g['condition']}: {g['numbers']}", flush=True)
-    write_verdict_files(comparison, "reports", "findings", report_path="reports/index.html")
+    write_verdict_files(comparison, "reports", ".", report_path="reports/index.html")
     regressed = any(r["regression"] for r in rows) and hp.fail_on_regression
     failed = [g for g in gates if not g["passed"]] if gp.fail else []
     if regressed:
@@ -173,7 +215,7 @@ def _audit(
     gpu_workers: Optional[int],
     in_checkout: Optional[bool],
 ) -> int:
-    if regenerate_pipeline():
+    if regenerate_pipeline(lambda line: print(line, flush=True)):
         print("weakspot: dvc.yaml regenerated from params.yaml (targets or methods changed)", flush=True)
     _, hp = load_section("history", PARAMS)
     _, ex = load_section("execution", PARAMS)

@@ -34,8 +34,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
     from ops.audit import regenerate_pipeline
+    from ops.lock import audit_lock
 
-    changed = regenerate_pipeline()
+    # under the audit lock: an audit running now would have its pipeline and its outputs changed under it
+    with audit_lock(".", "weakspot pipeline"):
+        changed = regenerate_pipeline()
     print(f"dvc.yaml {'regenerated' if changed else 'already current'} from {PARAMS}")
     return 0
 

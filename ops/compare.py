@@ -4,8 +4,9 @@ robustness curves; written to ``reports/compare-A-B.html`` and ``reports/compare
 
 Caveats first:
 
-* It reads what the last audit wrote (``metrics/``, ``plots/``, ``findings/``); it computes nothing new, so both
-  targets must have been audited (``weakspot audit`` with both in params.yaml). It refuses two targets not judged
+* It reads what the last audit wrote (``metrics/``, ``plots/``, ``findings/``), only where dvc.yaml declares it (the
+  audit's manifest, :mod:`tasks.manifest`: a removed method's files are no part of the audit); it computes nothing
+  new, so both targets must have been audited (``weakspot audit`` with both in params.yaml). It refuses two targets not judged
   on the same held-out rows (their prepared test splits differ): their numbers would not be comparable.
 * A weak spot is matched across the two targets by its method, kind and what it names (a class, a class pair, a
   region's text): "fixed" is confirmed on A and not on B, "new" the other way round, among the methods that ran on
@@ -21,14 +22,15 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from tasks.manifest import Manifest, read_manifest
 from weakspot.errors import ConfigError
 from weakspot.io import write_json, write_text
 
 Key = Tuple[str, str, str]
 
 
-def _json(path: Path) -> Optional[Dict[str, Any]]:
-    return json.loads(path.read_text()) if path.is_file() else None
+def _json(path: Path, manifest: Manifest) -> Optional[Dict[str, Any]]:
+    return json.loads(path.read_text()) if path.is_file() and manifest.declares(path) else None
 
 
 def _spots(spots: List[Dict[str, Any]], t: str) -> Dict[Key, Dict[str, Any]]:
@@ -44,13 +46,14 @@ def _spots(spots: List[Dict[str, Any]], t: str) -> Dict[Key, Dict[str, Any]]:
     return out
 
 
-def _methods(root: Path, a: str, b: str) -> List[Dict[str, Any]]:
+def _methods(m: Manifest, a: str, b: str) -> List[Dict[str, Any]]:
     rows = []
+    root = m.root
     for d in sorted(p for p in (root / "metrics").iterdir() if p.is_dir() and p.name not in ("prepare", "train")):
-        ma, mb = _json(d / f"{a}.json"), _json(d / f"{b}.json")
+        ma, mb = _json(d / f"{a}.json", m), _json(d / f"{b}.json", m)
         if ma is None or mb is None:
             continue
-        sec = _json(root / "plots" / d.name / a / "section.json") or {}
+        sec = _json(root / "plots" / d.name / a / "section.json", m) or {}
         keys = [k for k in sec.get("key_metrics") or [] if k in ma or k in mb] or [
             k for k, v in ma.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
         ][:6]
@@ -64,11 +67,11 @@ def _methods(root: Path, a: str, b: str) -> List[Dict[str, Any]]:
     return rows
 
 
-def _curve(root: Path, t: str) -> Optional[Dict[str, List[float]]]:
+def _curve(m: Manifest, t: str) -> Optional[Dict[str, List[float]]]:
     import pandas as pd
 
-    f = root / "plots" / "robustness" / t / "curve.csv"
-    if not f.is_file():
+    f = m.root / "plots" / "robustness" / t / "curve.csv"
+    if not f.is_file() or not m.declares(f):
         return None
     df = pd.read_csv(f)
     return {
@@ -78,14 +81,14 @@ def _curve(root: Path, t: str) -> Optional[Dict[str, List[float]]]:
     }
 
 
-def _check_same_rows(root: Path, a: str, b: str, targets: Dict[str, Any]) -> Optional[int]:
+def _check_same_rows(m: Manifest, a: str, b: str, targets: Dict[str, Any]) -> Optional[int]:
     """Both targets judged on the same held-out rows: their prepared test splits hold the same values (the data spec
     alone is not enough: a model you bring is judged on every row of a ``source``, a model weakspot trains on its
     split's test part)."""
     import pandas as pd
 
-    files = [root / "data" / "targets" / t / "prepared" / "test.parquet" for t in (a, b)]
-    if not all(f.is_file() for f in files):
+    files = [m.root / "data" / "targets" / t / "prepared" / "test.parquet" for t in (a, b)]
+    if not all(f.is_file() and m.declares(f) for f in files):
         if targets[a].get("data") != targets[b].get("data"):
             raise ConfigError(
                 f"{a} and {b} are not on the same data ({targets[a].get('data')} vs "
@@ -114,31 +117,33 @@ def compare_targets(
     for t in (a, b):
         if t not in targets:
             raise ConfigError(f"no target {t!r} in params.yaml; targets: {', '.join(targets)}")
-    n_test = _check_same_rows(root, a, b, targets)
-    acc = {t: (_json(root / "metrics" / "train" / f"{t}.json") or {}).get("test_accuracy") for t in (a, b)}
+    m = read_manifest(root)
+    root = m.root
+    n_test = _check_same_rows(m, a, b, targets)
+    acc = {t: (_json(root / "metrics" / "train" / f"{t}.json", m) or {}).get("test_accuracy") for t in (a, b)}
     if any(v is None for v in acc.values()):
         missing = [t for t, v in acc.items() if v is None]
         raise ConfigError(f"no audit of {', '.join(missing)} yet (metrics/train/<t>.json): run `weakspot audit`")
     from ops.gates import confirmed_weak_spots
 
-    spots = confirmed_weak_spots(root / "findings")
+    spots = confirmed_weak_spots(root)
     sa, sb = _spots(spots, a), _spots(spots, b)
-    both = {f.stem for f in (root / "findings" / a).glob("*.parquet")} & {
-        f.stem for f in (root / "findings" / b).glob("*.parquet")
+    both = {f.stem for f in m.files(f"findings/{a}", "*.parquet")} & {
+        f.stem for f in m.files(f"findings/{b}", "*.parquet")
     }
     sa, sb = ({k: v for k, v in s_.items() if k[0] in both} for s_ in (sa, sb))  # a method that ran on both only
-    n = (_json(root / "metrics" / "train" / f"{a}.json") or {}).get("n_test")
+    n = (_json(root / "metrics" / "train" / f"{a}.json", m) or {}).get("n_test")
     return {
         "a": a,
         "b": b,
         "data": targets[a].get("data"),
         "n_test": n_test or n,
         "accuracy": acc,
-        "methods": _methods(root, a, b),
+        "methods": _methods(m, a, b),
         "shared": [{"a": sa[k], "b": sb[k]} for k in sa if k in sb],
         "fixed": [sa[k] for k in sa if k not in sb],
         "new": [sb[k] for k in sb if k not in sa],
-        "curves": {t: _curve(root, t) for t in (a, b)},
+        "curves": {t: _curve(m, t) for t in (a, b)},
     }
 
 

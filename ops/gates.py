@@ -12,9 +12,10 @@ Caveats first:
 * A metric gate names metrics as history.rules do (``<stage>/<target>:<dotted.key>``, shell wildcards); every
   metric it matches must hold. A gate that matches no metric, or a value that is not a number, *fails* (a typo must
   not pass silently).
-* A weak-spots gate reads the findings tables (``findings/<target>/<method>.parquet``): only findings confirmed on
-  held-out inputs against their control (after the correction over every candidate of the audit) count, by their
-  lift's point estimate.
+* A weak-spots gate reads the findings tables (``findings/<target>/<method>.parquet``) that dvc.yaml declares (the
+  audit's manifest, :mod:`tasks.manifest`: a table of a removed target or method is no part of the audit): only
+  findings confirmed on held-out inputs against their control (after the correction over every candidate of the
+  audit) count, by their lift's point estimate.
 * Each condition becomes one row ``{condition, kind, passed, numbers, ...}``: the report's conditions summary,
   ``junit.xml`` and ``summary.md`` (:mod:`ops.verdict_files`) read these rows from the audit's comparison file.
 """
@@ -51,16 +52,25 @@ def _metric_gate(g: GateParams, metrics: Dict[str, Any]) -> Dict[str, Any]:
     return {**row, "passed": not bad, "numbers": what + numbers}
 
 
-def confirmed_weak_spots(findings_root: "str | Path" = "findings") -> List[Dict[str, Any]]:
-    """Every confirmed finding of the audit, after the correction over every candidate of every findings table
-    (:func:`weakspot.findings.correct`): ``{target, method, weak_spot, kind, label, prediction, lift, lift_lo,
-    lift_hi, lift_lo_adjusted, p_value, p_adjusted, family}``, highest adjusted lower bound first."""
+def findings_tables(root: "str | Path" = ".") -> List[Path]:
+    """The audit's findings tables: ``root/findings/<target>/<method>.parquet`` where root/dvc.yaml declares it."""
+    from tasks import paths
+    from tasks.manifest import read_manifest
+
+    return read_manifest(root).files(paths.FINDINGS, "*/*.parquet")
+
+
+def confirmed_weak_spots(root: "str | Path" = ".") -> List[Dict[str, Any]]:
+    """Every confirmed finding of the audit in ``root`` (the repository), after the correction over every candidate
+    of every findings table it declares (:func:`findings_tables`, :func:`weakspot.findings.correct`): ``{target,
+    method, weak_spot, kind, label, prediction, lift, lift_lo, lift_hi, lift_lo_adjusted, p_value, p_adjusted,
+    family}``, highest adjusted lower bound first."""
     import pandas as pd
 
     from weakspot.findings import correct
     from weakspot.methods import finds_of
 
-    tables = {f: pd.read_parquet(f) for f in sorted(Path(findings_root).glob("*/*.parquet"))}
+    tables = {f: pd.read_parquet(f) for f in findings_tables(root)}
     tables = correct({f: df for f, df in tables.items() if "confirmed" in df.columns and "lift" in df.columns})
     out = []
     for f, df in tables.items():
@@ -128,11 +138,10 @@ def _weak_spot_gate(g: GateParams, spots: List[Dict[str, Any]]) -> Dict[str, Any
     }
 
 
-def check_gates(
-    gates: GatesParams, metrics: Dict[str, Any], findings_root: "str | Path" = "findings"
-) -> List[Dict[str, Any]]:
-    """One row per gate: ``{condition, kind: "gate", metric, op, threshold, passed, numbers}``."""
-    spots = confirmed_weak_spots(findings_root) if any(g.weak_spots for g in gates.conditions) else []
+def check_gates(gates: GatesParams, metrics: Dict[str, Any], root: "str | Path" = ".") -> List[Dict[str, Any]]:
+    """One row per gate: ``{condition, kind: "gate", metric, op, threshold, passed, numbers}``; ``metrics``: the
+    audit's (:func:`ops.history.snapshot`), ``root``: the repository whose findings a weak-spots gate reads."""
+    spots = confirmed_weak_spots(root) if any(g.weak_spots for g in gates.conditions) else []
     return [
         _weak_spot_gate(g, spots) if g.weak_spots is not None else _metric_gate(g, metrics) for g in gates.conditions
     ]

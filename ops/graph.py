@@ -13,13 +13,9 @@ from typing import Dict, Iterable, List, Set
 
 import yaml
 
+from tasks.manifest import entry_paths
 
-def entry_paths(entries: Iterable) -> List[str]:
-    """The paths of a stage's ``deps`` or ``outs`` list (an entry is a path or a one-key mapping path -> options)."""
-    out = []
-    for e in entries or []:
-        out.append(next(iter(e)) if isinstance(e, dict) else str(e))
-    return [p.rstrip("/") for p in out]
+__all__ = ["downstream", "entry_paths", "stage_graph", "upstream"]
 
 
 def _inside(a: str, b: str) -> bool:

@@ -8,6 +8,8 @@ class pairs, a name) as JSON in ``text``. A rule names metrics by ``"<stage>/<ta
 wildcards (``"train/*:test_accuracy"``), says which way is worse and by how much a move counts (absolute, or
 relative to the previous value); ``worse: new`` flags list items that were not there before (a new class pair
 among the corner cases). A metric that is missing in either audit is reported as such, never as a regression.
+An audit's metrics are those of the stages dvc.yaml declares (the audit's manifest, :mod:`tasks.manifest`); a past
+audit's metric of a stage it no longer has (a removed target or method) is left out of the comparison and the trend.
 
     history:
       dir: history
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from tasks import paths
+from tasks.manifest import Manifest, read_manifest
 from weakspot.errors import DataError
 from weakspot.hashing import sha256_file
 
@@ -48,19 +51,27 @@ SCHEMA = {
 
 def snapshot(root: "str | Path" = ".") -> Dict[str, Any]:
     """Every metric of the audit as ``{"<stage>/<target>:<key>": value}``: for each stage's file in ``root/metrics``
-    (its headline) the results file beside its report section (``plots/<stage>/<target>/results.json``, every
-    metric) where there is one, so rules and gates may watch any detail."""
-    root = Path(root)
+    that root/dvc.yaml declares (the audit's manifest, :mod:`tasks.manifest`: a stage it no longer has is no part of
+    the audit) its headline, or the results file beside its report section (``plots/<stage>/<target>/results.json``,
+    every metric) where there is one, so rules and gates may watch any detail."""
+    manifest = read_manifest(root)
+    root = manifest.root
     out: Dict[str, Any] = {}
-    for m in sorted((root / "metrics").rglob("*.json")):
+    for m in manifest.files(paths.METRICS, "**/*.json"):
         name = m.relative_to(root / "metrics").with_suffix("").as_posix()
         f = root / paths.results_for(m.relative_to(root))
-        f = f if f.is_file() else m
+        f = f if f.is_file() and manifest.declares(f.relative_to(root)) else m
         try:
             out.update({f"{name}:{k}": v for k, v in flatten(json.loads(f.read_text())).items()})
         except (OSError, ValueError) as e:
             raise DataError(f"{f}: not readable as JSON ({e}); rerun its stage") from None
     return out
+
+
+def today(metrics: Dict[str, Any], manifest: Manifest) -> Dict[str, Any]:
+    """The metrics (``{"<stage>/<target>:<key>": value}``, a past audit's) of the stages ``manifest`` declares:
+    what a comparison with today's audit may name (a removed target's metrics are not "missing in the new audit")."""
+    return {k: v for k, v in metrics.items() if manifest.declares(paths.METRICS / f"{k.split(':', 1)[0]}.json")}
 
 
 def audit_identity(root: "str | Path" = ".") -> Dict[str, Any]:
@@ -243,6 +254,7 @@ def since_last(
     """
     files = audits(root, store)
     now = snapshot(root)
+    manifest = read_manifest(root)
     out: Dict[str, Any] = {
         "current": None,
         "previous": None,
@@ -256,17 +268,18 @@ def since_last(
         return out
     last = load(files[-1])
     recorded = set(last) == set(now) and all(_same(last[k], now[k]) for k in now)
+    # past audits as far as today's stages go: a removed target or method is no part of the comparison or the trend
     if recorded:
         out.update(current=files[-1].stem, recorded=True)
         if len(files) > 1:
-            out.update(previous=files[-2].stem, rows=compare(load(files[-2]), last, rules))
+            out.update(previous=files[-2].stem, rows=compare(today(load(files[-2]), manifest), last, rules))
         series_files = files[-max_audits:]
-        loaded = [load(f) for f in series_files]
+        loaded = [today(load(f), manifest) for f in series_files]
         ids = [f.stem for f in series_files]
     else:
-        out.update(previous=files[-1].stem, rows=compare(last, now, rules))
+        out.update(previous=files[-1].stem, rows=compare(today(last, manifest), now, rules))
         series_files = files[-(max_audits - 1) :]
-        loaded = [load(f) for f in series_files] + [now]
+        loaded = [today(load(f), manifest) for f in series_files] + [now]
         ids = [f.stem for f in series_files] + ["this run (not recorded)"]
     out["times"] = ids
     watched = sorted({m for r in rules if r.worse != "new" for d in loaded for m in d if _watched(m, r)})

@@ -5,7 +5,8 @@ the failed conditions and the top confirmed weak spots, fit for a PR comment).
 Caveats first:
 
 * Both are built from the audit's comparison file (``<history.dir>/<audit_id>.comparison.json``: the rule rows of
-  :mod:`ops.history` and the gate rows of :mod:`ops.gates`) and the findings tables; nothing is recomputed.
+  :mod:`ops.history` and the gate rows of :mod:`ops.gates`) and the findings tables dvc.yaml declares (the audit's
+  manifest, :mod:`tasks.manifest`); nothing is recomputed.
 * A method x target test case is *skipped*, with the reason, when the method's findings checked on held-out inputs
   did not beat their control there (:func:`weakspot.report.view.control_verdict`): its weak spots on that
   target are not trusted, but the audit did not fail (its exit code is 0), and the JUnit failures are exactly the
@@ -21,7 +22,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from ops.gates import confirmed_weak_spots
+from ops.gates import confirmed_weak_spots, findings_tables
 from weakspot.evidence import FDR
 from weakspot.fmt import bound
 from weakspot.io import write_text
@@ -52,14 +53,15 @@ def conditions(comparison: Dict[str, Any]) -> List[Dict[str, Any]]:
     return sorted(rows, key=lambda r: bool(r["passed"]))
 
 
-def method_cases(findings_root: "str | Path" = "findings") -> List[Dict[str, Any]]:
-    """One row per method x target with findings: ``{method, target, passed, text}``."""
+def method_cases(root: "str | Path" = ".") -> List[Dict[str, Any]]:
+    """One row per method x target with a findings table the audit in ``root`` declares: ``{method, target, passed,
+    text}``."""
     import pandas as pd
 
     from weakspot.report.view import control_verdict
 
     out = []
-    for f in sorted(Path(findings_root).glob("*/*.parquet")):
+    for f in findings_tables(root):
         v = control_verdict(pd.read_parquet(f))
         out.append(
             {
@@ -218,12 +220,13 @@ def summary_markdown(
 def write_verdict_files(
     comparison: Dict[str, Any],
     out_dir: "str | Path" = "reports",
-    findings_root: "str | Path" = "findings",
+    root: "str | Path" = ".",
     report_path: Optional[str] = None,
 ) -> List[Path]:
-    """Write ``junit.xml`` and ``summary.md`` into ``out_dir`` (atomically); their paths."""
-    methods = method_cases(findings_root)
-    spots = confirmed_weak_spots(findings_root)
+    """Write ``junit.xml`` and ``summary.md`` into ``out_dir`` (atomically) for the audit in ``root`` (the
+    repository); their paths."""
+    methods = method_cases(root)
+    spots = confirmed_weak_spots(root)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_text(out / "junit.xml", junit_xml(comparison, methods))

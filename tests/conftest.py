@@ -99,6 +99,19 @@ class Repo:
         p.write_text(yaml.safe_dump(deep_merge(yaml.safe_load(p.read_text()), sections), sort_keys=False))
 
 
+def declare(root: Path, *outputs: str) -> Path:
+    """Add a stage declaring ``outputs`` to ``root/dvc.yaml`` (made if missing): the audit's manifest
+    (tasks/manifest.py) of a test's planted files, since every reader reads only what dvc.yaml declares."""
+    import yaml
+
+    f = Path(root) / "dvc.yaml"
+    raw = (yaml.safe_load(f.read_text()) or {}) if f.is_file() else {}
+    stages = raw.setdefault("stages", {})
+    stages[f"planted-{len(stages)}"] = {"cmd": "true", "outs": list(outputs)}
+    f.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return f
+
+
 @pytest.fixture(scope="session")
 def repo_factory(tmp_path_factory):
     def make(name="repo") -> Repo:

@@ -120,7 +120,11 @@ def test_the_pipeline_and_the_api_assemble_the_report_input_with_the_same_functi
     page = res.to_html(tmp_path / "api.html").read_text()
     assert len(calls) == 1 and "Weak spots of forest" in page
 
-    monkeypatch.chdir(tmp_path)  # the pipeline's files, written as its stages write them
+    from conftest import declare
+
+    monkeypatch.chdir(tmp_path)  # the pipeline's files, written as its stages write them, and declared by dvc.yaml
+    for stage in res.results:
+        declare(tmp_path, f"plots/{stage}/forest", f"metrics/{stage}/forest.json", f"findings/forest/{stage}.parquet")
     for order, (stage, result) in enumerate(res.results.items()):
         found = (
             res.findings[res.findings["method"] == stage].drop(columns=["method", "rank"]) if stage != "train" else None

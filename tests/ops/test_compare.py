@@ -5,6 +5,7 @@ import json
 
 import pandas as pd
 import pytest
+from conftest import declare
 
 from ops.compare import compare_targets, write_comparison
 from weakspot.errors import ConfigError
@@ -13,6 +14,15 @@ DATA = {"source": "digits", "fractions": [0.7, 0.15, 0.15], "seed": 0}
 
 
 def _plant(root, name, acc, spots, pgd):
+    declare(
+        root,
+        f"metrics/train/{name}.json",
+        f"metrics/robustness/{name}.json",
+        f"plots/robustness/{name}",
+        f"findings/{name}/robustness.parquet",
+        f"findings/{name}/hda.parquet",
+        f"data/targets/{name}/prepared",
+    )
     (root / "metrics/train").mkdir(parents=True, exist_ok=True)
     (root / "metrics/train" / f"{name}.json").write_text(json.dumps({"test_accuracy": acc}))
     (root / "metrics/robustness").mkdir(parents=True, exist_ok=True)
@@ -103,3 +113,19 @@ def test_refuses_other_data_unknown_targets_and_missing_audits(tmp_path):
         compare_targets("digits", "nope", tmp_path, _params())
     with pytest.raises(ConfigError, match="no audit of digits_repaired"):
         compare_targets("digits", "digits_repaired", tmp_path, _params())
+
+
+def test_a_method_dvc_yaml_no_longer_declares_is_not_compared(tmp_path):
+    """A method removed from params.yaml: its files may still be on disk (DVC leaves the outputs of stages that are
+    gone), but they are no part of the audit, so neither of its figures nor its weak spots are compared."""
+    _plant(tmp_path, "digits", 0.99, [("3", 3.0, True)], [0.99, 0.35])
+    _plant(tmp_path, "digits_repaired", 0.985, [], [0.985, 0.4])
+    (tmp_path / "metrics/gone").mkdir()
+    for t in ("digits", "digits_repaired"):
+        (tmp_path / f"metrics/gone/{t}.json").write_text(json.dumps({"clean_accuracy": 0.5}))
+        (tmp_path / f"findings/{t}/gone.parquet").write_bytes(
+            (tmp_path / "findings/digits/robustness.parquet").read_bytes()
+        )
+    c = compare_targets("digits", "digits_repaired", tmp_path, _params())
+    assert [m["method"] for m in c["methods"]] == ["robustness"]
+    assert [s["method"] for s in c["fixed"]] == ["robustness"] and c["shared"] == [] and c["new"] == []

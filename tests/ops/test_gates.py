@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pandas as pd
 import pytest
+from conftest import declare
 
 import ops.params  # noqa: F401  (registers the gates section)
 from ops.gates import check_gates, confirmed_weak_spots
@@ -19,7 +20,11 @@ def _gates(*conds, fail=True):
     return GatesParams.model_validate({"fail": fail, "conditions": list(conds)})
 
 
-def _findings(root, target, method, lifts, confirmed):
+def _findings(root, target, method, lifts, confirmed, declared=True):
+    """A findings table planted in ``root/findings``, declared by ``root/dvc.yaml`` unless not ``declared``."""
+    if declared:
+        declare(root, f"findings/{target}/{method}.parquet")
+    root = root / "findings"
     (root / target).mkdir(parents=True, exist_ok=True)
     pd.DataFrame(
         {
@@ -54,6 +59,8 @@ def test_metric_gates_hold_fail_and_never_pass_silently():
 def test_weak_spot_gates_count_only_confirmed_findings(tmp_path):
     _findings(tmp_path, "digits", "corner", [4.0, 9.0], [True, False])  # lift 9 is not confirmed: it never counts
     _findings(tmp_path, "scenes", "hda", [2.5], [True])
+    # a table of a stage dvc.yaml no longer declares (a removed target) is no part of the audit
+    _findings(tmp_path, "removed", "corner", [50.0], [True], declared=False)
     spots = confirmed_weak_spots(tmp_path)
     assert [(s["target"], s["method"], s["lift"]) for s in spots] == [("digits", "corner", 4.0), ("scenes", "hda", 2.5)]
     rows = check_gates(
@@ -109,7 +116,10 @@ def _audit_once(tmp_path, gate_value):
     )
     (tmp_path / "metrics/train").mkdir(parents=True, exist_ok=True)
     (tmp_path / "metrics/train/digits.json").write_text(json.dumps({"test_accuracy": 0.95}))
-    _findings(tmp_path / "findings", "digits", "corner", [4.0], [True])
+    (tmp_path / "dvc.yaml").unlink(missing_ok=True)
+    declare(tmp_path, "metrics/train/digits.json")
+    _findings(tmp_path, "digits", "corner", [4.0], [True])
+    _findings(tmp_path, "removed", "corner", [4.0], [True], declared=False)  # not in junit.xml nor summary.md
     return record_and_compare()
 
 
@@ -125,6 +135,7 @@ def test_the_first_audit_fails_on_a_gate_and_says_so_in_junit_and_summary(tmp_pa
     assert summary.startswith("## weakspot audit: FAIL") and "`train/digits:test_accuracy >= 0.99`" in summary
     assert "| digits | corner | spot 0 (fails on natural inputs) | 4.00 (at least 2.00) |" in summary, summary
     assert "first audit" in summary
+    assert "removed" not in summary and "removed" not in ET.tostring(junit, encoding="unicode")  # not declared
     comp = json.loads(sorted((tmp_path / "history").glob("*.comparison.json"))[-1].read_text())
     assert [g["passed"] for g in comp["gates"]] == [False, True]
     import time
@@ -151,6 +162,7 @@ def test_gates_fail_false_reports_without_failing_the_audit(tmp_path, monkeypatc
     )
     (tmp_path / "metrics/train").mkdir(parents=True)
     (tmp_path / "metrics/train/digits.json").write_text(json.dumps({"test_accuracy": 0.95}))
+    declare(tmp_path, "metrics/train/digits.json")
     from ops.audit import record_and_compare
 
     assert record_and_compare() == 0

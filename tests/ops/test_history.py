@@ -4,12 +4,18 @@ import json
 
 import pandas as pd
 import pytest
+from conftest import declare
 
 from ops.history import SCHEMA, audits, compare, format_comparison, load, record, snapshot
 from ops.params import HistoryParams
 
+#: The planted audit's outputs, as its dvc.yaml declares them (every reader reads only those: tasks/manifest.py).
+DECLARED = ("metrics/train/digits.json", "plots/train/digits", "metrics/corner/digits.json", "metrics/gad/phoneme.json")
+
 
 def _metrics(root, acc, pairs, sdr=1.0):
+    if not (root / "dvc.yaml").is_file():
+        declare(root, *DECLARED)
     (root / "metrics/train").mkdir(parents=True, exist_ok=True)
     (root / "metrics/corner").mkdir(parents=True, exist_ok=True)
     (root / "metrics/gad").mkdir(parents=True, exist_ok=True)
@@ -146,3 +152,26 @@ def test_each_audit_keeps_its_params_and_lock_and_is_found_by_id_prefix_or_last(
     assert find_audit(tmp_path, "history", "last")["audit_id"] == rec["audit_id"]
     with pytest.raises(DataError, match="not found.*recent audits"):
         find_audit(tmp_path, "history", "1999")
+
+
+def test_a_stage_dvc_yaml_no_longer_declares_is_in_no_snapshot_comparison_or_trend(tmp_path):
+    """A target removed from params.yaml: its metrics file may still be on disk (DVC leaves the outputs of stages
+    that are gone), but it is no part of today's audit, and a past audit's value of it is no "missing" metric."""
+    import time
+
+    from ops.history import since_last
+
+    _metrics(tmp_path, 0.99, [])
+    declare(tmp_path, "metrics/train/gone.json")
+    (tmp_path / "metrics/train/gone.json").write_text(json.dumps({"test_accuracy": 0.5}))
+    assert snapshot(tmp_path)["train/gone:test_accuracy"] == 0.5
+    record(tmp_path, "history")
+    time.sleep(1.1)  # audit ids are to the second
+    (tmp_path / "dvc.yaml").unlink()
+    _metrics(tmp_path, 0.99, [])  # dvc.yaml regenerated without the stage; its file left on disk
+    assert "train/gone:test_accuracy" not in snapshot(tmp_path)
+    record(tmp_path, "history")
+    since = since_last(tmp_path, "history", RULES)
+    assert since["recorded"] and since["previous"] == audits(tmp_path)[0].stem
+    named = {r["metric"] for r in since["rows"]} | set(since["trend"])
+    assert "train/digits:test_accuracy" in named and not any("gone" in m for m in named), named
