@@ -5,8 +5,7 @@ from __future__ import annotations
 from prefect import flow
 
 from tasks import paths
-from tasks.closure import closure_digest
-from tasks.common import combined_digest, digest, lineage, one_target, stage_main, write_stage_result
+from tasks.common import digest, lineage, one_target, stage_main, write_stage_result
 from tasks.data import load_and_split, write_prepared
 from weakspot.data.summary import data_section
 
@@ -17,8 +16,6 @@ def prepare_flow(top: dict, target: str, t) -> dict:
     ds, splits, info = load_and_split(
         t.data.model_dump(mode="json"),
         t.class_of_interest,
-        combined_digest(digest(files)),
-        closure_digest("flows.prepare"),
         t.trains,
     )
     lin = lineage(

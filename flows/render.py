@@ -13,7 +13,6 @@ from typing import Any, Dict, Tuple
 from prefect import flow
 
 from tasks import paths
-from tasks.closure import closure_digest
 from tasks.common import PARAMS_FILE, cached_task, lineage, stage_main, write_stage_result
 from tasks.scene import write_render
 from weakspot.config import validate_section, validate_top_level
@@ -21,8 +20,9 @@ from weakspot.scene.summary import render_section
 
 
 @cached_task
-def render_views(scene: Dict[str, Any], code_digest: str, device: str) -> Tuple[Any, Any]:
-    """Render the data set of the ``scene`` section; cached on the section, the scene code's digest and device."""
+def render_views(scene: Dict[str, Any], device: str) -> Tuple[Any, Any]:
+    """Render the data set of the ``scene`` section; cached on the stage's identity (:mod:`tasks.identity`) and its
+    arguments."""
     from weakspot.scene.config import SceneParams
     from weakspot.scene.dataset import render_dataset
     from weakspot.scene.renderer import renderer_for
@@ -44,7 +44,7 @@ def render_views(scene: Dict[str, Any], code_digest: str, device: str) -> Tuple[
 def render_flow(top: dict, p) -> dict:
     t0 = time.time()
     scene = p.model_dump(mode="json")
-    images, table = render_views(scene, closure_digest("flows.render"), top["device"])
+    images, table = render_views(scene, top["device"])
     lin = lineage("render", top, p, section="scene")
     write_render(images, table, scene, lin)
     result = render_section(images, table, p, views_file=str(paths.RENDER / "views.parquet"))

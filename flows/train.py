@@ -10,8 +10,7 @@ from __future__ import annotations
 from prefect import flow
 
 from tasks import paths
-from tasks.closure import closure_digest
-from tasks.common import combined_digest, digest, lineage, one_target, stage_main, write_stage_result
+from tasks.common import lineage, one_target, stage_main, write_stage_result
 from tasks.data import read_prepared
 from tasks.target import model_from_spec, save_model, train_cached, write_spec
 from weakspot.evaluate import target_section
@@ -41,8 +40,6 @@ def train_flow(top: dict, target: str, t) -> dict:
             target,
             t.model.arch,
             t.train.model_dump(mode="json"),
-            combined_digest(digest([paths.prepared(target)])),
-            closure_digest("flows.train"),
             top["device"],
         )
         history = out.get("history")

@@ -89,7 +89,17 @@ def audit_identity(root: "str | Path" = ".") -> Dict[str, Any]:
     # params.yaml is kept with the audit and dvc.yaml is generated from it: only changes to other tracked files
     # (the code, shipped data) make an audit unreproducible from its revision
     dirty = bool(
-        git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!params.yaml", ":!dvc.yaml", ":!dvc.lock")
+        git(
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            ".",
+            ":!params.yaml",
+            ":!dvc.yaml",
+            ":!dvc.lock",
+            ":!packages.yaml",
+        )
     )
     now = datetime.datetime.now(datetime.timezone.utc)
     return {

@@ -20,6 +20,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import yaml
 
 from tasks import paths
+from tasks.closure import PROJECT_PACKAGES
+from tasks.packages import PACKAGES_FILE
 from weakspot.errors import DataError
 from weakspot.hashing import file_digest
 
@@ -156,6 +158,9 @@ def trace(path: str, key: Optional[str] = None, root: "str | Path" = ".") -> Dic
             "cmd": st.get("cmd"),
             "recorded": lk is not None,
             "params": flatten((lk or {}).get("params", {}).get("params.yaml", {})),
+            # the versions of the installed distributions it computes with (tasks/packages.py), as dvc.lock recorded
+            "packages": dict((lk or {}).get("params", {}).get(str(PACKAGES_FILE), {})),
+            "identity_sha256": (meta.get("identity") or {}).get("sha256"),
             "deps": deps,
             "outs": outs,
             "code": meta.get("code"),
@@ -203,8 +208,18 @@ def format_trace(t: Dict[str, Any], *, all_deps: bool = False) -> str:
             )
         if e["params"]:
             lines.append("    params read: " + "; ".join(f"{k} = {json.dumps(v)}" for k, v in e["params"].items()))
+        if e.get("packages"):
+            lines.append(
+                f"    packages ({len(e['packages'])}): " + ", ".join(f"{k} {v}" for k, v in e["packages"].items())
+            )
+        if e.get("identity_sha256"):
+            lines.append(f"    stage identity sha256 {e['identity_sha256']} (the key of its cached calls)")
         data = [d for d in e["deps"] if d["made_by"] or d["path"].startswith("data/")]
         code = [d for d in e["deps"] if d not in data]
+        # the user's own modules (a model factory, a plug-in's files) are always listed
+        own = [d for d in code if d["path"].split("/")[0] not in PROJECT_PACKAGES]
+        lines += [f"    your code {d['path']}  md5 {d['md5'] or '?'}" for d in own]
+        code = [d for d in code if d not in own]
         for d in data:
             by = f"  (made by {d['made_by']})" if d["made_by"] else ""
             lines.append(f"    input {d['path']}  md5 {d['md5'] or '?'}{by}")

@@ -23,7 +23,8 @@ from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 import yaml
 
 from tasks import paths
-from tasks.closure import ROOT, closure
+from tasks.closure import ROOT, closure, distributions_imported, rel, user_package
+from tasks.packages import PACKAGES_FILE, distributions, packages_yaml, versions
 
 
 HEADER = (
@@ -40,7 +41,7 @@ def compress(files: Iterable[str]) -> List[str]:
     for d in dirs:
         if d in (".", ""):
             continue
-        every = {str(p.relative_to(ROOT)) for p in (ROOT / d).rglob("*.py")}
+        every = {rel(p) for p in (ROOT / d).rglob("*.py") if "__pycache__" not in p.parts}
         if every and every <= files and not any(o == d or d.startswith(o + "/") for o in out if o in dirs):
             out = {o for o in out if not o.startswith(d + "/")} | {d}
     return sorted(out)
@@ -49,6 +50,30 @@ def compress(files: Iterable[str]) -> List[str]:
 def flow_deps(stage: str, *also: str) -> List[str]:
     """The deps of a stage whose flow is ``flows.<stage>``, plus modules it loads by name (``also``)."""
     return compress(closure(f"flows.{stage}", *also))
+
+
+def target_of_raw(raw: Dict[str, Any], name: str) -> Any:
+    """Target ``name``'s validated params."""
+    from weakspot.config import validate_section
+
+    return validate_section("targets", raw).root[name]
+
+
+def user_modules(*targets: Any) -> List[str]:
+    """The modules of the targets' own code named in params.yaml: a model factory or ``callable`` model."""
+    return sorted({p.model.factory.split(":")[0] for p in targets if getattr(p.model, "factory", None)})
+
+
+def user_deps(*targets: Any) -> List[str]:
+    """The files of the targets' own code (:func:`tasks.closure.user_package`): a change to them reruns every stage
+    that loads the model."""
+    return sorted({f for m in user_modules(*targets) for f in user_package(m)})
+
+
+def packages(*modules: str) -> Dict[str, List[str]]:
+    """The stage's ``packages.yaml`` params: the installed distributions the modules compute with
+    (:mod:`tasks.packages`)."""
+    return {str(PACKAGES_FILE): distributions(distributions_imported(*modules))}
 
 
 # ------------------------------------------------------------------------------------------ the stages
@@ -108,7 +133,8 @@ def shared_stage(raw: Dict[str, Any], m: Any, s: Any, model: Optional[str]) -> D
     """The shared stage ``s`` of method ``m``: the generic flow running it, reading the model of target ``model``."""
     from weakspot.config import PER_TARGET
 
-    deps = flow_deps("shared", *s.modules())
+    own = user_modules(target_of_raw(raw, model)) if model else []
+    deps = flow_deps("shared", *s.modules()) + user_deps(*([target_of_raw(raw, model)] if model else []))
     if s.scene:
         deps.append(str(paths.RENDER))
     if model:
@@ -120,7 +146,8 @@ def shared_stage(raw: Dict[str, Any], m: Any, s: Any, model: Optional[str]) -> D
         "deps": deps,
         "params": _top(raw, "device", "threads")
         + [f"{m.name}.{k}" for k in keys]
-        + (_keys(raw, f"targets.{model}", s.target_keys) if model else []),
+        + (_keys(raw, f"targets.{model}", s.target_keys) if model else [])
+        + [packages("flows.shared", *s.modules(), *own)],
         "outs": [str(paths.plots(s.name))],
         "metrics": [str(paths.metrics(s.name))],
     }
@@ -139,14 +166,16 @@ def _target_stages(raw: Dict[str, Any], t: str, p: Any) -> Dict[str, Any]:
         f"prepare-{t}": {
             "cmd": f"python -m flows.prepare {t}",
             "deps": deps,
-            "params": _keys(raw, f"targets.{t}", ["data", "class_of_interest", "model"]),
+            "params": _keys(raw, f"targets.{t}", ["data", "class_of_interest", "model"]) + [packages("flows.prepare")],
             "outs": [str(paths.prepared(t)), str(paths.plots("prepare", t))],
             "metrics": [str(paths.metrics("prepare", t))],
         },
         f"train-{t}": {
             "cmd": f"python -m flows.train {t}",
-            "deps": flow_deps("train") + [str(paths.prepared(t))] + weights,
-            "params": _top(raw, "device", "threads") + _keys(raw, f"targets.{t}", ["model", "train"]),
+            "deps": flow_deps("train") + user_deps(p) + [str(paths.prepared(t))] + weights,
+            "params": _top(raw, "device", "threads")
+            + _keys(raw, f"targets.{t}", ["model", "train"])
+            + [packages("flows.train", *user_modules(p))],
             "outs": [str(paths.model_dir(t)), str(paths.plots("train", t))],
             "metrics": [str(paths.metrics("train", t))],
         },
@@ -155,13 +184,15 @@ def _target_stages(raw: Dict[str, Any], t: str, p: Any) -> Dict[str, Any]:
 
 def method_stage(raw: Dict[str, Any], m: Any, t: str) -> Dict[str, Any]:
     """The stage ``<m>-<t>``: the generic flow running method ``m`` on target ``t``."""
-    deps = flow_deps("method", *m.modules()) + [str(paths.prepared(t)), str(paths.model_dir(t))]
+    p = target_of_raw(raw, t)
+    deps = flow_deps("method", *m.modules()) + user_deps(p) + [str(paths.prepared(t)), str(paths.model_dir(t))]
     if m.scene:
         deps.append(str(paths.RENDER))
     params = _top(raw, "device", "threads") + _section_keys(raw, m.name, t, m.stage.skip_keys)
     for other in m.reads:
         params += _section_keys(raw, other, t)
     params += _keys(raw, f"targets.{t}", m.stage.target_keys)
+    params.append(packages("flows.method", *m.modules(), *user_modules(p)))
     outs: List[Any] = [str(paths.plots(m.name, t)), str(paths.findings(t, m.name))]
     outs += [str(paths.findings_extra(t, m.name, o)) for o in m.stage.outputs]
     if m.stage.repairs:  # the repaired model: cached by DVC like the target's own model
@@ -201,7 +232,7 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
         out["render"] = {
             "cmd": "python -m flows.render",
             "deps": flow_deps("render"),
-            "params": _top(raw, "device", "threads", "scene"),
+            "params": _top(raw, "device", "threads", "scene") + [packages("flows.render")],
             "outs": [str(paths.RENDER), str(paths.plots("render"))],
             "metrics": [str(paths.metrics("render"))],
         }
@@ -220,11 +251,13 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
     # the history store: the report compares this audit with the previous one and draws the trend
     report_deps.append(str((raw.get("history") or {}).get("dir", "history")))
     # the report names every method and says why one did not run on a target: it loads every method's package
-    packages = [package_of(m.name) for m in all_methods()]
+    method_packages = [package_of(m.name) for m in all_methods()]
     out["report"] = {
         "cmd": "python -m flows.report",
-        "deps": flow_deps("report", *packages) + report_deps,
-        "params": _top(raw, "report", "targets") + (["history.dir", "history.rules"] if "history" in raw else []),
+        "deps": flow_deps("report", *method_packages) + report_deps,
+        "params": _top(raw, "report", "targets")
+        + (["history.dir", "history.rules"] if "history" in raw else [])
+        + [packages("flows.report", *method_packages)],
         "outs": [{str(paths.REPORT): {"cache": False}}],
     }
     return out
@@ -278,7 +311,35 @@ def write_dvc_yaml(params_file: "str | Path" = paths.PARAMS, out: "str | Path" =
     from weakspot.io import write_text
 
     check_params(params_file)
-    text = dvc_yaml(read_yaml(params_file))
+    raw = read_yaml(params_file)
+    text = dvc_yaml(raw)
+    out = Path(out)
+    changed = write_packages_yaml(stages(raw), out.parent / PACKAGES_FILE)
+    if out.is_file() and out.read_text() == text:
+        return changed
+    write_text(out, text)
+    return True
+
+
+def packages_of(stages: Dict[str, Any]) -> List[str]:
+    """Every distribution the stages' params name in packages.yaml."""
+    return sorted(
+        {
+            n
+            for st in stages.values()
+            for e in st.get("params", [])
+            if isinstance(e, dict)
+            for n in e.get(str(PACKAGES_FILE), [])
+        }
+    )
+
+
+def write_packages_yaml(stages: Dict[str, Any], out: "str | Path" = PACKAGES_FILE) -> bool:
+    """Write packages.yaml, the versions of the distributions the stages name, as installed here; True when its text
+    changed."""
+    from weakspot.io import write_text
+
+    text = packages_yaml(versions(packages_of(stages)))
     out = Path(out)
     if out.is_file() and out.read_text() == text:
         return False

@@ -26,6 +26,7 @@ from weakspot.io import save_figure, write_json, write_text
 from weakspot.result import StageResult
 
 from tasks import paths
+from tasks.identity import STAGE, bound
 
 PARAMS_FILE = str(paths.PARAMS)
 
@@ -33,10 +34,11 @@ PARAMS_FILE = str(paths.PARAMS)
 #: passes its declared order (:class:`weakspot.methods.StageSpec`, :class:`weakspot.methods.SharedStage`).
 STAGE_ORDER = {"prepare": 0, "train": 1, "render": 15}
 
-#: The decorator of every cached task: the key is the task's inputs (content digests of the files it reads and of
-#: the library code it calls, passed as arguments) and its own source, so a rerun after a crash, or with unchanged
-#: inputs, reuses the stored result instead of recomputing.
-cached_task = task(cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
+#: The decorator of every cached task: the key is the stage's identity (:mod:`tasks.identity`: every dep, param and
+#: package version DVC records for it), the task's own arguments and its source, so a rerun after a crash, or of an
+#: unchanged stage on another worker, reuses the stored result, and a change to anything the stage depends on
+#: recomputes it.
+cached_task = task(cache_policy=STAGE + INPUTS + TASK_SOURCE, persist_result=True)
 
 
 def run_blob_task(blob_task: Any, *args: Any) -> Dict[str, Any]:
@@ -85,7 +87,8 @@ def code_version() -> Dict[str, Any]:
         info["git_commit"] = subprocess.run(
             ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10
         ).stdout.strip()
-        # params.yaml is in the lineage itself, dvc.yaml is generated from it and dvc.lock is DVC's record: only
+        # params.yaml is in the lineage itself, dvc.yaml is generated from it (packages.yaml from the environment, its
+        # versions in the lineage too) and dvc.lock is DVC's record: only
         # changes to other tracked files (code, shipped data) make the commit not what ran
         dirty = subprocess.run(
             [
@@ -98,6 +101,7 @@ def code_version() -> Dict[str, Any]:
                 ":!params.yaml",
                 ":!dvc.yaml",
                 ":!dvc.lock",
+                ":!packages.yaml",
             ],
             capture_output=True,
             text=True,
@@ -147,6 +151,7 @@ def lineage(
         "inputs": dict(inputs) if isinstance(inputs, dict) else digest(inputs),
         "ran_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "prefect_flow_run": _flow_run(),
+        **({"identity": ident} if (ident := bound()) else {}),
         **({"worker": json.loads(os.environ["WEAKSPOT_WORKER"])} if os.environ.get("WEAKSPOT_WORKER") else {}),
     }
 
@@ -219,10 +224,12 @@ def stage_main(flow_fn: Any, load: Callable[[Dict[str, Any], List[str]], Tuple[A
     before any artifact is touched.
     """
     from tasks import runner
+    from tasks.identity import bind
 
     try:
         raw = read_yaml(PARAMS_FILE)
         args = load(raw, sys.argv[1:])  # fail fast, before Prefect starts
+        bind()  # the stage's identity: its cached tasks' keys and its lineage
         params = runner.execution(raw)  # the task runner, checked before Prefect starts too
         _quiet_expected_errors()
         if not hasattr(flow_fn, "with_options"):  # a function of the arguments that names the flow run

@@ -18,11 +18,11 @@ UNLABELLED = "unlabelled"  # written only when the target's data name an unlabel
 
 @cached_task
 def load_and_split(
-    data: Dict[str, Any], class_of_interest: Any, inputs_digest: str, code_digest: str, trains: bool = True
+    data: Dict[str, Any], class_of_interest: Any, trains: bool = True
 ) -> Tuple[Dataset, Dict[str, np.ndarray], Dict[str, Any]]:
-    """Load a target's data source and split it (stratified, or biased as the GAD paper does); cached on the data
-    section, the input files' digest, the library code and whether weakspot trains the model (a model it did not
-    train is never judged on its training rows)."""
+    """Load a target's data source and split it (stratified, or biased as the GAD paper does; a model weakspot did
+    not train is never judged on its training rows); cached on the stage's identity (the input files, the params,
+    the code and packages: :mod:`tasks.identity`) and its arguments."""
     from weakspot.data.prepare import prepare_target_data
     from weakspot.targets import DataParams
 

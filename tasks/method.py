@@ -2,16 +2,14 @@
 Prefect task, fanned out on Dask where params.yaml's ``execution`` says so), and the writing of what a method hands
 back (metrics, section, figures, findings, extra products, a repaired model).
 
-Caveats first: a runtime call's cache key is the function, the sha256 of every project file its module loads (the
-same import closure that makes the stage's DVC deps) and the key the method gives; so a change to a method's prose or
-figures reruns its stage (DVC) but reuses its computed results, and a change to the code a result came from
-recomputes it.
+Caveats first: a runtime call's cache key is derived, never written by the method (:mod:`tasks.identity`): the
+stage's identity (every dep, param and package version DVC records for it), the function and the call's own
+arguments (the ``key`` a method gives names only which call of a map it is: a seed, an index). So a change to
+anything the stage depends on recomputes its calls, and a rerun of an unchanged stage reuses them.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -113,13 +111,6 @@ def load_shared_inputs(
 # ------------------------------------------------------------------------------------------ the runtime
 
 
-def code_digest(module: str) -> str:
-    """sha256 over every project file ``module`` loads (its import closure, as the stage's DVC deps)."""
-    from tasks.closure import closure_digest
-
-    return closure_digest(module)
-
-
 class Arguments:
     """A call's arguments in a box Prefect does not open: it walks lists, dicts and dataclasses among a task's
     parameters (looking for futures), which is slow on a model and its arrays; ``quote()`` would do the same in this
@@ -152,9 +143,11 @@ class PipelineRuntime(Runtime):
 
     @staticmethod
     def key(ref: str, key: Mapping[str, Any]) -> str:
-        """The cache key: the function, the digest of the code it loads and the method's key."""
-        blob = json.dumps({"fn": ref, "code": code_digest(ref.split(":")[0]), "key": key}, sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()
+        """The cache key, derived (:func:`tasks.identity.call_key`): the stage's identity (its code, data, params
+        and packages, as DVC records them), the function and the call's own arguments (``key``: a seed, an index)."""
+        from tasks.identity import call_key
+
+        return call_key(ref, key)
 
     def cached(self, fn: Callable[..., Any], *args: Any, key: Mapping[str, Any], label: str = "", **kwargs: Any) -> Any:
         return self.map(fn, [(args, kwargs)], keys=[key], labels=[label or fn.__name__])[0]

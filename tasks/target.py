@@ -28,11 +28,10 @@ def _blob(data: bytes, suffix: str) -> str:
 
 
 @cached_task
-def train_builtin(
-    target: str, arch: str, train_params: Dict[str, Any], prepared_digest: str, code_digest: str, device: str
-) -> Dict[str, Any]:
-    """Train a built-in architecture on the target's training split; cached on the prepared data's digest, the
-    training params and the library code. Returns ``{"blob", "file", "history" | "info"}``."""
+def train_builtin(target: str, arch: str, train_params: Dict[str, Any], device: str) -> Dict[str, Any]:
+    """Train a built-in architecture on the target's training split; cached on the stage's identity (the prepared
+    data, the params, the code and packages: :mod:`tasks.identity`) and its arguments. Returns ``{"blob", "file",
+    "history" | "info"}``."""
     import torch
 
     from tasks.data import read_prepared

@@ -236,6 +236,7 @@ FIRST = (
     "test_pipeline.py",
     "ops/test_workers.py",
     "test_user_targets.py",
+    "ops/test_identity.py",
     "ops/test_audit.py",
     "ops/test_worker_killed.py",
     "ops/test_resume.py",

@@ -223,7 +223,9 @@ def test_the_pipeline_builds_a_shared_stage_from_its_declaration_alone(tmp_path,
     st = stages(raw)
     shared = st["toy_plugin_p_study"]
     assert shared["cmd"] == "python -m flows.shared toy_plugin_p toy_plugin_p_study"
-    assert shared["params"] == ["device", "threads", "toy_plugin_p.study"]  # its key; not the skipped budget
+    # its key, not the skipped budget; then the versions of the packages it computes with
+    assert shared["params"][:-1] == ["device", "threads", "toy_plugin_p.study"]
+    assert list(shared["params"][-1]) == ["packages.yaml"]
     assert shared["outs"] == ["plots/toy_plugin_p_study"] and shared["metrics"] == ["metrics/toy_plugin_p_study.json"]
     assert "flows/shared.py" in shared["deps"] and "data/render" not in shared["deps"]
     assert "metrics/toy_plugin_p_study.json" in st["report"]["deps"]

@@ -3,10 +3,10 @@ and fan-outs.
 
 Caveats first: :class:`Runtime` runs everything in this process, one call after the other, and caches nothing (a
 notebook, a test). The pipeline hands methods its own runtime (``tasks/method.py``): the same calls, each a cached
-Prefect task whose key is the function, the code it loads, and the ``key`` the method gives, fanned out on Dask when
-params.yaml's ``execution`` says so. A method therefore states in ``key`` everything its call depends on besides its
-code (the params it reads, :attr:`AuditTarget.digest <weakspot.methods.AuditTarget>`, a seed), and its functions take
-their seeds from their arguments, so the cached and the computed result are the same.
+Prefect task fanned out on Dask when params.yaml's ``execution`` says so, whose key the pipeline derives from the
+stage's identity (its code, data, params and packages) and the call's own arguments. A method's ``key`` therefore
+names only which call it is among its stage's (a seed, an index, a defence's name), never its params or data, and its
+functions take their seeds from their arguments, so the cached and the computed result are the same.
 
 Example
 -------
@@ -59,7 +59,8 @@ class Runtime:
         return self._sections[name]
 
     def cached(self, fn: Callable[..., Any], *args: Any, key: Mapping[str, Any], label: str = "", **kwargs: Any) -> Any:
-        """``fn(*args, **kwargs)``; ``key`` names what the result depends on besides the code (JSON values)."""
+        """``fn(*args, **kwargs)``; ``key`` names which call this is among the stage's (JSON values: a seed, an
+        index); what the stage depends on is the runtime's to add."""
         return fn(*args, **kwargs)
 
     def map(

@@ -106,7 +106,7 @@ def test_another_targets_override_is_no_params_of_this_targets_stage():
         _, method, target = s["cmd"].split()[2:]
         for section in (method, *get(method).reads):
             for p in s["params"]:
-                if p.startswith(f"{section}.per_target."):
+                if isinstance(p, str) and p.startswith(f"{section}.per_target."):
                     assert p == f"{section}.per_target.{target}", (name, p)
 
 
@@ -117,9 +117,12 @@ def test_stages_are_per_target_and_only_where_a_method_fits():
     assert "gad-phoneme" in stages and "gad-digits" not in stages and "gad-scenes" not in stages
     assert "examine-scenes" in stages and "examine-digits" not in stages
     # a target's stages read that target's params only
-    assert stages["train-digits"]["params"] == ["device", "threads", "targets.digits.model", "targets.digits.train"]
+    train = stages["train-digits"]["params"]
+    assert train[:-1] == ["device", "threads", "targets.digits.model", "targets.digits.train"]
+    # and the versions of the packages it computes with (tests/ops/test_identity.py)
+    assert list(train[-1]) == ["packages.yaml"] and {"python", "torch", "numpy"} <= set(train[-1]["packages.yaml"])
     assert "examine.T" in stages["examine-scenes"]["params"]
-    assert not any(p.startswith("examine") for p in stages["train-scenes"]["params"])
+    assert not any(str(p).startswith("examine") for p in stages["train-scenes"]["params"])
     assert "examine.T" not in stages["examine_study"]["params"]
 
 

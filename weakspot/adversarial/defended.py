@@ -134,18 +134,7 @@ def defended_models(
                 {"progress": runtime.progress},
             )
         )
-        keys.append(
-            {
-                "target": target.digest,
-                "defence": d,
-                "options": options,
-                "eps": eps,
-                "clip": clip,
-                "init": init,
-                "train": train,
-                "epochs": int(epochs),
-            }
-        )
+        keys.append({"defence": d})  # the call's own argument; the runtime adds what the stage depends on
     outs = runtime.map(train_defended, calls, keys=keys, labels=[f"{target.name}, {d}" for d in names])
     models, info = {}, {}
     for d, out in zip(names, outs):

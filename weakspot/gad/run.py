@@ -91,7 +91,7 @@ def run(target: AuditTarget, params: GadParams, runtime: Any) -> List[DatasetOut
     trains = bool(getattr(target.params, "trains", False))
     fixed = bool(getattr(getattr(target.params, "data", None), "named_parts", None))  # the user's split
     seeds = params.seeds if trains and not fixed else [0]
-    key = params.model_dump(mode="json", exclude={"seeds"})  # a seed's run is reused when the list grows
+    key = params.model_dump(mode="json", exclude={"seeds"})
     spec = target.params.model_dump(mode="json") if trains else None  # a seed's split is prepared from params.yaml
     calls = [
         (
@@ -105,7 +105,5 @@ def run(target: AuditTarget, params: GadParams, runtime: Any) -> List[DatasetOut
         )
         for s in seeds
     ]
-    keys = [
-        {"gad": key, "split_seed": s, "target": target.digest if s == 0 else spec, "name": target.name} for s in seeds
-    ]
+    keys = [{"split_seed": s} for s in seeds]  # the call's own argument; the runtime adds what the stage depends on
     return runtime.map(seed_outcome, calls, keys=keys, labels=[f"{target.name}, split seed {s}" for s in seeds])
