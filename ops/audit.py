@@ -49,18 +49,56 @@ def regenerate_pipeline(say: Callable[[str], object] = print) -> bool:
     return changed
 
 
+def recorded_outputs(root: "str | Path" = ".") -> List[str]:
+    """Every output DVC recorded for a stage, in ``dvc.lock`` and in the audits' copies of it in the history store:
+    what DVC's cache holds, so what the pipeline may remove from the workspace and restore."""
+    import yaml
+
+    root = Path(root)
+    try:
+        store = load_section("history", root / PARAMS)[1].dir
+    except ConfigError:  # no params (a bare pipeline): the default store
+        store = "history"
+    locks = [root / "dvc.lock", *sorted((root / store).glob("*.dvc.lock"))]
+    out = set()
+    for f in locks:
+        try:
+            lock = yaml.safe_load(f.read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        for body in (lock.get("stages") or {}).values():
+            out.update(str(o["path"]).rstrip("/") for o in (body or {}).get("outs") or [] if "path" in o)
+    return sorted(out)
+
+
+def _recorded_parts(root: Path, rel: str, recorded: Sequence[str]) -> List[str]:
+    """The parts of the stale entry ``rel`` that DVC recorded as a stage's output (the whole entry where all of it
+    is, or holds nothing); a file no stage wrote (the user's own) is not among them."""
+    if any(rel == o or rel.startswith(o + "/") for o in recorded):
+        return [rel]
+    p = root / rel
+    if not p.is_dir() or p.is_symlink():
+        return []
+    children = sorted(p.iterdir())
+    parts = [x for c in children for x in _recorded_parts(root, f"{rel}/{c.name}", recorded)]
+    return [rel] if parts == [f"{rel}/{c.name}" for c in children] else parts
+
+
 def remove_stale(root: "str | Path" = ".") -> List[str]:
-    """Remove every file and folder under the pipeline's artifact roots that root/dvc.yaml does not declare (the
-    outputs of stages it no longer has: :meth:`tasks.manifest.Manifest.stale`); their paths relative to ``root``.
-    Each is first renamed beside itself (``.<name>.stale-<random>``, one atomic step: what a reader lists is either
-    the old entry or nothing), then deleted; an interrupted removal leaves only undeclared entries, which the next
-    one removes. Nothing declared is touched: no stale entry holds a declared output or a path a stage reads."""
+    """Remove what the pipeline wrote under its artifact roots that root/dvc.yaml no longer declares (the outputs of
+    stages it no longer has: :meth:`tasks.manifest.Manifest.stale`, as far as DVC recorded them in dvc.lock or the
+    history's copies of it, so its cache holds them: a file no stage wrote stays, and no reader reads it); their
+    paths relative to ``root``. Each is first renamed beside itself (``.<name>.stale-<random>``, one atomic step: what
+    a reader lists is either the old entry or nothing), then deleted; an interrupted removal leaves only undeclared
+    entries, which the next one removes. Nothing declared is touched: no stale entry holds a declared output or a
+    path a stage reads."""
     import secrets
     import shutil
 
     from tasks.manifest import read_manifest
 
-    gone = read_manifest(root).stale()
+    recorded = recorded_outputs(root)
+    gone = [x for rel in read_manifest(root).stale() for x in _recorded_parts(Path(root), rel, recorded)]
     for rel in gone:
         p = Path(root) / rel
         trash = p.with_name(f".{p.name}.stale-{secrets.token_hex(4)}")

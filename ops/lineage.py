@@ -179,6 +179,12 @@ def trace(path: str, key: Optional[str] = None, root: "str | Path" = ".") -> Dic
     return {"artifact": p, "key": key, "value": value, "chain": chain}
 
 
+def _is_code(path: str) -> bool:
+    """A module, or a folder of modules (a package), as opposed to data, weights or the history."""
+    p = Path(path)
+    return p.suffix == ".py" or (p.is_dir() and any(p.rglob("*.py")))
+
+
 def format_trace(t: Dict[str, Any], *, all_deps: bool = False) -> str:
     """A person's reading of :func:`trace`."""
     lines = []
@@ -217,7 +223,7 @@ def format_trace(t: Dict[str, Any], *, all_deps: bool = False) -> str:
         data = [d for d in e["deps"] if d["made_by"] or d["path"].startswith("data/")]
         code = [d for d in e["deps"] if d not in data]
         # the user's own modules (a model factory, a plug-in's files) are always listed
-        own = [d for d in code if d["path"].split("/")[0] not in PROJECT_PACKAGES]
+        own = [d for d in code if d["path"].split("/")[0] not in PROJECT_PACKAGES and _is_code(d["path"])]
         lines += [f"    your code {d['path']}  md5 {d['md5'] or '?'}" for d in own]
         code = [d for d in code if d not in own]
         for d in data:

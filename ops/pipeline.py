@@ -39,7 +39,7 @@ def compress(files: Iterable[str]) -> List[str]:
     out: Set[str] = set(files)
     dirs = sorted({str(Path(f).parent) for f in files}, key=lambda d: d.count("/"))
     for d in dirs:
-        if d in (".", ""):
+        if d in (".", "") or Path(d).is_absolute():  # a folder outside the checkout is never scanned whole
             continue
         every = {rel(p) for p in (ROOT / d).rglob("*.py") if "__pycache__" not in p.parts}
         if every and every <= files and not any(o == d or d.startswith(o + "/") for o in out if o in dirs):

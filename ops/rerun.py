@@ -52,6 +52,21 @@ def lock_outputs(lock_file: "str | Path") -> Dict[str, Dict[str, Any]]:
     return out
 
 
+def package_drift(lock_file: "str | Path") -> List[str]:
+    """``"name recorded -> installed"`` for each distribution a stage of the lock computed with (its ``packages.yaml``
+    params) at another version than this environment has."""
+    from tasks.packages import PACKAGES_FILE, versions
+
+    lock = yaml.safe_load(Path(lock_file).read_text()) or {}
+    recorded: Dict[str, str] = {}
+    for body in (lock.get("stages") or {}).values():
+        recorded.update(
+            {str(k): str(v) for k, v in ((body or {}).get("params") or {}).get(str(PACKAGES_FILE), {}).items()}
+        )
+    here = versions(recorded)
+    return [f"{n} {v} -> {here.get(n, 'not installed')}" for n, v in sorted(recorded.items()) if here.get(n) != v]
+
+
 def compare_outputs(lock_file: "str | Path", root: "str | Path") -> List[Dict[str, Any]]:
     """Each single-file output of the lock's stages that ``root/dvc.yaml`` has, against the file under ``root``:
     identical, differs or missing. Folders are listed as not compared (their lock hash is DVC's listing; their
@@ -118,6 +133,13 @@ def rerun(
         say(
             f"weakspot rerun: WARNING: audit {a['audit_id']} ran with uncommitted code changes; the rerun uses "
             f"commit {rev[:12]} as committed, so its results may differ"
+        )
+    drift = package_drift(a["lock"])
+    if drift:
+        say(
+            f"weakspot rerun: WARNING: audit {a['audit_id']} computed with other package versions than this "
+            f"environment has ({', '.join(drift[:5])}{' ...' if len(drift) > 5 else ''}): the stages that use them "
+            "are recomputed with this environment's, so their results may differ (install its requirements.lock)"
         )
     _git("cat-file", "-e", f"{rev}^{{commit}}", cwd=root)
     wt = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"weakspot-rerun-{a['audit_id'][:24]}-"))

@@ -127,7 +127,11 @@ def run_stage(
     env = {
         **os.environ,
         "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
-        "PYTHONPATH": str(work),
+        # the clone's code first; the worker's own path after it (a user's module or plug-in folder outside the
+        # checkout, absolute deps of the stage: the same path on every worker)
+        "PYTHONPATH": os.pathsep.join(
+            [str(work), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
+        ),
         "WEAKSPOT_ROOT": str(work),
     }
     env.pop("WEAKSPOT_PARAMS", None)

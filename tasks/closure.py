@@ -92,8 +92,9 @@ def locate(top: str) -> Located:
     if spec is None:
         return Located("missing")
     where = spec.origin if spec.origin not in (None, "built-in", "frozen", "namespace") else None
-    if where is None and spec.submodule_search_locations:
-        where = next(iter(spec.submodule_search_locations), None)
+    namespace = where is None and bool(spec.submodule_search_locations)
+    if namespace:
+        where = next(iter(spec.submodule_search_locations or []), None)
     if where is None:
         return Located("stdlib")
     real = os.path.realpath(where)
@@ -102,6 +103,8 @@ def locate(top: str) -> Located:
     if _under(real, stdlib):
         return Located("stdlib")
     p = Path(where)
+    if namespace:  # a folder of modules without __init__.py (PEP 420): the user's code as much as a package
+        return Located("file", p.parent)
     if p.name == "__init__.py":
         return Located("file", p.parent.parent)
     if p.suffix == ".py":
@@ -248,7 +251,7 @@ def user_package(module: str) -> List[str]:
     if loc.kind != "file" or loc.base is None or top in PROJECT_PACKAGES:
         return []
     folder = loc.base / top
-    own = sorted(folder.rglob("*.py")) if (folder / "__init__.py").is_file() else [loc.base / f"{top}.py"]
+    own = sorted(folder.rglob("*.py")) if folder.is_dir() else [loc.base / f"{top}.py"]  # a namespace package too
     mods = [module] + [".".join(f.relative_to(loc.base).with_suffix("").parts) for f in own]
     mods = [m[: -len(".__init__")] if m.endswith(".__init__") else m for m in mods]
     files, _ = _walk(mods, skip=WHERE_NOT_WHAT)

@@ -2,8 +2,8 @@
 by the stage itself, and the key of every cached call it makes.
 
 Caveats first: the stage is the one DVC runs (``DVC_STAGE``, which DVC sets for every command) or, run by hand,
-the stage of dvc.yaml whose command is this process's; a process that is no stage has no identity and its calls
-are cached on their own arguments and code only. The deps and params are dvc.yaml's, so the identity holds what
+the stage of dvc.yaml whose command is this process's; a process that is no stage has no identity, and what it
+caches is served to itself only. The deps and params are dvc.yaml's, so the identity holds what
 ``dvc.lock`` holds (sha256 where DVC keeps md5): the project's modules, the user's model modules, a plug-in's files,
 the data and weights, the params (``device`` and ``threads`` included) and the versions of the packages the stage
 computes with (``packages.yaml``, :mod:`tasks.packages`). A cached call's key is derived from it (:data:`STAGE`)
@@ -18,6 +18,7 @@ import json
 import os
 import shlex
 import sys
+import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -177,9 +178,14 @@ def check_packages(identity: Dict[str, Any]) -> None:
         )
 
 
+#: Outside a stage there is no identity to bind a result to: a key of this process alone, so nothing computed
+#: elsewhere (under other params or code) is served, and nothing computed here is served elsewhere.
+_UNBOUND = f"unbound-{uuid.uuid4().hex}"
+
+
 def current() -> str:
-    """The digest of the stage this process runs in ("" outside a stage)."""
-    return os.environ.get(ENV, "")
+    """The digest of the stage this process runs in (outside a stage, a key of this process alone)."""
+    return os.environ.get(ENV) or _UNBOUND
 
 
 def call_key(ref: str, args: Any) -> str:
@@ -190,7 +196,7 @@ def call_key(ref: str, args: Any) -> str:
 
 class StageIdentity(CachePolicy):
     """Prefect's cache policy for a stage's tasks: the stage's identity (combine it with ``INPUTS`` for the call's own
-    arguments). Outside a stage it adds nothing."""
+    arguments)."""
 
     def compute_key(self, task_ctx: Any, inputs: Dict[str, Any], flow_parameters: Dict[str, Any], **kwargs: Any) -> str:
         return current()

@@ -149,8 +149,24 @@ class PipelineRuntime(Runtime):
 
         return call_key(ref, key)
 
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self._keys: set = set()
+
     def cached(self, fn: Callable[..., Any], *args: Any, key: Mapping[str, Any], label: str = "", **kwargs: Any) -> Any:
         return self.map(fn, [(args, kwargs)], keys=[key], labels=[label or fn.__name__])[0]
+
+    def _claim(self, ref: str, key: Mapping[str, Any]) -> str:
+        """The call's cache key; a second call of ``ref`` with the same ``key`` in this stage is an error (its
+        arguments are not in the key: the second would be served the first's result)."""
+        k = self.key(ref, key)
+        if k in self._keys:
+            raise ValueError(
+                f"{ref}: two calls with the same key {dict(key)!r} in one stage; a call's key names which call it is "
+                "(a seed, an index), so each call of a function needs its own"
+            )
+        self._keys.add(k)
+        return k
 
     def map(
         self,
@@ -167,7 +183,7 @@ class PipelineRuntime(Runtime):
         return fan_out(
             call.with_options(name=fn.__name__),
             [
-                ((ref, Arguments(a, kw), self.key(ref, k), f"{fn.__name__}: {lab}"), {})
+                ((ref, Arguments(a, kw), self._claim(ref, k), f"{fn.__name__}: {lab}"), {})
                 for (a, kw), k, lab in zip(calls, keys, labels)
             ],
             labels=labels,

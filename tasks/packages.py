@@ -2,7 +2,7 @@
 
 Caveats first: a stage's distributions are those whose modules its code imports (:func:`tasks.closure.
 distributions_imported`) and every distribution they require, transitively (their metadata's requirements, markers
-evaluated, extras left out), without the orchestrators (:data:`ORCHESTRATION`: they decide where and when a stage
+evaluated, with the extras one asks of another), without the orchestrators (:data:`ORCHESTRATION`: they decide where and when a stage
 runs, never what it computes) unless a computing one requires them. Python's own version is one of them for every
 stage. The versions live in ``packages.yaml``, generated beside dvc.yaml from this environment (``weakspot audit``
 rewrites both); each stage's DVC params name the entries it depends on, so an upgraded distribution reruns the stages
@@ -16,7 +16,7 @@ import platform
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, Iterable, List, Mapping, Set
+from typing import Dict, Iterable, List, Mapping, Set, Tuple
 
 PACKAGES_FILE = Path("packages.yaml")
 PYTHON = "python"
@@ -46,36 +46,44 @@ def _top_level() -> Dict[str, List[str]]:
     return {k: [canonical(v) for v in vs] for k, vs in md.packages_distributions().items()}
 
 
-@lru_cache(maxsize=None)
 def requires(name: str) -> frozenset:
-    """The distributions ``name`` requires (markers evaluated for this machine; extras left out)."""
+    """The distributions ``name`` requires (markers evaluated for this machine; its optional extras left out)."""
+    return frozenset(n for n, _ in _requires(canonical(name), frozenset()))
+
+
+@lru_cache(maxsize=None)
+def _requires(name: str, extras: frozenset) -> frozenset:
+    """``{(distribution, the extras asked of it)}`` that ``name`` requires with ``extras`` (torch asks
+    ``cuda-toolkit[cublas, ...]``: the extras bring the CUDA libraries)."""
     from packaging.requirements import InvalidRequirement, Requirement
 
-    dist = _installed().get(canonical(name))
-    out: Set[str] = set()
+    dist = _installed().get(name)
+    out: Set[Tuple[str, frozenset]] = set()
     for line in (dist.requires or []) if dist is not None else []:
         try:
             req = Requirement(line)
         except InvalidRequirement:
             continue
-        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+        if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in ("", *extras)):
             continue
         if canonical(req.name) in _installed():
-            out.add(canonical(req.name))
+            out.add((canonical(req.name), frozenset(req.extras)))
     return frozenset(out)
 
 
 def distributions(top_level: Iterable[str]) -> List[str]:
     """The distributions behind the imported top-level module names ``top_level``, with what they require,
     transitively; without the orchestrators; ``python`` first."""
-    todo = [d for t in top_level for d in _top_level().get(t, []) if d not in ORCHESTRATION]
-    seen: Set[str] = set()
+    todo: List[Tuple[str, frozenset]] = [
+        (d, frozenset()) for t in top_level for d in _top_level().get(t, []) if d not in ORCHESTRATION
+    ]
+    seen: Set[Tuple[str, frozenset]] = set()
     while todo:
         d = todo.pop()
         if d not in seen:
             seen.add(d)
-            todo.extend(requires(d) - seen)
-    return [PYTHON] + sorted(seen)
+            todo.extend(_requires(*d) - seen)
+    return [PYTHON] + sorted({n for n, _ in seen})
 
 
 def versions(names: Iterable[str]) -> Dict[str, str]:

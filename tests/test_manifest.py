@@ -74,10 +74,56 @@ STALE = [
 ]
 
 
+#: A file of the user's own under a removed target's folder: no stage wrote it, DVC's cache does not hold it.
+USERS = "data/targets/gone/raw.csv"
+#: What DVC recorded of the stages that are gone (dvc.lock, and an audit's copy of it in the history store).
+LOCK = {
+    "stages": {
+        "render": {"outs": [{"path": "data/render", "md5": "1.dir"}]},
+        "train-gone": {"outs": [{"path": "data/targets/gone/model"}, {"path": "plots/train/gone"}]},
+        "prepare-gone": {"outs": [{"path": "data/targets/gone/prepared"}, {"path": "metrics/train/gone.json"}]},
+        "segments-gone": {"outs": [{"path": "findings/gone/segments.parquet"}]},
+    }
+}
+HISTORY_LOCK = {
+    "stages": {
+        "gad-a": {
+            "outs": [
+                {"path": "plots/gad/a"},
+                {"path": "metrics/gad/a.json"},
+                {"path": "findings/a/gad.parquet"},
+                {"path": "findings/a/gad_to_label.csv"},
+            ]
+        }
+    }
+}
+
+
+#: What the removal takes: the largest recorded entries (a folder all of whose contents a stage wrote is one).
+EXPECTED_GONE = [
+    "data/render",
+    "data/targets/gone/model",
+    "data/targets/gone/prepared",
+    "findings/a/gad.parquet",
+    "findings/a/gad_to_label.csv",
+    "findings/gone",
+    "metrics/gad",
+    "metrics/train/gone.json",
+    "plots/empty",
+    "plots/gad",
+    "plots/train/gone",
+]
+
+
 @pytest.fixture
 def workspace(tmp_path):
+    import yaml
+
     (tmp_path / "dvc.yaml").write_text(DVC_YAML)
-    for rel in DECLARED + STALE:
+    (tmp_path / "dvc.lock").write_text(yaml.safe_dump(LOCK))
+    (tmp_path / "history").mkdir()
+    (tmp_path / "history/20260101T000000Z-x.dvc.lock").write_text(yaml.safe_dump(HISTORY_LOCK))
+    for rel in DECLARED + STALE + [USERS]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(rel)
     (tmp_path / "plots/empty").mkdir()
@@ -149,8 +195,10 @@ def test_remove_stale_removes_them_and_touches_nothing_declared(workspace, monke
 
     before = {rel: ((workspace / rel).stat().st_mtime_ns, (workspace / rel).read_text()) for rel in DECLARED}
     gone = remove_stale(workspace)
-    assert len(gone) == 10 and "plots/gad" in gone
+    assert gone == EXPECTED_GONE, gone
     assert not any((workspace / rel).exists() for rel in STALE)
+    # a file no stage wrote (DVC's cache does not hold it: nothing could restore it) stays; no reader reads it
+    assert (workspace / USERS).read_text() == USERS and "data/targets/gone/raw.csv" not in gone
     assert not (workspace / "plots/gad").exists() and not (workspace / "plots/empty").exists()  # folders too
     after = {rel: ((workspace / rel).stat().st_mtime_ns, (workspace / rel).read_text()) for rel in DECLARED}
     assert after == before

@@ -72,7 +72,7 @@ def test_a_model_weakspot_trains_fans_out_one_cached_call_per_split_seed(target)
     (args0, kw0), (args1, kw1) = rec.calls
     assert args0[0] is t and args1[0] is None and (args0[2], args1[2]) == (0, 3)
     assert kw0["target_params"] is None and kw1["target_params"] == {"data": "spec"}
-    # seed 0 depends on the target's digest, another seed on the target's spec; neither on the seed list
-    assert rec.keys[0]["target"] == "d1" and rec.keys[1]["target"] == {"data": "spec"}
-    assert "seeds" not in rec.keys[0]["gad"] and rec.keys[1]["split_seed"] == 3
+    # each call's key names which call it is, its split seed, and nothing the stage's identity holds (the params,
+    # the target's data and model: tasks/identity.py derives the cache key from them)
+    assert rec.keys == [{"split_seed": 0}, {"split_seed": 3}]
     assert rec.labels == ["phoneme, split seed 0", "phoneme, split seed 3"]

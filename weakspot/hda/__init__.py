@@ -7,7 +7,8 @@ repaired model.
 
 Caveats first: black-box at its core (the GA reads probabilities only); its gradient indicator, the PGD and coverage
 baselines and the fine-tuning run where the model is a torch module. Its adversarially trained model (RQ3) is the
-intrinsic method's min-max model, with the ``intrinsic`` section's settings (the same cached training). Importing this
+intrinsic method's min-max model, with the ``intrinsic`` section's settings (trained in HDA's own stage: a
+cached call never crosses stages, tasks/identity.py). Importing this
 package registers the method (and loads its params model only).
 """
 
