@@ -24,7 +24,7 @@ import yaml
 
 from tasks import paths
 from tasks.closure import ROOT, closure, distributions_imported, rel, user_package
-from tasks.packages import PACKAGES_FILE, distributions, packages_yaml, versions
+from tasks.packages import PACKAGES_FILE, direct, packages_yaml
 
 
 HEADER = (
@@ -73,7 +73,7 @@ def user_deps(*targets: Any) -> List[str]:
 def packages(*modules: str) -> Dict[str, List[str]]:
     """The stage's ``packages.yaml`` params: the installed distributions the modules compute with
     (:mod:`tasks.packages`)."""
-    return {str(PACKAGES_FILE): distributions(distributions_imported(*modules))}
+    return {str(PACKAGES_FILE): direct(distributions_imported(*modules))}
 
 
 # ------------------------------------------------------------------------------------------ the stages
@@ -339,7 +339,7 @@ def write_packages_yaml(stages: Dict[str, Any], out: "str | Path" = PACKAGES_FIL
     changed."""
     from weakspot.io import write_text
 
-    text = packages_yaml(versions(packages_of(stages)))
+    text = packages_yaml(packages_of(stages))
     out = Path(out)
     if out.is_file() and out.read_text() == text:
         return False

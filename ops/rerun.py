@@ -55,7 +55,7 @@ def lock_outputs(lock_file: "str | Path") -> Dict[str, Dict[str, Any]]:
 def package_drift(lock_file: "str | Path") -> List[str]:
     """``"name recorded -> installed"`` for each distribution a stage of the lock computed with (its ``packages.yaml``
     params) at another version than this environment has."""
-    from tasks.packages import PACKAGES_FILE, versions
+    from tasks.packages import PACKAGES_FILE, entry
 
     lock = yaml.safe_load(Path(lock_file).read_text()) or {}
     recorded: Dict[str, str] = {}
@@ -63,8 +63,8 @@ def package_drift(lock_file: "str | Path") -> List[str]:
         recorded.update(
             {str(k): str(v) for k, v in ((body or {}).get("params") or {}).get(str(PACKAGES_FILE), {}).items()}
         )
-    here = versions(recorded)
-    return [f"{n} {v} -> {here.get(n, 'not installed')}" for n, v in sorted(recorded.items()) if here.get(n) != v]
+    here = {n: entry(n) for n in recorded}
+    return [f"{n} {v} -> {here[n]}" for n, v in sorted(recorded.items()) if here[n] != v]
 
 
 def compare_outputs(lock_file: "str | Path", root: "str | Path") -> List[Dict[str, Any]]:

@@ -159,17 +159,15 @@ def check_packages(identity: Dict[str, Any]) -> None:
     """A ConfigError when a distribution the stage computes with is installed here at another version than its
     identity says (``packages.yaml`` from another environment: a worker installed apart, a lock upgraded since):
     its numbers would be bound to versions that did not make them."""
-    from tasks.packages import versions
+    from tasks.packages import entry
     from weakspot.errors import ConfigError
 
     declared: Dict[str, Any] = {}
     for file, values in identity["params"].items():
         if Path(file).name == "packages.yaml":
             declared.update(values)
-    here = versions(declared)
-    wrong = [
-        f"{n} {here.get(n, 'not installed')} (packages.yaml: {v})" for n, v in declared.items() if here.get(n) != str(v)
-    ]
+    here = {n: entry(n) for n in declared}
+    wrong = [f"{n} {here[n]} (packages.yaml: {v})" for n, v in declared.items() if here[n] != str(v)]
     if wrong:
         raise ConfigError(
             f"stage {identity['stage']}: this environment differs from packages.yaml: {', '.join(wrong[:5])}"

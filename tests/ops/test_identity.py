@@ -28,10 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_committed_packages_yaml_is_what_this_environment_and_dvc_yaml_generate():
     from ops.pipeline import packages_of
-    from tasks.packages import packages_yaml, versions
+    from tasks.packages import packages_yaml
 
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    assert (ROOT / "packages.yaml").read_text() == packages_yaml(versions(packages_of(stages))), (
+    assert (ROOT / "packages.yaml").read_text() == packages_yaml(packages_of(stages)), (
         "packages.yaml is stale: run `weakspot pipeline`"
     )
 
@@ -113,12 +113,26 @@ def test_the_extras_a_distribution_asks_of_another_are_followed():
 
 def test_a_rerun_names_the_packages_an_audit_computed_with_at_other_versions(tmp_path):
     from ops.rerun import package_drift
-    from tasks.packages import versions
+    from tasks.packages import entry
 
-    here = versions(["numpy", "python"])
+    here = {n: entry(n) for n in ("numpy", "python")}
     lock = {"stages": {"a": {"params": {"packages.yaml": {**here, "torch": "0.0.1"}}}, "b": {"params": {}}}}
     (tmp_path / "dvc.lock").write_text(yaml.safe_dump(lock))
-    assert package_drift(tmp_path / "dvc.lock") == [f"torch 0.0.1 -> {versions(['torch'])['torch']}"]
+    assert package_drift(tmp_path / "dvc.lock") == [f"torch 0.0.1 -> {entry('torch')}"]
+
+
+def test_an_entry_changes_with_the_version_of_anything_its_distribution_requires(monkeypatch):
+    from tasks import packages
+
+    torch = packages.entry("torch")
+    assert torch.startswith(packages.versions(["torch"])["torch"] + " with ")
+    dep = packages.required("torch")[0]
+    real = packages.versions
+    monkeypatch.setattr(
+        packages, "versions", lambda names: {n: ("0.0" if n == dep else v) for n, v in real(names).items()}
+    )
+    assert packages.entry("torch") != torch  # one requirement upgraded: the entry of what requires it changes
+    assert packages.entry("python") == real(["python"])["python"]
 
 
 def _stage_repo(tmp_path: Path) -> Path:
