@@ -86,21 +86,8 @@ def audit_identity(root: "str | Path" = ".") -> Dict[str, Any]:
             return ""
 
     rev = git("rev-parse", "HEAD")
-    # params.yaml is kept with the audit and dvc.yaml is generated from it: only changes to other tracked files
-    # (the code, shipped data) make an audit unreproducible from its revision
-    dirty = bool(
-        git(
-            "status",
-            "--porcelain",
-            "--untracked-files=no",
-            "--",
-            ".",
-            ":!params.yaml",
-            ":!dvc.yaml",
-            ":!dvc.lock",
-            ":!packages.yaml",
-        )
-    )
+    # only changes to the code and shipped data make an audit unreproducible from its revision (tasks.paths.NOT_CODE)
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", *paths.NOT_CODE))
     now = datetime.datetime.now(datetime.timezone.utc)
     return {
         "audit_id": f"{now:%Y%m%dT%H%M%SZ}-{(rev or 'nogit')[:8]}-{lock_sha[:8]}",

@@ -52,13 +52,6 @@ def flow_deps(stage: str, *also: str) -> List[str]:
     return compress(closure(f"flows.{stage}", *also))
 
 
-def target_of_raw(raw: Dict[str, Any], name: str) -> Any:
-    """Target ``name``'s validated params."""
-    from weakspot.config import validate_section
-
-    return validate_section("targets", raw).root[name]
-
-
 def user_modules(*targets: Any) -> List[str]:
     """The modules of the targets' own code named in params.yaml: a model factory or ``callable`` model."""
     return sorted({p.model.factory.split(":")[0] for p in targets if getattr(p.model, "factory", None)})
@@ -129,12 +122,13 @@ def _shared(raw: Dict[str, Any], targets: Dict[str, Any]) -> List[Tuple[Any, Any
     return out
 
 
-def shared_stage(raw: Dict[str, Any], m: Any, s: Any, model: Optional[str]) -> Dict[str, Any]:
+def shared_stage(raw: Dict[str, Any], m: Any, s: Any, model: Optional[str], targets: Dict[str, Any]) -> Dict[str, Any]:
     """The shared stage ``s`` of method ``m``: the generic flow running it, reading the model of target ``model``."""
     from weakspot.config import PER_TARGET
 
-    own = user_modules(target_of_raw(raw, model)) if model else []
-    deps = flow_deps("shared", *s.modules()) + user_deps(*([target_of_raw(raw, model)] if model else []))
+    mine = [targets[model]] if model else []  # the target whose model it reads
+    own = user_modules(*mine)
+    deps = flow_deps("shared", *s.modules()) + user_deps(*mine)
     if s.scene:
         deps.append(str(paths.RENDER))
     if model:
@@ -182,9 +176,8 @@ def _target_stages(raw: Dict[str, Any], t: str, p: Any) -> Dict[str, Any]:
     }
 
 
-def method_stage(raw: Dict[str, Any], m: Any, t: str) -> Dict[str, Any]:
-    """The stage ``<m>-<t>``: the generic flow running method ``m`` on target ``t``."""
-    p = target_of_raw(raw, t)
+def method_stage(raw: Dict[str, Any], m: Any, t: str, p: Any) -> Dict[str, Any]:
+    """The stage ``<m>-<t>``: the generic flow running method ``m`` on target ``t`` (its validated params ``p``)."""
     deps = flow_deps("method", *m.modules()) + user_deps(p) + [str(paths.prepared(t)), str(paths.model_dir(t))]
     if m.scene:
         deps.append(str(paths.RENDER))
@@ -241,10 +234,10 @@ def stages(raw: Dict[str, Any]) -> Dict[str, Any]:
         out.update(_target_stages(raw, t, p))
         report_deps += [str(paths.plots("prepare", t)), str(paths.plots("train", t)), str(paths.metrics("train", t))]
     for t, m in run_pairs:
-        out[f"{m.name}-{t}"] = method_stage(raw, m, t)
+        out[f"{m.name}-{t}"] = method_stage(raw, m, t, targets[t])
         report_deps += [str(paths.plots(m.name, t)), str(paths.metrics(m.name, t)), str(paths.findings(t, m.name))]
     for m, s, model in shared:
-        out[s.name] = shared_stage(raw, m, s, model)
+        out[s.name] = shared_stage(raw, m, s, model, targets)
         report_deps += [str(paths.plots(s.name)), str(paths.metrics(s.name))]
     if needs_render:
         report_deps.append(str(paths.plots("render")))

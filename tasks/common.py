@@ -87,22 +87,8 @@ def code_version() -> Dict[str, Any]:
         info["git_commit"] = subprocess.run(
             ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10
         ).stdout.strip()
-        # params.yaml is in the lineage itself, dvc.yaml is generated from it (packages.yaml from the environment, its
-        # versions in the lineage too) and dvc.lock is DVC's record: only
-        # changes to other tracked files (code, shipped data) make the commit not what ran
         dirty = subprocess.run(
-            [
-                "git",
-                "status",
-                "--porcelain",
-                "--untracked-files=no",
-                "--",
-                ".",
-                ":!params.yaml",
-                ":!dvc.yaml",
-                ":!dvc.lock",
-                ":!packages.yaml",
-            ],
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *paths.NOT_CODE],
             capture_output=True,
             text=True,
             timeout=10,

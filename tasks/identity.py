@@ -24,6 +24,8 @@ from typing import Any, Dict, List, Optional
 
 from prefect.cache_policies import CachePolicy
 
+from weakspot.hashing import sha256_file
+
 #: Where a stage hands its identity's digest to the processes that run its tasks (Dask workers inherit it).
 ENV = "WEAKSPOT_STAGE_IDENTITY"
 DVC_YAML = Path("dvc.yaml")
@@ -37,20 +39,12 @@ def _load_yaml(path: Path) -> Any:
     return yaml.load(path.read_text(), Loader=loader)
 
 
-def _sha256_file(f: Path) -> str:
-    h = hashlib.sha256()
-    with open(f, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def dep_digest(path: "str | Path") -> Optional[str]:
     """sha256 of a dep: a file's content, or a folder's listing of its files' paths and contents (hidden files and
     ``__pycache__`` left out, as DVC and git leave them); None when it is missing."""
     p = Path(path)
     if p.is_file():
-        return _sha256_file(p)
+        return sha256_file(p)
     if not p.is_dir():
         return None
     h = hashlib.sha256()
@@ -58,7 +52,7 @@ def dep_digest(path: "str | Path") -> Optional[str]:
         r = f.relative_to(p)
         if not f.is_file() or any(part.startswith(".") or part == "__pycache__" for part in r.parts):
             continue
-        h.update(r.as_posix().encode() + b"\0" + _sha256_file(f).encode() + b"\n")
+        h.update(r.as_posix().encode() + b"\0" + sha256_file(f).encode() + b"\n")
     return h.hexdigest()
 
 

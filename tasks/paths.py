@@ -74,3 +74,10 @@ def findings_extra(target: str, method: str, name: str) -> Path:
 def repaired(target: str, method: str) -> Path:
     """``data/targets/<t>/repaired_<method>/``: a method's repaired copy of the target's model (model.pt + model.json)."""
     return TARGETS / target / f"repaired_{method}"
+
+
+#: The tracked files whose changes do not make a commit other than what ran (git pathspecs): params.yaml is in the
+#: lineage and the history itself, dvc.yaml is generated from it, packages.yaml from the environment (its versions in
+#: the lineage and dvc.lock too), and dvc.lock is DVC's record; only changes to other tracked files (the code, shipped
+#: data) do.
+NOT_CODE = (":!params.yaml", ":!dvc.yaml", ":!dvc.lock", ":!packages.yaml")
