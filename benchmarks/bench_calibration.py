@@ -24,7 +24,7 @@ it names a planted weak spot first, and the peers on the same models, side by si
   ``benchmarks/peers_calibration.py`` in a venv of their own (``.venv-peers``, see ``peers-requirements.txt``), scored
   the same way (their first reported region's Jaccard; a null with any region reported counts as a false report).
 
-Run (about 5 minutes on 2 cores with the defaults; ``--no-peers`` without the peers' venv):
+Run (about 15 minutes on 2 cores with the defaults; ``--no-peers`` without the peers' venv):
 
     .venv/bin/python benchmarks/bench_calibration.py [--audits 100] [--no-peers] [--out FILE.json]
 
@@ -219,7 +219,8 @@ def planted_cases(n: int) -> List[Case]:
         ds = _images(n, rng)
         fails = rule(ds, rng)
         planted = (ds.y == 2) if name == "an image class" else fails
-        out.append(Case(name, ds, _flip(ds.y, fails | (rng.random(n) < 0.05), 3, rng), planted, what))
+        extra = {"recall": True} if name == "an image class" else {}  # a class alone: the recall table's
+        out.append(Case(name, ds, _flip(ds.y, fails | (rng.random(n) < 0.05), 3, rng), planted, what, extra=extra))
     from tests.examine.examine_helpers import ElevationModel
     from weakspot.scene.space import SceneSpace
 
@@ -271,7 +272,7 @@ def scene_regions(model: Any, seed: int) -> List[Dict[str, Any]]:
 
     from tests.examine.examine_helpers import ElevationRenderer, tiny_params
     from weakspot.examine.inputs import examined_model
-    from weakspot.examine.regions import _inside, find_regions
+    from weakspot.examine.regions import find_regions, inside_any
     from weakspot.examine.sessions import make_sessions, render_scenes, run_sessions
     from weakspot.scene.space import SceneSpace
 
@@ -291,7 +292,11 @@ def scene_regions(model: Any, seed: int) -> List[Dict[str, Any]]:
     )
     sample = _scenes(space)
     return [
-        {"text": g.text(), "mask": np.array([_inside(g.rule, s) for s in sample]), "lo": g.evidence.lift_lo_adjusted}
+        {
+            "text": g.text(),
+            "mask": np.array([inside_any(g.boxes, s) for s in sample]),
+            "lo": g.evidence.lift_lo_adjusted,
+        }
         for g in regs
         if g.confirmed
     ]
@@ -334,6 +339,20 @@ def audit(case: Case, seed: int = 0) -> List[Dict[str, Any]]:
             if e.confirmed
         ]
         return sorted(out, key=lambda r: -r["lo"])
+    if case.extra.get("recall"):  # the class alone: the model's recall table (weakspot.recall), not a region
+        from weakspot.recall import class_recall
+
+        k = len(case.ds.classes)
+        table = class_recall(np.eye(k)[case.pred], case.ds.y, case.ds.classes)
+        worse = table[table["recalled_worse"]].sort_values("lift_lo_adjusted", ascending=False)
+        return [
+            {
+                "text": f"class {r['class']} (recall table)",
+                "mask": case.ds.y == case.ds.classes.index(r["class"]),
+                "lo": r["lift_lo_adjusted"],
+            }
+            for r in worse.to_dict("records")
+        ]
     res = segments(
         SimpleNamespace(test=case.ds, model=Answers(case.ds.X, case.pred, len(case.ds.classes))),
         SegmentsParams(seed=seed),
@@ -413,7 +432,7 @@ def _peer_masks(regions: List[Dict[str, Any]], n: int) -> List[Dict[str, Any]]:
 # ----------------------------------------------------------------------------------------------------------- main
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--audits", type=int, default=100, help="null audits of each kind")
+    ap.add_argument("--audits", type=int, default=300, help="null audits of each kind")
     ap.add_argument("--rows", type=int, default=1200, help="test rows of a null model")
     ap.add_argument("--planted-rows", type=int, default=3000, help="test rows of a planted model")
     ap.add_argument("--peer-nulls", type=int, default=20, help="null models of each tabular kind given to the peers")

@@ -11,7 +11,7 @@ Caveats first:
 * A weak spot is matched across the two targets by its method, kind and what it names (a class, a class pair, a
   region's text): "fixed" is confirmed on A and not on B, "new" the other way round, among the methods that ran on
   both (a method restricted away from one target fixes nothing). Only weak spots confirmed on
-  held-out inputs against their control (after the correction over every candidate of the audit) count; each keeps
+  held-out inputs against their control (after the correction over every candidate of its target) count; each keeps
   its lift and interval.
 * A method's headline figures are its section's key metrics (the cards of the report).
 """

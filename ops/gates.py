@@ -61,19 +61,21 @@ def findings_tables(root: "str | Path" = ".") -> List[Path]:
 
 
 def confirmed_weak_spots(root: "str | Path" = ".") -> List[Dict[str, Any]]:
-    """Every confirmed finding of the audit in ``root`` (the repository), after the correction over every candidate
-    of every findings table it declares (:func:`findings_tables`, :func:`weakspot.findings.correct`): ``{target,
+    """Every confirmed finding of the audit in ``root`` (the repository), each target's findings tables it declares
+    (:func:`findings_tables`) corrected as one family (:func:`weakspot.findings.correct_by_target`): ``{target,
     method, weak_spot, kind, label, prediction, lift, lift_lo, lift_hi, lift_lo_adjusted, p_value, p_adjusted,
-    family}``, highest adjusted lower bound first."""
+    family}``, ranked by :func:`weakspot.findings.rank_key`."""
     import pandas as pd
 
-    from weakspot.findings import correct
+    from weakspot.findings import correct_by_target, rank_key
     from weakspot.methods import finds_of
 
-    tables = {f: pd.read_parquet(f) for f in findings_tables(root)}
-    tables = correct({f: df for f, df in tables.items() if "confirmed" in df.columns and "lift" in df.columns})
+    tables = {(f.parent.name, f): pd.read_parquet(f) for f in findings_tables(root)}
+    tables = correct_by_target(
+        {k: df for k, df in tables.items() if "confirmed" in df.columns and "lift" in df.columns}
+    )
     out = []
-    for f, df in tables.items():
+    for (_, f), df in tables.items():
         for r in df[df["confirmed"].astype(bool)].to_dict("records"):
             out.append(
                 {
@@ -93,7 +95,7 @@ def confirmed_weak_spots(root: "str | Path" = ".") -> List[Dict[str, Any]]:
                     "finds": finds_of(f.stem),
                 }
             )
-    return sorted(out, key=lambda r: -r["lift_lo_adjusted"] if math.isfinite(r["lift_lo_adjusted"]) else math.inf)
+    return sorted(out, key=lambda r: rank_key(r["kind"], r["lift_lo_adjusted"]))
 
 
 def _weak_spot_gate(g: GateParams, spots: List[Dict[str, Any]]) -> Dict[str, Any]:

@@ -7,10 +7,10 @@ Caveats first:
 * Both are built from the audit's comparison file (``<history.dir>/<audit_id>.comparison.json``: the rule rows of
   :mod:`ops.history` and the gate rows of :mod:`ops.gates`) and the findings tables dvc.yaml declares (the audit's
   manifest, :mod:`tasks.manifest`); nothing is recomputed.
-* A method x target test case is *skipped*, with the reason, when the method's findings checked on held-out inputs
-  did not beat their control there (:func:`weakspot.report.view.control_verdict`): its weak spots on that
-  target are not trusted, but the audit did not fail (its exit code is 0), and the JUnit failures are exactly the
-  conditions that set exit code 3. It passes otherwise, its verdict in its output.
+* A method x target test case passes with what it found in its output (:func:`weakspot.report.view.control_verdict`:
+  its confirmed weak spots, or that it checked its candidates and found none, or that they were not checked): a
+  weak spot is the audit's finding, not the method's failure, and the JUnit failures are exactly the conditions that
+  set exit code 3.
 * JUnit has no "regressed": a regression is a failed test case of the suite ``regression rules``; a first audit has
   no rule rows.
 """
@@ -67,7 +67,7 @@ def method_cases(root: "str | Path" = ".") -> List[Dict[str, Any]]:
             {
                 "method": f.stem,
                 "target": f.parent.name,
-                "passed": v["kind"] != "lost",
+                "passed": True,
                 "text": v["text"] or "no findings",
             }
         )
@@ -110,14 +110,10 @@ def junit_xml(comparison: Dict[str, Any], methods: List[Dict[str, Any]]) -> str:
         name="methods",
         tests=str(len(methods)),
         failures="0",
-        skipped=str(sum(not m["passed"] for m in methods)),
     )
     for m in methods:
         case = ET.SubElement(s, "testcase", classname=f"weakspot.methods.{m['method']}", name=m["target"])
-        if not m["passed"]:
-            ET.SubElement(case, "skipped", message=f"not trusted: {m['text']}")
-        else:
-            ET.SubElement(case, "system-out").text = m["text"]
+        ET.SubElement(case, "system-out").text = m["text"]
     root.set("tests", str(total + len(methods)))
     root.set("failures", str(fails))
     ET.indent(root)
@@ -141,10 +137,9 @@ def summary_markdown(
     report_path: Optional[str] = None,
     top: int = 5,
 ) -> str:
-    """The PR comment: the verdict, the failed conditions with their numbers, methods that lost to their control and
-    the top confirmed weak spots."""
+    """The PR comment: the verdict, the failed conditions with their numbers and the top confirmed weak spots."""
     conds = conditions(comparison)
-    bad, lost = [c for c in conds if not c["passed"]], [m for m in methods if not m["passed"]]
+    bad = [c for c in conds if not c["passed"]]
     audit = comparison.get("audit") or {}
     verdict = "FAIL" if bad else "PASS"
     failed = comparison.get("failures") or []
@@ -181,19 +176,11 @@ def summary_markdown(
         lines += ["| failed condition | kind | numbers |", "|---|---|---|"]
         lines += [f"| `{c['condition']}` | {c['kind']} | {c['numbers']} |" for c in bad]
         lines.append("")
-    if lost:
-        lines.append(
-            "Methods that did not beat their control (their weak spots there are not trusted): "
-            + ", ".join(f"{m['method']} on {m['target']}" for m in lost)
-            + "."
-        )
-        lines.append("")
     if spots:
-        family = max(s.get("family", 0) for s in spots)
         lines += [
             f"Top confirmed weak spots of each kind ({len(spots)} in all, confirmed at "
-            f"{FDR:.0%} false discovery rate over the audit's {family} candidates; ranked by the adjusted lower "
-            "bound of the lift over the control):",
+            f"{FDR:.0%} false discovery rate over every candidate of their target; regions first, each ranked by "
+            "the adjusted lower bound of the lift over the control):",
             "",
             "| target | method | weak spot | lift |",
             "|---|---|---|---|",

@@ -46,27 +46,41 @@ class Fixed:
         return p
 
 
+#: null audits of weak segments, three kinds in turn: enough that the test has power (issue 47)
+NULL_AUDITS = 402
+
+
+def _null(kind: str, seed: int, n: int = 1200):
+    """A null model (no weak spot to find) of ``kind``: ``flips-2``/``flips-3``, a right model whose answers are
+    replaced by another class at random on 10% of the rows; ``noise``, the best model on labels 10% flipped."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, 4)).astype(np.float32)
+    k = 3 if kind == "flips-3" else 2
+    s = X[:, 0] + 0.5 * X[:, 1]
+    y = np.digitize(s, [-0.5, 0.5]).astype(np.int64) if k == 3 else (s > 0).astype(np.int64)
+    other = (y + rng.integers(1, k, n)) % k
+    flip = rng.random(n) < 0.1
+    ds = Dataset(X=X, y=y, classes=[f"c{i}" for i in range(k)], feature_names=[f"f{i}" for i in range(4)])
+    if kind == "noise":
+        noisy = Dataset(X=ds.X, y=np.where(flip, other, y), classes=ds.classes, feature_names=ds.feature_names)
+        return noisy, Fixed(ds.X, y, k=k)
+    return ds, Fixed(ds.X, np.where(flip, other, y), k=k)
+
+
 def test_null_models_confirm_a_weak_spot_in_at_most_the_false_discovery_rate_of_audits():
-    """Two nulls, 30 audits each: (a) a right model with 10% of its answers replaced by the other class at random
-    (errors independent of the input); (b) the best possible model on labels of which 10% were flipped at random
-    (its errors are label noise). Issue 34 found 3 of 5 audits of (b) confirming weak spots before the change."""
-    hits = {"random flips": 0, "label noise": 0}
-    for s in range(AUDITS):
-        ds, rng = _table(1200, s)
-        flip = rng.random(len(ds)) < 0.1
-        res = run(
-            SimpleNamespace(test=ds, model=Fixed(ds.X, np.where(flip, 1 - ds.y, ds.y))), SegmentsParams(seed=s), None
-        )
-        hits["random flips"] += bool(res.confirmed)
-        noisy = Dataset(
-            X=ds.X,
-            y=np.where(rng.random(len(ds)) < 0.1, 1 - ds.y, ds.y),
-            classes=ds.classes,
-            feature_names=ds.feature_names,
-        )
-        res = run(SimpleNamespace(test=noisy, model=Fixed(ds.X, ds.y)), SegmentsParams(seed=s), None)
-        hits["label noise"] += bool(res.confirmed)
-    assert all(h <= _bound(AUDITS) for h in hits.values()), (hits, _bound(AUDITS))
+    """402 null audits, three kinds in turn (random flips on 2 and on 3 classes, label noise; the 3-class flips
+    confirmed something in 9% of audits in issue 47's measurement). The bound is Binomial(402, FDR)'s 99th
+    percentile: an auditor at the 5% goal fails this test less than 1% of the time, one at 10% passes it less than
+    10% of the time (both computed below, not assumed)."""
+    bound = _bound(NULL_AUDITS)
+    assert binom.sf(bound, NULL_AUDITS, FDR) < 0.01 and binom.sf(bound, NULL_AUDITS, 2 * FDR) >= 0.9
+    hits = {"flips-2": 0, "flips-3": 0, "noise": 0}
+    kinds = list(hits)
+    for s in range(NULL_AUDITS):
+        kind = kinds[s % 3]
+        ds, model = _null(kind, 1000 + s)
+        hits[kind] += bool(run(SimpleNamespace(test=ds, model=model), SegmentsParams(seed=s), None).confirmed)
+    assert sum(hits.values()) <= bound, (hits, bound)
 
 
 def test_an_attack_whose_success_does_not_depend_on_the_class_confirms_no_fragile_class():

@@ -209,6 +209,15 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(u
             pd.read_parquet(tmp_path / f"api_{method}.parquet"),
             pd.read_parquet(r.path / f"findings/mine/{method}.parquet"),
         )
+    # one family, the target (issue 47): the pipeline's gates (8 other targets beside) and the API confirm the same
+    from ops.gates import confirmed_weak_spots
+
+    assert sorted(f.name for f in (r.path / "findings/mine").glob("*.parquet")) == ["gad.parquet", "segments.parquet"]
+    pipeline = [
+        (s["method"], s["weak_spot"], s["family"]) for s in confirmed_weak_spots(r.path) if s["target"] == "mine"
+    ]
+    api = list(zip(res.weak_spots["method"], res.weak_spots["weak_spot"], res.weak_spots["family"]))
+    assert pipeline and sorted(pipeline) == sorted(api)
 
 
 def test_a_users_image_folder_and_npz_arrays_are_audited_end_to_end(users):

@@ -8,7 +8,8 @@ Caveats first:
   given are described by a :class:`~weakspot.targets.InMemoryTarget` (:func:`describe_target`), not a params.yaml
   entry: nothing is parsed, loaded or retrained from a source or a factory. Given the same data, model and params, the findings are the pipeline's (each
   method's candidates corrected as its stage's are; :attr:`Audit.weak_spots` and the page correct over every
-  candidate of the audit, as the pipeline's report does). Give ``y_test`` as a Series and its name is the label's.
+  candidate of the target, the family the pipeline's report, gates and summary use: the same candidates, the same
+  confirmed set). Give ``y_test`` as a Series and its name is the label's.
 * ``params`` holds params.yaml's method sections (``{"gad": {...}, "segments": {...}}``); a section left out is the
   method's defaults, which are the papers' settings (slow on a CPU for some: pass the sections of the repository's
   params.yaml, e.g. ``weakspot.config.read_yaml("params.yaml")``, for its CPU budgets).
@@ -207,20 +208,21 @@ class Audit:
 
     @property
     def weak_spots(self) -> Any:
-        """The confirmed findings of every method (after the correction over every candidate of the audit), by kind
-        (``finds``: natural errors, then fragility under attack) and within each by the adjusted lower bound of the
-        lift (the report's verdict)."""
-        from weakspot.findings import correct
+        """The confirmed findings of every method (after the correction over every candidate of the target, the
+        pipeline's family: :func:`weakspot.findings.correct_by_target`), by kind
+        (``finds``: natural errors, then fragility under attack) and within each the regions before the class alone
+        (:data:`weakspot.findings.LABEL_ONLY`), each by the adjusted lower bound of the lift (the report's verdict)."""
+        from weakspot.findings import LABEL_ONLY, correct_by_target
         from weakspot.methods import FINDS, finds_of
 
-        df = correct({"audit": self.findings})["audit"]  # one family: every candidate of every method
+        df = correct_by_target({(self.name, "audit"): self.findings})[(self.name, "audit")]
         df = df[df["confirmed"].astype(bool)]
         df = df.assign(finds=[finds_of(m) for m in df["method"]])  # each kind ranked on its own, natural first
         order = {k: i for i, k in enumerate(FINDS)}
-        df = df.assign(_kind=df["finds"].map(order))
+        df = df.assign(_kind=df["finds"].map(order), _label=df["kind"].astype(str).isin(LABEL_ONLY))
         return (
-            df.sort_values(["_kind", "lift_lo_adjusted"], ascending=[True, False], kind="stable")
-            .drop(columns="_kind")
+            df.sort_values(["_kind", "_label", "lift_lo_adjusted"], ascending=[True, True, False], kind="stable")
+            .drop(columns=["_kind", "_label"])
             .reset_index(drop=True)
         )
 

@@ -8,22 +8,27 @@ complement in the same held-out set (:func:`on_masks`, no seed), or a sample mea
 the region where no complement exists (fresh renders). The lift is the ratio of the two failure rates.
 
 * **One test, one bound.** The p-value is Fisher's exact one-sided test of "the region fails no more often than its
-  control"; the bounds are the same conditional test inverted (:func:`bound`), so ``lift_lo > 1`` exactly when
+  control"; the lower bound is the same conditional test inverted (:func:`bound`), so ``lift_lo > 1`` exactly when
   ``p_value < alpha`` -- also where every input inside fails (a score interval read off separately confirmed 26 of 26
   against 26 of 26) or none in the control does. Exact rather than a score test: on small regions with a low error
   rate the score test rejects a true null up to 9% of the time at 5% (5 inputs inside, 5% error rate, by
-  enumeration), Fisher's never above its level (``tests/test_evidence.py`` enumerates it). The bounds are one-sided
-  at :data:`ALPHA` each (together a 90% interval) and conservative: the control rate's own bound widens them, so in
-  theory a bound holds with at least ``1 - 2 alpha`` (simulated: above 97% for a 95% lower bound). The point lift
-  counts a control's zero as half a failure (say so where it is shown), the bounds do not.
+  enumeration), Fisher's never above its level (``tests/test_evidence.py`` enumerates it). The odds ratio's bound is
+  written as a lift at the control rate's least favourable end for its side of 1, so the control's own uncertainty
+  widens it. The upper bound decides nothing: Clopper-Pearson's upper end of the rate inside over the lower end of
+  the control's. Each bound holds with at least ``1 - 2 alpha`` (90%) whatever the true rates, on both sides of a
+  lift of 1, and each is monotone in every count (more failures inside never lower it, more in the control never
+  raise it, more inputs without failures move it the other way): ``tests/test_evidence.py`` enumerates both over a
+  grid of true rates and sizes. The point lift counts a control's zero as half a failure (say so where it is shown),
+  the bounds do not.
 * **Many candidates, one family.** A finding is *confirmed* only after the Benjamini-Hochberg correction over every
   candidate of its family (:func:`correct`) at :data:`FDR` false discovery rate: each carries its raw and adjusted p
   and its adjusted lower bound (the bound at level ``R * FDR / m``, Benjamini and Yekutieli's false-coverage
   adjustment, so the adjusted bound is above 1 exactly when the adjusted p is at most :data:`FDR`). BH rather than
   Holm: when no candidate is a weak spot the two are the same guarantee (a null audit confirms anything with
   probability at most 5%), and where real weak spots exist BH keeps the power to find the weaker ones.
-* Nothing is confirmed from fewer than :data:`MIN_CONFIRM` held-out inputs (such a candidate still counts in the
-  family: it was tested).
+* Nothing is confirmed from fewer than :data:`MIN_CONFIRM` held-out inputs inside or :data:`MIN_CONTROL` in the
+  control (such a candidate still counts in the family: it was tested; :meth:`Evidence.sentence` says which side
+  was too small).
 
 Example
 -------
@@ -47,6 +52,8 @@ from weakspot.errors import DataError
 
 #: fewer held-out inputs inside a region than this and it is never confirmed (the interval would be all noise)
 MIN_CONFIRM = 5
+#: fewer control inputs than this and the region is never confirmed (a control of one input is no rate)
+MIN_CONTROL = 5
 #: one-sided level of each test and of each end of the lift's interval (the lower bound is a 95% lower bound)
 ALPHA = 0.05
 #: the false discovery rate at which a family's candidates are confirmed (Benjamini-Hochberg)
@@ -95,13 +102,14 @@ class Evidence:
 
     @property
     def testable(self) -> bool:
-        """At least :data:`MIN_CONFIRM` inputs inside and a finite p-value: the candidate can be confirmed."""
-        return bool(self.n_confirm >= MIN_CONFIRM and self.p_value == self.p_value)
+        """At least :data:`MIN_CONFIRM` inputs inside, :data:`MIN_CONTROL` in the control and a finite p-value: the
+        candidate can be confirmed."""
+        return bool(self.n_confirm >= MIN_CONFIRM and self.n_control >= MIN_CONTROL and self.p_value == self.p_value)
 
     @property
     def confirmed(self) -> bool:
         """The adjusted lower bound of the lift is above 1 (the adjusted p at most :data:`FDR`), on at least
-        :data:`MIN_CONFIRM` held-out inputs."""
+        :data:`MIN_CONFIRM` held-out inputs inside and :data:`MIN_CONTROL` in the control."""
         return bool(self.testable and math.isfinite(self.lift_lo_adjusted) and self.lift_lo_adjusted > 1.0)
 
     def columns(self) -> Dict[str, Any]:
@@ -117,6 +125,8 @@ class Evidence:
         )
         if self.n_confirm < MIN_CONFIRM:
             return f"{counts}: too few inside to confirm (at least {MIN_CONFIRM})"
+        if self.n_control < MIN_CONTROL:
+            return f"{counts}: too few in the control to confirm (at least {MIN_CONTROL})"
         if not (math.isfinite(self.lift_lo) and math.isfinite(self.lift)):
             return f"{counts}: too few to compare"
         from weakspot.fmt import bound as end
@@ -145,26 +155,37 @@ def p_value(f: int, n: int, c: int, m: int) -> float:
 
 @lru_cache(maxsize=65536)  # the same counts are bounded again by every correction of the audit (large counts: seconds)
 def bound(f: int, n: int, c: int, m: int, alpha: float = ALPHA, upper: bool = False) -> float:
-    """The lift's one-sided ``1 - alpha`` lower bound (``upper``: upper bound), as the test of :func:`p_value` sees
-    it: the exact conditional bound ``psi`` of the odds ratio (scipy inverts the noncentral hypergeometric test whose
-    value at 1 is :func:`p_value`) written as a lift, ``psi / (1 - q + psi q)``, at the least favourable control rate
-    ``q`` of its Clopper-Pearson bound at the same level (the highest for a lower bound, the lowest for an upper). For
-    every ``q < 1`` that map is increasing in ``psi`` and 1 at ``psi = 1``, so ``bound(...) > 1`` exactly when
-    ``p_value(...) < alpha``, and the control's own uncertainty widens the lift's bounds rather than being ignored.
-    No failure inside: lower bound 0; an unbounded odds ratio: the lift's ceiling ``1 / q``."""
+    """The lift's one-sided ``1 - alpha`` lower bound (``upper``: upper bound).
+
+    The lower bound is the test of :func:`p_value` inverted: the exact conditional lower bound ``psi`` of the odds
+    ratio (scipy inverts the noncentral hypergeometric test whose value at 1 is :func:`p_value`) written as a lift,
+    ``psi / (1 - q + psi q)``, at the control rate ``q`` least favourable on its side of 1: the upper end of the
+    control rate's Clopper-Pearson interval where ``psi >= 1`` (there the lift falls as ``q`` rises), the lower end
+    where ``psi < 1`` (there it rises). For every ``q < 1`` that map is 1 at ``psi = 1`` and increasing in ``psi``,
+    so ``bound(...) > 1`` exactly when ``p_value(...) < alpha``. No failure inside: 0; an unbounded odds ratio: the
+    lift's ceiling ``1 / q``.
+
+    The upper bound is Clopper-Pearson's upper end of the rate inside over the lower end of the control's (each at
+    ``alpha``): monotone in every count, unbounded when no control input fails.
+    """
     from scipy.stats import beta
+
+    if upper:
+        inside = float(beta.ppf(1.0 - alpha, f + 1, n - f)) if f < n else 1.0
+        control = float(beta.ppf(alpha, c, m - c + 1)) if c > 0 else 0.0
+        return inside / control if control > 0 else float("inf")
+    if f == 0:
+        return 0.0
     from scipy.stats.contingency import odds_ratio
 
-    if not upper and f == 0:
-        return 0.0
     ci = odds_ratio([[f, n - f], [c, m - c]], kind="conditional").confidence_interval(
-        confidence_level=1.0 - alpha, alternative="less" if upper else "greater"
+        confidence_level=1.0 - alpha, alternative="greater"
     )
-    psi = float(ci.high if upper else ci.low)
-    if upper:
-        q = float(beta.ppf(alpha, c, m - c + 1)) if c > 0 else 0.0
-    else:
+    psi = float(ci.low)
+    if psi >= 1.0:
         q = float(beta.ppf(1.0 - alpha, c + 1, m - c)) if c < m else 1.0
+    else:
+        q = float(beta.ppf(alpha, c, m - c + 1)) if c > 0 else 0.0
     if not math.isfinite(psi):
         return 1.0 / q if q > 0 else float("inf")
     den = 1.0 - q + psi * q

@@ -2,9 +2,12 @@
 
 Caveats first: a finding is a weak spot only when it is ``confirmed``: measured on inputs its search never saw
 against a control disjoint from it (:mod:`weakspot.evidence`), its adjusted lower bound above 1 after the
-Benjamini-Hochberg correction over its family. :func:`normalise` corrects over one method's candidates on one target
-(what a stage writes); :func:`correct` over every table of an audit (what the report, the gates and
-``weakspot.audit`` decide with), so a finding confirmed in its stage's file may not survive the audit's family. A
+Benjamini-Hochberg correction over its family. **The family is the target**: every candidate of every method on one
+model under audit (:func:`correct_by_target`), the one definition the report, the gates, ``summary.md``, ``weakspot
+compare`` and ``weakspot.audit`` decide with, so the same candidates give the same confirmed set through every entry
+point, and adding or removing another target changes nothing of this one's. :func:`normalise` corrects over one
+method's candidates (what its stage writes, knowing no other method's), so a finding confirmed in its stage's file
+may not survive its target's family. A
 method that confirms its findings makes ``severity`` the lift; a method that does not yet leaves
 its own number in ``severity`` (``severity_meaning`` says what it is) and its findings unchecked (the evidence columns
 at their defaults, :data:`UNCHECKED`). Examples travel with the finding: an image as PNG bytes (``image``), a table
@@ -28,12 +31,14 @@ failures           how many of them the model fails
 n_control          inputs drawn at random from the same eligible set, measured the same way
 control_failures   how many of them the model fails
 lift               failure rate inside / the control's (NaN: not checked)
-lift_lo, lift_hi   its one-sided 95% bounds (Fisher's exact test inverted; a 90% interval together)
+lift_lo, lift_hi   its one-sided bounds at 5% each, each holding the lift at least 90% of the time (the lower:
+                   Fisher's exact test inverted; the upper: Clopper-Pearson's ends of the two rates)
 p_value            one-sided: the region fails no more often than the control (Fisher's exact test)
 p_adjusted         Benjamini-Hochberg adjusted p over the family
 lift_lo_adjusted   the lower bound at the family's adjusted level (above 1 exactly when confirmed)
 family             how many candidates were tested together
-confirmed          ``lift_lo_adjusted > 1`` on at least :data:`weakspot.evidence.MIN_CONFIRM` inputs
+confirmed          ``lift_lo_adjusted > 1`` on at least :data:`weakspot.evidence.MIN_CONFIRM` inputs inside and
+                   :data:`weakspot.evidence.MIN_CONTROL` in the control
 confirmation       one sentence: what the held-out inputs and the control were, or that it was not checked
 =================  ==========================================================================================
 """
@@ -41,7 +46,7 @@ confirmation       one sentence: what the held-out inputs and the control were, 
 from __future__ import annotations
 
 import io
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -105,6 +110,19 @@ def normalise(df: Any, *, where: str = "findings") -> "Any":
     return out[list(COLUMNS)]
 
 
+#: kinds of finding known only with the label (the true class alone): ranked after every region a user can flag
+#: before the answer (features, rendering factors, the model's own output), never shown as a target's worst
+LABEL_ONLY = frozenset({"class"})
+
+
+def rank_key(kind: Any, lift_lo_adjusted: Any) -> "Tuple[bool, float]":
+    """The order of confirmed weak spots: regions before what only the label tells (:data:`LABEL_ONLY`), each by
+    the adjusted lower bound of the lift, highest first (a large sample's sure lift before a small sample's lucky
+    one)."""
+    lo = float(lift_lo_adjusted) if lift_lo_adjusted is not None else float("nan")
+    return (str(kind) in LABEL_ONLY, -lo if lo == lo else float("inf"))
+
+
 def correct(tables: "Mapping[Any, Any]", fdr: Optional[float] = None) -> "Dict[Any, Any]":
     """The findings tables of one family (every candidate of every table with a p-value), each with ``p_adjusted``,
     ``lift_lo_adjusted``, ``family`` and ``confirmed`` decided by :func:`weakspot.evidence.correct` (Benjamini-Hochberg
@@ -155,17 +173,25 @@ def correct(tables: "Mapping[Any, Any]", fdr: Optional[float] = None) -> "Dict[A
     return out
 
 
+def correct_by_target(tables: "Mapping[Tuple[Any, Any], Any]", fdr: Optional[float] = None) -> "Dict[Any, Any]":
+    """The findings tables keyed ``(target, method)``, each target's corrected as one family (:func:`correct` over
+    every candidate of every method on that target): the audit's one definition of "confirmed"."""
+    out: Dict[Any, Any] = {}
+    for target in dict.fromkeys(k[0] for k in tables):
+        out.update(correct({k: df for k, df in tables.items() if k[0] == target}, fdr))
+    return {k: out[k] for k in tables}
+
+
 def correct_targets(targets: "list") -> "list":
-    """The report's targets (``[{"methods": [{"findings": DataFrame or None, ...}]}]``) with every findings table
-    corrected as one family (:func:`correct`: every candidate of every method on every target), so "confirmed" means
-    the same on each card; the cards are changed in place and returned."""
+    """The report's targets (``[{"methods": [{"findings": DataFrame or None, ...}]}]``) with each target's findings
+    tables corrected as its family (:func:`correct_by_target`); the cards are changed in place and returned."""
     keyed = {
         (i, j): c["findings"]
         for i, t in enumerate(targets)
         for j, c in enumerate(t.get("methods", []))
         if c.get("findings") is not None
     }
-    for (i, j), df in correct(keyed).items():
+    for (i, j), df in correct_by_target(keyed).items():
         targets[i]["methods"][j]["findings"] = df
     return targets
 

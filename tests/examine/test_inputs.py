@@ -105,3 +105,39 @@ def test_select_instances_takes_the_most_sure_unseen_instance(world):
     assert set(chosen.values()) <= set(val.instance)  # never a training instance
     with pytest.raises(DataError, match="no rows with split != 'train'"):
         select_instances(clf, CLASSES, images, meta.assign(split="train"))
+
+
+def test_the_worst_recalled_classes_are_examined_first_when_fewer_than_every_class_is_asked():
+    """Issue 47: the examiner examined a fixed list of 6 of 10 classes, missing two the model recalls worst. An int
+    asks for that many classes, chosen by their recall on the unseen renders, worst first: here a 100%, b 80%,
+    c 50% (the green channel says the class, the blue one where the model answers class a)."""
+    import numpy as np
+    import pandas as pd
+    import pytest
+
+    from weakspot.errors import ConfigError
+    from weakspot.examine.inputs import examined_classes, examined_model, worst_recalled
+    from weakspot.models import CallableClassifier
+
+    rows, imgs = [], []
+    for k, (c, wrong) in enumerate([("a", 0), ("b", 2), ("c", 5)]):
+        for i in range(12):
+            split = "train" if i < 2 else "val"
+            img = np.zeros((4, 4, 3), np.uint8)
+            img[..., 1] = 40 * k
+            img[..., 2] = 255 if split == "val" and i - 2 < wrong else 0
+            rows.append({"class": c, "label": k, "instance": i // 4, "split": split})
+            imgs.append(img)
+    meta, images = pd.DataFrame(rows), np.stack(imgs)
+
+    def predict(x):
+        k = np.rint(x[:, 1].mean(axis=(1, 2)) * 255 / 40).astype(int)
+        k = np.where(x[:, 2].mean(axis=(1, 2)) > 0.5, 0, k)
+        return np.eye(3)[k]
+
+    model = examined_model(CallableClassifier(predict, n_classes=3), ["a", "b", "c"])
+    assert worst_recalled(model, images, meta, 2) == ["c", "b"]
+    assert examined_classes(1, model, meta, images) == ["c"] and examined_classes(3, model, meta, images)[-1] == "a"
+    assert examined_classes(None, model, meta) == ["a", "b", "c"]
+    with pytest.raises(ConfigError, match="needs the rendered images"):
+        examined_classes(2, model, meta)

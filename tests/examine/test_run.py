@@ -119,3 +119,35 @@ def test_the_method_runs_on_a_target_through_its_entry_points(world, monkeypatch
         run_method(
             "examine", AuditTarget(name="fake", model=clf, classes=CLASSES, test=None), params, Runtime(device="cpu")
         )
+
+
+def test_a_users_classifier_is_examined_in_its_own_class_names(world, monkeypatch):
+    """Issue 47: a user's model whose classes map onto the scene's (``class_map``) was reported in the scene's names
+    (``class cap``, where the user's class is ``hat``). The examination renders in the scene's classes; the report,
+    the findings and the metrics say the user's."""
+    from types import SimpleNamespace
+
+    import weakspot.examine.run as run_module
+
+    space, _, images, meta, _, clf = world
+    monkeypatch.setattr(
+        run_module, "renderer_for", lambda s, device="auto": FakeRenderer(classes=CLASSES, resolution=24)
+    )
+    params = tiny_params(T=4, checkpoints=[0, 4], examiners=["rl", "bo"], n_random=8, tail=8, classes=["disc", "cross"])
+    mine = [f"my_{c}" for c in CLASSES]
+    target = AuditTarget(
+        name="fake",
+        model=clf,
+        classes=mine,
+        test=None,
+        scene=SceneData(images=images, table=meta, settings={"resolution": 24}),
+        params=SimpleNamespace(class_map={m: c for m, c in zip(mine, CLASSES)}),
+    )
+    out = run_method("examine", target, params, Runtime(device="cpu"))
+    assert set(out.section.metrics["per_class"]) == {"my_disc", "my_cross"}
+    regions = out.findings[out.findings.kind == "factor_region"]
+    assert len(regions) and set(regions.label) <= {"my_cross", "my_disc"}
+    assert all(w.startswith(("class my_disc", "class my_cross")) for w in regions.weak_spot), list(regions.weak_spot)
+    assert set(out.findings.prediction) - {""} <= set(mine)
+    text = " ".join(out.section.summary) + " ".join(out.findings.weak_spot) + " ".join(out.findings.confirmation)
+    assert not any(f"class {c}" in text for c in ("disc", "cross")), text

@@ -128,15 +128,11 @@ def test_the_seed_set_is_checked_against_random_seeds_measured_the_same_way(toy)
         assert r["n_confirm"] <= rnd_m.sum() and r["confirmed"] == (r["lift_lo"] > 1 and r["n_confirm"] >= 5)
 
 
-def test_class_evidence_known_answer():
-    """Selected seeds of class 1 always fail, of class 0 never; the random seeds of class 1 fail, the rest not: class 1
-    is proposed and confirmed, class 0 is not proposed."""
-
-    from weakspot.hda.evidence import class_evidence
+def _known(sel, rnd):
+    """A result whose seeds of class 1 always fail (HDA's GA found an AE around each) and of class 0 never."""
     from weakspot.hda.generate import CaseEval, LocalResult
 
     y = np.array([0] * 40 + [1] * 40)
-    sel, rnd = np.arange(0, 80, 4), np.arange(1, 80, 2)  # 10 + 10 selected, 20 + 20 random
 
     def gen(ids):
         idx = np.arange(len(ids))
@@ -147,15 +143,39 @@ def test_class_evidence_known_answer():
         )
 
     (rs, es), (rr, er) = gen(sel), gen(rnd)
-    result = SimpleNamespace(
+    return SimpleNamespace(
         seeds=SimpleNamespace(y=y, selected=sel, random=rnd),
         generators=SimpleNamespace(
             results={("hda", "selected"): rs, ("hda", "random"): rr},
             evals={("hda", "selected"): es, ("hda", "random"): er},
         ),
     )
+
+
+def test_class_evidence_known_answer():
+    """Selected seeds of class 1 always fail, of class 0 never; the random seeds of class 1 fail, the rest not: class 1
+    is proposed and confirmed, class 0 is not proposed; the seed set is counted seed by seed."""
+    from weakspot.hda.evidence import class_evidence, seed_set_evidence
+
+    result = _known(np.arange(0, 80, 4), np.arange(1, 80, 2))  # 10 + 10 selected, 20 + 20 random
     ((c, ev),) = class_evidence(result, seed=0)
     assert c == 1 and ev.failures == ev.n_confirm == 20 and ev.confirmed and ev.control_rate < 1
+    assert (ev.control_failures, ev.n_control) == (0, 20)
+    e = seed_set_evidence(result)
+    assert (e.failures, e.n_confirm, e.control_failures, e.n_control) == (10, 20, 20, 40) and not e.confirmed
+
+
+def test_random_seeds_that_are_the_selected_ones_confirm_nothing():
+    """Issue 47: with every candidate selected, the selected seeds stood in as the control: the search's own seeds.
+    Now neither the seed set nor a class is tested."""
+    from weakspot.hda.evidence import class_evidence, seed_set_evidence
+
+    sel = np.arange(0, 80, 2)
+    result = _known(sel, sel[:20])
+    ((c, ev),) = class_evidence(result, seed=0)
+    assert c == 1 and not ev.testable and not ev.confirmed
+    e = seed_set_evidence(result)
+    assert e.n_control == 0 and not e.testable and not e.confirmed
 
 
 def test_no_aes_no_findings_but_the_same_columns(toy):

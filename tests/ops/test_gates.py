@@ -169,14 +169,20 @@ def test_gates_fail_false_reports_without_failing_the_audit(tmp_path, monkeypatc
     assert (tmp_path / "reports/summary.md").read_text().startswith("## weakspot audit: FAIL")
 
 
-def test_a_method_that_lost_to_its_control_is_skipped_not_failed_in_junit():
-    from ops.verdict_files import junit_xml
+def test_a_method_that_found_no_weak_spot_passes_in_junit_with_its_words():
+    """Issue 47: finding nothing on a good model was a skipped 'not trusted' case; it is the answer."""
+    import pandas as pd
 
+    from ops.verdict_files import junit_xml
+    from weakspot.report.view import control_verdict
+
+    clear = control_verdict(pd.DataFrame({"n_confirm": [30, 40], "confirmed": [False, False], "family": [2, 2]}))
+    assert clear["kind"] == "clear" and clear["text"].startswith("Found no weak spot: none of the 2 candidate(s)")
     methods = [
-        {"method": "segments", "target": "digits", "passed": False, "text": "Did not beat its control"},
-        {"method": "gad", "target": "phoneme", "passed": True, "text": "Beat its control"},
+        {"method": "segments", "target": "digits", "passed": True, "text": clear["text"]},
+        {"method": "gad", "target": "phoneme", "passed": True, "text": "Found 1 weak spot(s)"},
     ]
     root = ET.fromstring(junit_xml({"gates": [], "rows": []}, methods))
-    assert root.get("failures") == "0" and root.get("tests") == "2"  # the exit code was 0: no JUnit failure
-    skipped = root.find("testsuite[@name='methods']/testcase[@name='digits']/skipped")
-    assert skipped is not None and skipped.get("message").startswith("not trusted: Did not beat")
+    assert root.get("failures") == "0" and root.get("tests") == "2" and not root.findall(".//skipped")
+    out = root.find("testsuite[@name='methods']/testcase[@name='digits']/system-out")
+    assert out is not None and out.text.startswith("Found no weak spot")

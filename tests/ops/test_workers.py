@@ -436,6 +436,47 @@ def _descendants(pid):
 
 
 @pytest.mark.ops
+def test_a_bad_target_beside_two_good_ones_is_named_and_the_others_audited(pool_repo):
+    r = pool_repo
+    params = (r.path / "params.yaml").read_text()
+    raw = yaml.safe_load(params)
+    raw["targets"]["broken"] = {
+        "data": {"source": "csv:data/broken.csv", "label": "y"},
+        "model": {"kind": "builtin", "arch": "svm_grid"},
+    }
+    (r.path / "data/broken.csv").write_text("a,b,y\n1,2,0\n3,x,1\n4,5\n")  # a short row: not a table
+    (r.path / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    proc = r.run(*WEAKSPOT, "audit", "--workers", "2", "--gpu-workers", "0", check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 4, text[-3000:]  # incomplete (a failed gate is 3)
+    assert "prepare-broken FAILED" in text and "train-broken not run" in text
+    for f in ("findings/phoneme/gad.parquet", "findings/digits/robustness.parquet", "metrics/train/digits.json"):
+        assert (r.path / f).is_file(), f
+    summary = (r.path / "reports/summary.md").read_text()
+    assert summary.startswith("## weakspot audit: INCOMPLETE")
+    assert "`prepare-broken` | broken |" in summary and "broken.csv" in summary
+    page = (r.path / "reports/index.html").read_text()
+    assert page.index("id='failures'") < page.index("id='target-phoneme'") and "prepare-broken" in page
+    junit = (r.path / "reports/junit.xml").read_text()
+    assert 'name="stages"' in junit and 'errors="4"' in junit
+    comp = sorted((r.path / "history").glob("*.comparison.json"))[-1]
+    c = json.loads(comp.read_text())
+    assert c["complete"] is False and {f["stage"] for f in c["failures"]} >= {"prepare-broken", "train-broken"}
+    # in the checkout too (`dvc repro --keep-going`): the good targets untouched, the same verdict and failure rows
+    here = r.run(*WEAKSPOT, "audit", "--in-checkout", check=False)
+    text = here.stdout + here.stderr
+    assert here.returncode == 4, text[-3000:]
+    assert "prepare-broken failed" in text and "Running stage 'gad-phoneme'" not in text, text[-3000:]
+    summary = (r.path / "reports/summary.md").read_text()
+    assert summary.startswith("## weakspot audit: INCOMPLETE") and "`prepare-broken` | broken |" in summary
+    assert "broken.csv" in summary, summary
+    c = json.loads(sorted((r.path / "history").glob("*.comparison.json"))[-1].read_text())
+    failed = {f["stage"]: f["failed"] for f in c["failures"]}
+    assert failed["prepare-broken"] is True and failed["train-broken"] is False, failed
+    (r.path / "params.yaml").write_text(params)  # the next test audits the two good targets
+
+
+@pytest.mark.ops
 def test_a_change_to_a_module_train_imports_retrains_the_model(pool_repo):
     """weakspot/device.py (outside weakspot.models and weakspot.data) changes: DVC reruns train-phoneme and its
     model is trained again, not handed back from Prefect's cache."""
@@ -470,42 +511,3 @@ def test_a_change_to_a_module_train_imports_retrains_the_model(pool_repo):
     f.write_text(f.read_text().replace("\n# a change to a module train imports\n", ""))  # as it was
     # the latest training task: run (Completed), not handed back from the cache (Cached)
     assert runs and runs[0].state.name == "Completed", [(t.name, t.state.name) for t in runs[:4]]
-
-
-@pytest.mark.ops
-def test_a_bad_target_beside_two_good_ones_is_named_and_the_others_audited(pool_repo):
-    r = pool_repo
-    raw = yaml.safe_load((r.path / "params.yaml").read_text())
-    raw["targets"]["broken"] = {
-        "data": {"source": "csv:data/broken.csv", "label": "y"},
-        "model": {"kind": "builtin", "arch": "svm_grid"},
-    }
-    (r.path / "data/broken.csv").write_text("a,b,y\n1,2,0\n3,x,1\n4,5\n")  # a short row: not a table
-    (r.path / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
-    proc = r.run(*WEAKSPOT, "audit", "--workers", "2", "--gpu-workers", "0", check=False)
-    text = proc.stdout + proc.stderr
-    assert proc.returncode == 4, text[-3000:]  # incomplete (a failed gate is 3)
-    assert "prepare-broken FAILED" in text and "train-broken not run" in text
-    for f in ("findings/phoneme/gad.parquet", "findings/digits/robustness.parquet", "metrics/train/digits.json"):
-        assert (r.path / f).is_file(), f
-    summary = (r.path / "reports/summary.md").read_text()
-    assert summary.startswith("## weakspot audit: INCOMPLETE")
-    assert "`prepare-broken` | broken |" in summary and "broken.csv" in summary
-    page = (r.path / "reports/index.html").read_text()
-    assert page.index("id='failures'") < page.index("id='target-phoneme'") and "prepare-broken" in page
-    junit = (r.path / "reports/junit.xml").read_text()
-    assert 'name="stages"' in junit and 'errors="4"' in junit
-    comp = sorted((r.path / "history").glob("*.comparison.json"))[-1]
-    c = json.loads(comp.read_text())
-    assert c["complete"] is False and {f["stage"] for f in c["failures"]} >= {"prepare-broken", "train-broken"}
-    # in the checkout too (`dvc repro --keep-going`): the good targets untouched, the same verdict and failure rows
-    here = r.run(*WEAKSPOT, "audit", "--in-checkout", check=False)
-    text = here.stdout + here.stderr
-    assert here.returncode == 4, text[-3000:]
-    assert "prepare-broken failed" in text and "Running stage 'gad-phoneme'" not in text, text[-3000:]
-    summary = (r.path / "reports/summary.md").read_text()
-    assert summary.startswith("## weakspot audit: INCOMPLETE") and "`prepare-broken` | broken |" in summary
-    assert "broken.csv" in summary, summary
-    c = json.loads(sorted((r.path / "history").glob("*.comparison.json"))[-1].read_text())
-    failed = {f["stage"]: f["failed"] for f in c["failures"]}
-    assert failed["prepare-broken"] is True and failed["train-broken"] is False, failed

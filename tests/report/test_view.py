@@ -94,7 +94,7 @@ def test_a_method_card_says_why_it_did_not_run_or_that_its_findings_are_missing_
     )
     card = view.method_card({"name": "m", "title": "M", "findings": df, "anchor": "m-t"}, max_findings=2)
     assert [f["weak_spot"] for f in card["findings"]] == ["a", "b"] and card["count"] == 3
-    assert [f["weak_spot"] for f in card["unconfirmed"]] == ["c"] and card["control"]["kind"] == "won"
+    assert [f["weak_spot"] for f in card["unconfirmed"]] == ["c"] and card["control"]["kind"] == "found"
     assert card["meaning"] == "how bad" and card["anchor"] == "m-t" and not card["missing"]
     assert view.method_card({"name": "m", "title": "M", "reason": "needs images", "findings": df}, 2)["findings"] == []
     assert view.method_card({"name": "m", "title": "M"}, 2)["missing"]
@@ -187,7 +187,7 @@ def test_the_page_opens_each_group_once_and_navigates_to_targets_since_and_group
     assert p["meta"][1][0] == "since the last audit" and p["since"]["verdict"].startswith("no audit")
 
 
-def test_only_confirmed_findings_are_weak_spots_and_a_method_that_loses_to_its_control_says_so():
+def test_only_confirmed_findings_are_weak_spots_and_a_method_that_found_none_says_so():
     base = {
         "rank": [1, 2],
         "weak_spot": ["a", "b"],
@@ -206,8 +206,8 @@ def test_only_confirmed_findings_are_weak_spots_and_a_method_that_loses_to_its_c
         },
         4,
     )
-    assert lost["findings"] == [] and lost["n_unconfirmed"] == 2 and lost["control"]["kind"] == "lost"
-    assert lost["control"]["text"].startswith("Did not beat its control")
+    assert lost["findings"] == [] and lost["n_unconfirmed"] == 2 and lost["control"]["kind"] == "clear"
+    assert lost["control"]["text"].startswith("Found no weak spot: none of the 2 candidate(s)")
     unchecked = view.method_card(
         {
             "name": "m",
@@ -285,7 +285,8 @@ def test_the_report_opens_with_a_row_per_target_and_ranks_confirmed_weak_spots_b
     a, b = o["rows"]
     assert a["accuracy"] == "81.2%" and a["n_confirmed"] == 2
     assert a["worst"].startswith("fails on natural inputs: x <= 0 (Weak segments): lift 2"), a["worst"]
-    assert a["verdicts"] == ["won", "lost", "not run"] and b["verdicts"] == ["lost", "", ""]
+    assert a["verdicts"] == ["found", "clear", "not run"] and b["verdicts"] == ["clear", "", ""]
+    assert a["found"] == [2, 0, 0] and b["found"] == [0, 0, 0]
     assert b["worst"] == "none confirmed"
     html = weak_spots_html({**targets[0]})
     assert html.index("Confirmed weak spots") < html.index("<h3>Weak segments")

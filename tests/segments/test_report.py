@@ -37,9 +37,9 @@ def test_a_confirmed_segment_is_a_finding_with_its_evidence_the_headline_and_the
     assert list(table_["confirmed"]) == [s.evidence.confirmed for s in res.segments]
 
 
-def test_a_model_with_nothing_to_find_says_it_did_not_beat_its_control():
+def test_a_model_with_nothing_to_find_says_it_found_no_weak_spot():
     res, out, _ = _run(Planted(lambda X: np.zeros(len(X), bool), noise=0.1), seed=3)
     assert not res.confirmed and not out.section.metrics["beat_control"]
     assert out.section.metrics["top_lift"] is None and out.section.headline == []
-    assert "did not beat its control" in out.section.summary[1]
+    assert "it found no weak spot on this target" in out.section.summary[1]
     assert not normalise(out.findings)["confirmed"].any()

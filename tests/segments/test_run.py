@@ -61,8 +61,11 @@ def test_a_model_with_no_weak_spot_has_no_confirmed_segment_in_nine_of_ten_data_
     assert sum(confirmed) <= 1, confirmed
 
 
-def test_a_class_that_fails_on_dark_images_is_named_by_brightness_and_the_class_stands_alone():
-    """The region is what is known before the label (dark images); the class is a candidate of its own."""
+def test_a_class_that_fails_on_dark_images_is_named_by_brightness_and_the_class_is_in_the_recall_table():
+    """The region is what is known before the label (dark images); the class alone is no weak spot but a row of the
+    recall table (issue 47: it outranked the region)."""
+    from weakspot.recall import class_recall
+
     rng = np.random.default_rng(0)
     n = 1200
     y = rng.integers(0, 3, n)
@@ -80,13 +83,47 @@ def test_a_class_that_fails_on_dark_images_is_named_by_brightness_and_the_class_
     res = run(SimpleNamespace(test=Dataset(X=X, y=y, classes=["a", "b", "c"]), model=m), SegmentsParams(), None)
     top = res.segments[0]
     assert top.evidence.confirmed and top.kind == "segment" and top.text.startswith("brightness <= 0.3"), top.text
-    assert [s.text for s in res.confirmed if s.kind == "class"] == ["class = c"]
+    assert {s.kind for s in res.segments} == {"segment"}
+    recall = class_recall(m.predict_proba(X), y, ["a", "b", "c"])
+    assert recall["recalled_worse"].tolist() == [False, False, True]
+
+
+def test_a_feature_region_ranks_first_and_a_class_that_fails_everywhere_is_the_recall_tables():
+    """A planted table (issue 47's Must-show): every row with x0 > 0.6 fails, and class 2 fails a third of its rows
+    wherever it is. The region is the first weak spot, no weak spot is the class alone, and the recall table names
+    class 2 (and no other) as recalled worse."""
+    from weakspot.recall import class_recall
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    X = rng.uniform(0, 1, (n, 2)).astype(np.float32)
+    y = rng.integers(0, 3, n)
+    wrong = (X[:, 0] > 0.6) | ((y == 2) & (rng.random(n) < 1 / 3))
+    pred = np.where(wrong, (y + 1) % 3, y)
+    proba = np.eye(3)[pred] * 0.8 + 0.2 / 3
+
+    class Model:
+        def predict_proba(self, Xq):
+            return proba
+
+    ds = Dataset(X=X, y=y, classes=["a", "b", "c"], feature_names=["x0", "x1"])
+    res = run(SimpleNamespace(test=ds, model=Model()), SegmentsParams(), None)
+    top = res.confirmed[0]
+    assert set(top.rule.ranges) == {"x0"} and top.rule.allowed is None, top.text
+    assert 0.55 <= top.rule.ranges["x0"][0] <= 0.65 and top.rule.ranges["x0"][1] is None, top.text
+    assert top.evidence.rate == 1.0
+    assert {s.kind for s in res.segments} == {"segment"} and not any("c" == s.text[-1] for s in res.segments)
+    recall = class_recall(proba, y, ds.classes)
+    assert recall["recalled_worse"].tolist() == [False, False, True]
+    c = recall.iloc[2]
+    assert c["recall_lo"] < c["recall"] < c["recall_hi"] < recall.iloc[0]["recall"]
+    assert c["others_recall"] == pytest.approx(1 - ((pred != y) & (y != 2)).sum() / (y != 2).sum())
 
 
 def test_the_phoneme_svm_fails_where_its_training_split_left_out_the_oral_sounds():
     """The GAD paper's biased phoneme split: oral sounds in training only with Iy > 0. A confirmed segment in the
     features alone (no class beside them) bounds Iy from above near 0 and holds most of the oral test rows with
-    Iy <= 0 (the planted blind spot); the oral class is confirmed on its own."""
+    Iy <= 0 (the planted blind spot); the recall table names the oral class."""
     from tests.gad.helpers import phoneme_target
 
     clf, split, _ = phoneme_target(0)
@@ -104,7 +141,10 @@ def test_the_phoneme_svm_fails_where_its_training_split_left_out_the_oral_sounds
     assert best.rule.allowed is None and best.rule.ranges["Iy"][1] <= 0.1, best.text
     assert (inside & planted).sum() >= 0.6 * planted.sum(), (best.text, (inside & planted).sum(), planted.sum())
     assert best.evidence.lift_lo_adjusted > 1, best.evidence.sentence("rows")
-    assert res.segments[0].text == "class = oral" and res.segments[0].evidence.lift_lo_adjusted > 2
+    from weakspot.recall import class_recall
+
+    recall = class_recall(clf.predict_proba(ds.X), ds.y, ds.classes)  # the oral class: recalled worse
+    assert recall["recalled_worse"].tolist() == [False, True] and recall.iloc[1]["lift_lo_adjusted"] > 2
 
 
 def test_too_few_evaluation_rows_search_nothing_and_say_why_and_a_wrong_model_output_is_a_clear_error():
@@ -170,7 +210,11 @@ def test_a_category_that_fails_is_named_by_its_text():
     assert top.evidence.lift > 2
 
 
-def test_the_label_is_named_as_the_data_name_it_and_a_feature_of_that_name_stays_apart():
+def test_a_class_that_fails_wherever_it_is_confirms_no_segment_and_the_recall_table_names_it():
+    """Half of class pos wrong wherever its rows are: no region of the features holds it, so no segment is
+    confirmed (the class alone is not one); the recall table names pos, recalled worse than neg."""
+    from weakspot.recall import class_recall
+
     rng = np.random.default_rng(1)
     X = rng.uniform(-1, 1, (1200, 2)).astype(np.float32)
     y = rng.integers(0, 2, 1200)
@@ -180,10 +224,11 @@ def test_the_label_is_named_as_the_data_name_it_and_a_feature_of_that_name_stays
         def predict_proba(self, Xq):
             return np.eye(2)[pred] * 0.8 + 0.1
 
-    for names, prov, want in [
-        (["a", "b"], {"label": "species"}, "species = pos"),
-        (["class", "b"], {}, "class (the label) = pos"),
-    ]:
-        ds = Dataset(X=X, y=y, classes=["neg", "pos"], feature_names=names, provenance=prov)
-        res = run(SimpleNamespace(test=ds, model=Model()), SegmentsParams(), None)
-        assert [s.text for s in res.confirmed if s.kind == "class"] == [want]
+    ds = Dataset(X=X, y=y, classes=["neg", "pos"], feature_names=["a", "b"])
+    res = run(SimpleNamespace(test=ds, model=Model()), SegmentsParams(), None)
+    assert res.confirmed == [] and {s.kind for s in res.segments} <= {"segment"}
+    recall = class_recall(Model().predict_proba(X), y, ds.classes)
+    assert recall["recalled_worse"].tolist() == [False, True]
+    pos = recall.iloc[1]
+    assert pos["recall"] == pytest.approx(1 - ((pred != y) & (y == 1)).sum() / (y == 1).sum())
+    assert pos["recall_lo"] < pos["recall"] < pos["recall_hi"] < 0.6 and recall.iloc[0]["recall"] == 1.0

@@ -6,7 +6,7 @@ Defaults are the paper's (each commented with its section); the fast CPU profile
 
 from __future__ import annotations
 
-from typing import Annotated, List, Literal, Optional, Tuple
+from typing import Annotated, List, Literal, Optional, Tuple, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -158,7 +158,9 @@ class ExamineParams(_Section):
     random_batch: int = Field(1, ge=1)  # queries per iteration of the random examiner
     n_random: int = Field(50, ge=2)  # T = 0 protocol and t-SNE's random set (Fig. 3: 50 random)
     tail: int = Field(50, ge=1)  # Fig. 3: the last 50 examined images
-    classes: Optional[List[str]] = None  # None: every class (Sec. 4.1: one validation instance per class)
+    # None: every class (Sec. 4.1: one validation instance per class); an int N: the N classes the model recalls
+    # worst on the unseen renders, worst first (the rule when a CPU budget examines fewer than every class)
+    classes: Optional[Union[List[str], Annotated[int, Field(ge=1)]]] = None
     tsne_class: Optional[str] = None  # Fig. 3 uses "cap"; None: the first examined class
     n_worst: int = Field(3, ge=1)  # worst images shown per examiner
     render_chunk: int = Field(512, ge=1)  # scenes per renderer call

@@ -147,8 +147,29 @@ def select_instances(
     return out
 
 
-def examined_classes(wanted: Optional[Sequence[str]], model: ExaminedModel, meta) -> List[str]:
-    """``wanted`` (checked) or every class of the model with an unseen instance in the scene data, model order."""
+def worst_recalled(model: ExaminedModel, images: np.ndarray, meta, n: int) -> List[str]:
+    """The ``n`` classes of the model (with an unseen instance in the scene data) it recalls worst on the unseen
+    renders (``split != "train"``), worst first; ties in the model's order."""
+    unseen = unseen_rows(meta)
+    names = unseen["class"].astype(str).to_numpy()
+    known = np.isin(names, model.classes)
+    pos = meta.index.get_indexer(unseen.index[known])
+    pred = model.proba(images[pos]).argmax(axis=1) if len(pos) else np.zeros(0, np.int64)
+    label = np.array([model.classes.index(c) for c in names[known]], np.int64)
+    recall = {c: float((pred[label == k] == k).mean()) for k, c in enumerate(model.classes) if (label == k).any()}
+    return sorted(recall, key=lambda c: (recall[c], model.classes.index(c)))[:n]
+
+
+def examined_classes(
+    wanted: "Optional[Sequence[str] | int]", model: ExaminedModel, meta, images: Optional[np.ndarray] = None
+) -> List[str]:
+    """``wanted`` (checked); an int: that many classes the model recalls worst on the unseen renders, worst first
+    (:func:`worst_recalled`, which needs ``images``); None: every class of the model with an unseen instance in the
+    scene data, model order."""
+    if isinstance(wanted, int):
+        if images is None:
+            raise ConfigError(f"classes: {wanted} (the worst-recalled classes) needs the rendered images")
+        return worst_recalled(model, images, meta, wanted)
     in_scene = set(unseen_rows(meta)["class"].astype(str))
     if wanted is None:
         classes = [c for c in model.classes if c in in_scene]

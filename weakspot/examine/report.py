@@ -24,7 +24,7 @@ import numpy as np
 
 from weakspot.examine.config import PAPER_SETTINGS, ExamineParams
 from weakspot.examine.inputs import as_params
-from weakspot.examine.regions import Region, describe
+from weakspot.examine.regions import Region
 from weakspot.examine.run import ExamineResult
 from weakspot.examine.sessions import Session, group
 from weakspot.findings import to_png
@@ -225,7 +225,7 @@ def regions_table(result: ExamineResult):
         rows.append(
             {
                 "class": r.cls,
-                "region": describe(r.rule) if r.rule is not None else r.note,
+                "region": r.describe(),
                 "examined scenes inside (failed)": f"{r.searched_rows} ({r.searched_failures})",
                 "fresh inside failed": f"{ev.failures} of {ev.n_confirm}" if ev else "",
                 "random failed": f"{ev.control_failures} of {ev.n_control}" if ev else "",
@@ -488,7 +488,7 @@ def regions_sentence(regions: Sequence[Region]) -> str:
         return "No weak region proposed (no class had both failing and passing examined scenes)."
     if not ok:
         return (
-            f"Did not beat its control: none of the {len(tried)} proposed regions failed more often on fresh "
+            f"Found no weak region: none of the {len(tried)} proposed regions failed more often on fresh "
             "renders than random scenes of the class outside it, after the correction for every region (best: "
             + max(tried, key=lambda pair: pair[1].lift)[0].text()
             + f", lift {max(e.lift for _, e in tried):.2f})."

@@ -14,7 +14,7 @@ Reference: M. Shu, C. Liu, W. Qiu, A. Yuille, "Identifying Model Weakness with A
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -104,7 +104,7 @@ def examine_target(
     check_meta(images, meta)
     check_space(space)
     model = examined_model(clf, classes)
-    examined = examined_classes(params.classes, model, meta)
+    examined = examined_classes(params.classes, model, meta, images)
     models = {TARGET: model}
     instances = {TARGET: select_instances(model, model.classes, images, meta, examined)}
     sessions = make_sessions(
@@ -136,7 +136,7 @@ def run(target: AuditTarget, params: ExamineParams, runtime: Any) -> ExamineResu
     class_map = getattr(target.params, "class_map", None) or {}
     classes = [class_map.get(c, c) for c in target.classes]
     with renderer_for(sp, device=runtime.device) as renderer:
-        return examine_target(
+        result = examine_target(
             renderer,
             sp.space(),
             target.model,
@@ -146,3 +146,18 @@ def run(target: AuditTarget, params: ExamineParams, runtime: Any) -> ExamineResu
             params,
             progress=runtime.progress,
         )
+    return in_users_names(result, {s: str(u) for u, s in zip(target.classes, classes)})
+
+
+def in_users_names(result: ExamineResult, names: Dict[str, str]) -> ExamineResult:
+    """``result`` with every class named as the user's model names it (``names``: scene class -> the model's own,
+    from its ``class_map``): its sessions, regions and outputs. The examination ran in the scene's classes (what
+    Blender renders); what the report, the findings and the figures say is in the user's."""
+    if all(k == v for k, v in names.items()):
+        return result
+    for s in result.sessions:
+        s.cls = names.get(s.cls, s.cls)
+    for r in result.regions:
+        r.cls = names.get(r.cls, r.cls)
+    result.classes = [names.get(c, c) for c in result.classes]
+    return result

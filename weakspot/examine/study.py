@@ -71,11 +71,11 @@ class StudyResult:
     regions: List[Any] = field(default_factory=list)
 
 
-def _classes(params: ExamineParams, base: ExaminedModel, meta) -> Tuple[List[str], List[str], List[str]]:
+def _classes(params: ExamineParams, base: ExaminedModel, meta, images) -> Tuple[List[str], List[str], List[str]]:
     """The examined classes, the order check's and strength mode's, and every class any experiment examines."""
     st = params.study
     aw, ms = st.artificial_weakness, st.m_study
-    classes = examined_classes(params.classes, base, meta)
+    classes = examined_classes(params.classes, base, meta, images)
     try:  # the order check's and strength mode's classes
         own = examined_classes(st.classes, base, meta) if st.classes else classes
     except (ConfigError, DataError) as e:
@@ -200,7 +200,7 @@ def run_study(
     trained, rows = train_study_models(
         renderer, space, images, meta, params, device=device, progress=progress, full_model=full_model
     )
-    classes, own, wanted = _classes(params, trained[next(iter(trained))], meta)
+    classes, own, wanted = _classes(params, trained[next(iter(trained))], meta, images)
     all_classes = class_order(meta)
     instances = {n: select_instances(trained[n], all_classes, images, meta, wanted) for n in trained}
     sessions = _sessions(params, space, trained, instances, classes, own)

@@ -203,8 +203,6 @@ def _planted_regions(out: StageResult, result: StudyResult, params: ExamineParam
     above 2), against the full model's on the same classes."""
     import pandas as pd
 
-    from weakspot.examine.regions import describe
-
     aw = params.study.artificial_weakness
     limited = f"{params.study.arch}_limited"
     rows = []
@@ -214,8 +212,8 @@ def _planted_regions(out: StageResult, result: StudyResult, params: ExamineParam
             {
                 "model": "limited" if r.model == limited else "full",
                 "class": r.cls,
-                "region": describe(r.rule) if r.rule is not None else r.note,
-                "outside training range": outside(r.rule, aw.factor, aw.train_range),
+                "region": r.describe(),
+                "outside training range": bool(r.boxes) and all(outside(b, aw.factor, aw.train_range) for b in r.boxes),
                 "fresh inside failed": f"{ev.failures} of {ev.n_confirm}" if ev else "",
                 "random failed": f"{ev.control_failures} of {ev.n_control}" if ev else "",
                 "lift": ev.lift if ev else float("nan"),

@@ -38,10 +38,19 @@ def seeds_failed(result: Any, seed_set: str) -> Tuple[np.ndarray, np.ndarray]:
     return np.bincount(idx[hit], minlength=n)[:n] > 0, np.bincount(idx, minlength=n)[:n] > 0
 
 
+def disjoint(result: Any) -> bool:
+    """Whether the random seeds share no seed with the selected ones (with too few candidates they stand in for the
+    paper's tables: then nothing is confirmed on them)."""
+    s = result.seeds
+    return not np.isin(np.asarray(s.random), np.asarray(s.selected)).any()
+
+
 def seed_set_evidence(result: Any) -> Evidence:
     """HDA's selected seeds against the random ones: how many of each (given a test case) the GA found an AE
-    around."""
+    around; not tested (no control) when the random seeds are not disjoint from the selected ones."""
     (sel, sel_m), (rnd, rnd_m) = seeds_failed(result, "selected"), seeds_failed(result, "random")
+    if not disjoint(result):
+        return compare(int(sel[sel_m].sum()), int(sel_m.sum()), 0, 0)
     return compare(int(sel[sel_m].sum()), int(sel_m.sum()), int(rnd[rnd_m].sum()), int(rnd_m.sum()))
 
 
@@ -59,4 +68,6 @@ def class_evidence(result: Any, seed: int, top: int = 3) -> List[Tuple[int, Evid
         if mine.sum() >= MIN_SEEDS and sel_fail[mine].mean() > overall:
             rates.append((-float(sel_fail[mine].mean()), -int(mine.sum()), int(c)))
     chosen = [c for _, _, c in sorted(rates)[:top]]
+    if not disjoint(result):  # the random seeds are the selection's: no confirmation on what the search saw
+        return [(c, compare(0, 0, 0, 0)) for c in chosen]
     return [(c, on_masks(rnd_fail, y_rnd == c)) for c in chosen]

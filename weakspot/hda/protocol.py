@@ -273,8 +273,8 @@ def rq1_seeds(bench: Bench, data: Splits, rng: np.random.Generator, clock: Clock
     if len(rnd) < k:  # too few balls outside the selection (small settings): other candidates, drawn at random
         rest = np.setdiff1d(np.arange(len(Xc)), np.concatenate([balls, sel]))
         rnd = np.concatenate([rnd, rng.permutation(rest)[: k - len(rnd)]]).astype(balls.dtype)
-    if not len(rnd):  # every candidate is a selected seed: no control is left, the balls stand in (overlapping)
-        rnd = balls[:k]
+    if not len(rnd):  # every candidate is a selected seed: no control is left; the balls stand in for the paper's
+        rnd = balls[:k]  # tables, and the seed set's evidence is not tested (weakspot.hda.evidence.disjoint)
     est_idx = np.unique(np.concatenate([balls, sel]))
     with clock("local robustness (AMLS)"):
         yt_est = torch.as_tensor(yc[est_idx], dtype=torch.int64)

@@ -3,7 +3,7 @@
 Caveat first: this module reads no files and knows neither the pipeline's file layout nor Prefect or DVC. The report
 flow reads what the stages wrote (each section, its figures and tables, every metric, each method's findings) and
 ``weakspot.audit`` holds the same in memory; both hand it to :func:`report_input`, which builds each target's weak
-spots (a card per method: its findings, or why it did not run), corrects every candidate of the audit as one family,
+spots (a card per method: its findings, or why it did not run), corrects each target's candidates as one family,
 and returns a :class:`ReportInput` whose :meth:`~ReportInput.render` is the page.
 
 >>> inp = report_input({}, sections=[], figures={}, tables={}, metrics={}, findings={}, title="empty")

@@ -115,8 +115,9 @@ def finding(row: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def control_verdict(df: Any) -> Dict[str, str]:
-    """Whether a method's findings beat their control on this target: ``{"kind": "won" | "lost" |
-    "unchecked" | "none", "text"}`` (the first line of its card)."""
+    """What a method found on this target: ``{"kind": "found" | "clear" | "unchecked" | "none", "text"}`` (the first
+    line of its card). ``clear``: it checked its candidates on held-out inputs and none failed more often than its
+    control after the correction: it found no weak spot, which on a good model is the answer, not a failure."""
     if df is None or not len(df):
         return {"kind": "none", "text": ""}
     checked = df[df["n_confirm"] > 0] if "n_confirm" in df.columns else df.iloc[:0]
@@ -130,16 +131,15 @@ def control_verdict(df: Any) -> Dict[str, str]:
     family = int(df["family"].max()) if "family" in df.columns and len(df) else len(checked)
     if n_ok:
         return {
-            "kind": "won",
-            "text": f"Beat its control: {n_ok} of {len(checked)} finding(s) checked on held-out "
-            f"inputs confirmed (at {FDR:.0%} false discovery rate over {family} "
+            "kind": "found",
+            "text": f"Found {n_ok} weak spot(s): {n_ok} of {len(checked)} candidate(s) checked on held-out "
+            f"inputs failed more often than their control (at {FDR:.0%} false discovery rate over {family} "
             "candidates).",
         }
     return {
-        "kind": "lost",
-        "text": f"Did not beat its control: none of the {len(checked)} finding(s) checked on "
-        "held-out inputs failed more often than its control, after the correction for "
-        f"{family} candidates.",
+        "kind": "clear",
+        "text": f"Found no weak spot: none of the {len(checked)} candidate(s) checked on held-out inputs failed "
+        f"more often than its control, after the correction for {family} candidates.",
     }
 
 
@@ -228,10 +228,11 @@ def forest(spots: List[Dict[str, Any]], width: int = 520, row: int = 20, left: i
 
 
 def confirmed_spots(t: Mapping[str, Any]) -> List[Dict[str, Any]]:
-    """Every method's confirmed findings on target ``t``, ranked by the adjusted lower bound of the lift (highest
-    first: a large sample's sure lift before a small sample's lucky one): ``finding`` rows with the method's title,
+    """Every method's confirmed findings on target ``t``, ranked by :func:`weakspot.findings.rank_key` (regions
+    before the class alone, each by the adjusted lower bound of the lift): ``finding`` rows with the method's title,
     the lift, its adjusted bound, the adjusted p and the family, the size and the failures beyond the control's
     rate."""
+    from weakspot.findings import rank_key
     from weakspot.methods import finds_of
 
     out = []
@@ -246,6 +247,7 @@ def confirmed_spots(t: Mapping[str, Any]) -> List[Dict[str, Any]]:
             out.append(
                 {
                     **finding(r),
+                    "kind": str(r.get("kind", "")),
                     "method": str(m["title"]),
                     "finds": finds_of(str(m.get("name", ""))),
                     "lift": float(r["lift"]),
@@ -261,7 +263,7 @@ def confirmed_spots(t: Mapping[str, Any]) -> List[Dict[str, Any]]:
                     "excess": fmt(excess, 3),
                 }
             )
-    return sorted(out, key=lambda f: -f["lift_lo_adjusted"] if f["lift_lo_adjusted"] == f["lift_lo_adjusted"] else 0)
+    return sorted(out, key=lambda f: rank_key(f["kind"], f["lift_lo_adjusted"]))
 
 
 def target(t: Mapping[str, Any], max_findings: int = 4) -> Dict[str, Any]:
@@ -283,7 +285,9 @@ def target(t: Mapping[str, Any], max_findings: int = 4) -> Dict[str, Any]:
 def overview(shown: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     """The table the report opens with, from the targets as :func:`target` shows them, a row per target: its model,
     accuracy, how many confirmed weak spots, the worst in words with its lift, and per method whether it beat its
-    control (``won``, ``lost``, ``unchecked``, ``none``, ``not run``, ``missing``)."""
+    found (``found``, ``clear``, ``unchecked``, ``none``, ``not run``, ``missing``) and how many."""
+    from weakspot.findings import LABEL_ONLY
+
     methods: List[str] = []
     for t in shown:
         methods += [m["title"] for m in t["methods"] if m["title"] not in methods]
@@ -301,12 +305,14 @@ def overview(shown: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
                 "accuracy": "" if acc is None else f"{100 * float(acc):.1f}%",
                 "n_confirmed": len(t["confirmed"]),
                 "worst": "; ".join(
-                    f"{k['title']}: {k['spots'][0]['weak_spot']} ({k['spots'][0]['method']}): lift "
-                    f"{fmt(k['spots'][0]['lift'], 2)}, at least {k['spots'][0]['adjusted']}"
+                    f"{k['title']}: {s['weak_spot']} ({s['method']}): lift {fmt(s['lift'], 2)}, at least {s['adjusted']}"
                     for k in t.get("kinds", [])
+                    for s in [next((s for s in k["spots"] if s.get("kind") not in LABEL_ONLY), None)]
+                    if s is not None
                 )
-                or "none confirmed",
+                or ("none confirmed" if not t["confirmed"] else "no region: only a class alone (its card)"),
                 "verdicts": [verdicts.get(m, "") for m in methods],
+                "found": [sum(s["method"] == m for s in t["confirmed"]) for m in methods],
             }
         )
     return {"methods": methods, "rows": rows}

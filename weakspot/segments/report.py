@@ -125,12 +125,7 @@ def findings_of(result: SegmentsResult, target: AuditTarget) -> Any:
                 **_example(result, target, i),
             }
         else:
-            one = s.kind == "class" and s.rule.allowed is not None and len(s.rule.allowed) == 1
-            shown = {
-                "label": classes[next(iter(s.rule.allowed))] if one and s.rule.allowed is not None else "",
-                "prediction": "",
-                "confidence": float("nan"),
-            }
+            shown = {"label": "", "prediction": "", "confidence": float("nan")}
         rows.append(
             {
                 "weak_spot": s.text,
@@ -165,13 +160,12 @@ def summary_of(m: Dict[str, Any], result: SegmentsResult, params: SegmentsParams
     if result.note:
         return [f"No segment was searched on this target: {result.note}."]
     feats = ", ".join(result.features.names)
-    n_class = sum(s.kind == "class" for s in result.segments)
     first = (
         f"An error tree (depth at most {params.max_depth}, segments of at least {m['min_rows']} rows) was fit on "
         f"{m['n_search']} of the {m['n_eval']} evaluation rows, in {feats} (neither the true nor the "
         f"predicted class beside them); the model fails {fmt(100 * m['error_rate'])}% of the evaluation "
-        f"rows. It proposed {m['n_candidates'] - n_class} segment(s) that fail more often than the rows overall, "
-        f"and {n_class} true class(es) fail more often than the rest; each was measured on the other "
+        f"rows. It proposed {m['n_candidates']} segment(s) that fail more often than the rows overall (each class's "
+        "recall is the model's own table, beside the weak spots); each was measured on the other "
         f"{m['n_confirm']} rows against the rest of them, and confirmed at {fmt(100 * FDR)}% false discovery "
         f"rate over the {m['n_candidates']} tested (Benjamini-Hochberg)."
     )
@@ -192,7 +186,7 @@ def summary_of(m: Dict[str, Any], result: SegmentsResult, params: SegmentsParams
     else:
         second = (
             "No segment is confirmed: on held-out rows none failed more often than the rest after the "
-            "correction (the method did not beat its control on this target)."
+            "correction: it found no weak spot on this target."
         )
     return [first, second]
 

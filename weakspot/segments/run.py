@@ -2,7 +2,8 @@
 
 Caveats first: a row fails when the model's top class is not its label. A segment is written in what is known
 before the label and the model's answer: the features (:mod:`weakspot.segments.features` says why neither class may
-stand beside them); the true class is a candidate of its own ("species = b", named as the data name the label: a class the model recalls poorly).
+stand beside them); the true class alone is no candidate (it is known only with the label: each class's recall is
+the train stage's table, :mod:`weakspot.recall`).
 A table's missing values stay missing: the tree also sees each column's missingness, a column's missing rows are a
 candidate of their own ("income is missing") where they fail more often on the search half, and a condition on a
 value ("income <= 3", "city = FR") holds only where the value is observed (each rule is counted on the search half
@@ -56,7 +57,7 @@ class Segment:
     search_failures: int
     evidence: Evidence
     examples: np.ndarray  # indices into the evaluation rows: failing held-out rows inside, at most 3
-    kind: str = "segment"  # "segment" (the features alone) or "class" (the true class alone)
+    kind: str = "segment"  # the features alone
     expected_failures: float = float("nan")  # held-out rows inside: the failures the model's confidences predict
 
     @property
@@ -159,14 +160,6 @@ def run(target: Any, params: SegmentsParams, runtime: Any) -> SegmentsResult:
         for rule, rows, fails in _recounted(missing, feats, search, failed, base, min_rows):
             if rule not in seen:
                 found.append((rule, rule.text(feats.classes, feats.categories), "segment", rows, fails))
-        y_search = feats.y[search]
-        for c in range(len(feats.classes)):  # the true class alone: a class the model recalls poorly
-            rows = int((y_search == c).sum())
-            fails = int(failed[search][y_search == c].sum())
-            if rows >= min_rows and fails / rows > base:
-                found.append(
-                    (Rule(allowed=frozenset({c})), f"{ds.label_name} = {feats.classes[c]}", "class", rows, fails)
-                )
     values, fail_c = feats.values[confirm], failed[confirm]
     masks, evidence = [], []
     for rule, _, kind, _, _ in found:
