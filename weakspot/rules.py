@@ -19,7 +19,7 @@ deeper split of one weak region says nothing new and halves its rows).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -151,3 +151,55 @@ def weak_rules(tree, columns: List[Column], base_rate: float, min_rows: int) -> 
         return a + b, False
 
     return walk(0, Rule())[0]
+
+
+def hull(a: Rule, b: Rule) -> Rule:
+    """The smallest rule that holds both ``a`` and ``b``: each range both bound widened to cover both, each category
+    set both restrict joined, a condition only one of them has dropped."""
+
+    def lo(x: Optional[float], y: Optional[float]) -> Optional[float]:
+        return None if x is None or y is None else min(x, y)
+
+    def hi(x: Optional[float], y: Optional[float]) -> Optional[float]:
+        return None if x is None or y is None else max(x, y)
+
+    both = [k for k in a.ranges if k in b.ranges]
+    ranges = {k: (lo(a.ranges[k][0], b.ranges[k][0]), hi(a.ranges[k][1], b.ranges[k][1])) for k in both}
+    return Rule(
+        ranges={k: v for k, v in ranges.items() if v != (None, None)},
+        allowed=None if a.allowed is None or b.allowed is None else a.allowed | b.allowed,
+        cats={k: a.cats[k] | b.cats[k] for k in a.cats if k in b.cats},
+        missing={k: v for k, v in a.missing.items() if b.missing.get(k) == v},
+    )
+
+
+def merge_adjacent(
+    found: List[Tuple[Rule, int, int]], count: Callable[[Rule], Tuple[int, int]]
+) -> List[Tuple[Rule, int, int]]:
+    """``found`` (``[(rule, rows, failures)]``) with every two regions whose :func:`hull` fails at least as often as
+    the weaker of them (``count(rule) -> (rows, failures)`` on the rows that proposed them) replaced by that hull, until
+    no two are: one region a tree cut in two (``f0 > 104`` and ``37.3 < f0 <= 104 and f8 > 17.4`` where ``f0 > 37.3``
+    fails throughout) is named once. Two regions far apart never merge: their hull holds the rows between them.
+
+    >>> x = Rule({"f0": (104.0, None)}); y = Rule({"f0": (37.3, 104.0), "f8": (17.4, None)})
+    >>> merge_adjacent([(x, 50, 45), (y, 30, 27)], lambda r: (100, 90))[0][0].ranges
+    {'f0': (37.3, None)}
+    """
+    out = list(found)
+    merged = True
+    while merged and len(out) > 1:
+        merged = False
+        for i in range(len(out)):
+            for j in range(i + 1, len(out)):
+                (a, na, fa), (b, nb, fb) = out[i], out[j]
+                h = hull(a, b)
+                if h == Rule() or h in (a, b):
+                    continue
+                n, f = count(h)
+                if n and f / n >= min(fa / na, fb / nb):
+                    out = [r for k, r in enumerate(out) if k not in (i, j)] + [(h, n, f)]
+                    merged = True
+                    break
+            if merged:
+                break
+    return out

@@ -14,6 +14,11 @@ def test_stability_spread_shrinks_with_the_batch_and_is_corrected_for_the_pool()
     assert (t["relative_std"] > t["relative_std_in_pool"]).all()
     # ~1/sqrt(b): from 50 to 200 inputs the spread roughly halves
     assert 1.4 < t["relative_std"].iloc[0] / t["relative_std"].iloc[1] < 2.9
+    # the known answer (the delta method): psi = 1 / mean KL of b inputs drawn without replacement from N has a
+    # relative spread of CV(KL) / sqrt(b) x sqrt((N - b) / (N - 1)); 40 draws estimate it within about a quarter
+    cv = kl.std() / kl.mean()
+    expected = cv / np.sqrt(t["batch_size"]) * np.sqrt((2000 - t["batch_size"]) / 1999.0)
+    assert ((t["relative_std_in_pool"] / expected).between(0.7, 1.3)).all(), (t, expected)
     # the correction is the finite-population factor sqrt((N - b) / (N - 1))
     np.testing.assert_allclose(
         t["relative_std_in_pool"] / t["relative_std"], np.sqrt((2000 - t["batch_size"]) / 1999.0)

@@ -320,3 +320,29 @@ def test_conditions_summary_puts_failed_gates_and_regressions_first():
     assert c["rows"][2]["numbers"] == "1 of 2 watched metrics within their rules"
     assert conditions_section({"gates": [], "rows": []}) is None  # a first audit without gates: no section
     assert conditions_section({"gates": gates[:1]})["verdict"] == "the one condition holds"
+
+
+def test_a_region_ranks_before_a_class_alone_however_large_the_classs_lift():
+    """Issue 47: a class the model recalls poorly (kind ``class``: known only with the label) outranked the planted
+    feature region. It ranks after every region, and is never the target's worst."""
+    import pandas as pd
+
+    def rows(kind, spot, lo):
+        return {
+            "rank": 1, "weak_spot": spot, "kind": kind, "severity": 2 * lo, "severity_meaning": "lift",
+            "prediction": "", "label": "", "n_confirm": 40, "failures": 30, "n_control": 400,
+            "control_failures": 20, "confirmed": True, "lift": 2 * lo, "lift_lo": lo, "lift_hi": 3 * lo,
+            "lift_lo_adjusted": lo, "p_adjusted": 1e-6, "family": 2, "confirmation": "",
+        }  # fmt: skip
+
+    target = {
+        "name": "t",
+        "methods": [
+            {"name": "hda", "title": "HDA", "findings": pd.DataFrame([rows("class", "class 3", 20.0)])},
+            {"name": "segments", "title": "Weak segments", "findings": pd.DataFrame([rows("segment", "f0 > 37", 2.0)])},
+        ],
+    }
+    spots = view.confirmed_spots(target)
+    assert [s["weak_spot"] for s in spots] == ["f0 > 37", "class 3"]
+    row = view.overview([view.target(target)])["rows"][0]
+    assert "class 3" not in row["worst"] and "f0 > 37" in row["worst"]

@@ -232,3 +232,29 @@ def test_a_class_that_fails_wherever_it_is_confirms_no_segment_and_the_recall_ta
     pos = recall.iloc[1]
     assert pos["recall"] == pytest.approx(1 - ((pred != y) & (y == 1)).sum() / (y == 1).sum())
     assert pos["recall_lo"] < pos["recall"] < pos["recall_hi"] < 0.6 and recall.iloc[0]["recall"] == 1.0
+
+
+def test_a_region_the_tree_cut_in_two_is_merged_and_two_regions_far_apart_are_not():
+    """Issue 47: a planted ``f0 > 37.2`` came back as ``f0 > 104`` and ``37.3 < f0 <= 104 and f8 > 17.4``. Their hull
+    fails as often as each (every row with f0 > 37.2 fails): one region. Failures at both ends of f0 only: the hull
+    of the two ends holds every row between them, which never fail, so they stay two."""
+    from weakspot.rules import merge_adjacent
+
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.uniform(0, 200, 4000), rng.uniform(0, 40, 4000)])
+    names = ["f0", "f8"]
+
+    def counter(failed):
+        def count(rule):
+            inside = rule.mask(X, names, np.zeros(len(X), int))
+            return int(inside.sum()), int(failed[inside].sum())
+
+        return count
+
+    count = counter(X[:, 0] > 37.2)
+    a, b = Rule({"f0": (104.0, None)}), Rule({"f0": (37.3, 104.0), "f8": (17.4, None)})
+    (merged,) = merge_adjacent([(a, *count(a)), (b, *count(b))], count)
+    assert merged[0].ranges == {"f0": (37.3, None)} and merged[2] == merged[1]
+    count = counter((X[:, 0] <= 10) | (X[:, 0] > 190))
+    lo, hi = Rule({"f0": (None, 10.0)}), Rule({"f0": (190.0, None)})
+    assert [r for r, _, _ in merge_adjacent([(lo, *count(lo)), (hi, *count(hi))], count)] == [lo, hi]

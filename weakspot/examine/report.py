@@ -584,9 +584,9 @@ def _region_finding(r: Region, classes: Sequence[str], params: ExamineParams) ->
         **ev.columns(),
         "confirmation": ev.sentence("renders")
         + (
-            f" (the box from {r.searched_rows} of the {r.base_rows} scenes {reps}the examiners queried on class "
+            f" (the region from {r.searched_rows} of the {r.base_rows} scenes {reps}the examiners queried on class "
             f"{r.cls}, {r.searched_failures} of them misclassified; fresh renders on unseen instances "
-            f"{', '.join(map(str, r.instances))}, every factor outside the box drawn at random)"
+            f"{', '.join(map(str, r.instances))}, every factor outside the region drawn at random)"
         ),
     }
 

@@ -100,13 +100,14 @@ def _row_tables(row: Mapping[str, Any]) -> List[List[tuple]]:
 def finding(row: Mapping[str, Any]) -> Dict[str, Any]:
     """One row of a findings table (see :mod:`weakspot.findings`) as ``finding.html`` shows it."""
     img = row.get("image")
+    conf = float(row.get("confidence", float("nan")))
     return {
         "image": png_src(img) if isinstance(img, (bytes, bytearray)) and img else "",
         "weak_spot": str(row.get("weak_spot", "")),
         "rank": int(row.get("rank", 0)),
         "severity": number(float(row.get("severity", float("nan")))),
         "prediction": str(row.get("prediction", "")) if row.get("prediction") else "",
-        "confidence": number(float(row.get("confidence", float("nan")))) if row.get("prediction") else "",
+        "confidence": number(conf) if row.get("prediction") and conf == conf else "",  # NaN: not measured
         "label": str(row.get("label") or ""),
         "tables": _row_tables(row),
         "confirmed": bool(row.get("confirmed", False)),

@@ -44,7 +44,7 @@ from weakspot.errors import DataError
 from weakspot.evidence import Evidence, correct, on_masks
 from weakspot.segments.config import SegmentsParams
 from weakspot.segments.features import Features, features_of
-from weakspot.rules import Rule, weak_rules
+from weakspot.rules import Rule, merge_adjacent, weak_rules
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,13 @@ def run(target: Any, params: SegmentsParams, runtime: Any) -> SegmentsResult:
         rules = weak_rules(tree, feats.columns(), base, min_rows)
         if feats.missing:  # the tree's leaves hold missing rows its rules (observed values only) leave out
             rules = _recounted([r for r, _, _ in rules], feats, search, failed, base, min_rows)
+        values_s, y_s, failed_s = feats.values[search], feats.y[search], failed[search]
+
+        def count(rule: Rule) -> "tuple[int, int]":
+            inside = rule.mask(values_s, feats.names, y_s)
+            return int(inside.sum()), int(failed_s[inside].sum())
+
+        rules = merge_adjacent(rules, count)  # one region the tree cut in two is named once
         rules = sorted(rules, key=lambda r: (-r[2] / r[1], -r[1]))[: params.max_segments]
         found += [(r, r.text(feats.classes, feats.categories), "segment", n, f) for r, n, f in rules]
         seen = [r for r, *_ in found]
