@@ -66,7 +66,7 @@ def test_weak_spots_have_the_shared_findings_shape(outcome):
     assert weak["weak_spot"].iloc[1] == f"test row {to_label['row'].iloc[0]} (GAD rank 1 of {len(to_label)})"
 
 
-def test_the_feature_range_is_confirmed_on_the_rows_it_was_not_drawn_from(outcome):
+def test_the_feature_range_is_measured_on_the_rows_it_was_not_drawn_from(outcome):
     """Known answer from the outcome: the box's errors among the eligible rows outside the top 15 (held out) against
     the rest of those rows; the severity is that lift."""
     weak, to_label = findings_of(outcome, top=15)
@@ -88,6 +88,34 @@ def test_the_feature_range_is_confirmed_on_the_rows_it_was_not_drawn_from(outcom
     for name, lo, hi in ranges:
         q = np.quantile(to_label[name].to_numpy()[:15], [0.25, 0.75])
         np.testing.assert_allclose([float(lo), float(hi)], q, rtol=1e-3, atol=1e-4)  # 4 significant digits
+
+
+def test_a_planted_region_that_gads_top_rows_fall_in_is_confirmed_on_the_rows_they_were_not_drawn_from(outcome):
+    """Issue 47's known answer: the outcome's ground truth and GAD's ranking planted. Every eligible row with Iy at
+    or below its median is a confident error, and 3% of the rest at random; GAD ranks 40 of the planted rows first.
+    The feature range names Iy alone, inside the planted region, is measured on the other eligible rows (never the 40
+    it was drawn from), every one of its rows an error, and is confirmed there."""
+    from dataclasses import replace
+
+    rows = np.asarray(outcome.eligible, np.int64)
+    names = list(outcome.split.feature_names)
+    iy = np.asarray(outcome.split.X_test, np.float64)[:, names.index("Iy")]
+    cut = np.median(iy[rows])
+    planted = iy <= cut
+    rng = np.random.default_rng(0)
+    correct = ~planted & (rng.random(len(iy)) >= 0.03)
+    score = rng.random(len(rows))
+    score[rng.permutation(np.flatnonzero(planted[rows]))[:40]] += 10  # GAD's score: higher first
+    o = replace(outcome, test_correct=correct, gad=-score)
+    assert o.gad_reliable  # the fixture's pseudo-model passes its gate (else no feature range is offered)
+    weak, _ = findings_of(o, top=40)
+    row = weak.iloc[0]
+    found = re.findall(r"(\S+) in \[([^,\]]+), ([^\]]+)\]", row["weak_spot"])
+    assert [f[0] for f in found] == ["Iy"], row["weak_spot"]
+    assert float(found[0][2]) <= cut + 1e-6, (row["weak_spot"], cut)  # inside the planted region
+    assert row["n_confirm"] + row["n_control"] == len(rows) - 40  # the rows it was drawn from are not measured
+    assert row["n_confirm"] >= 5 and row["failures"] == row["n_confirm"], row.to_dict()
+    assert row["confirmed"] and row["lift_lo_adjusted"] > 1.5, row.to_dict()
 
 
 def test_where_gad_is_unreliable_the_rows_come_lowest_confidence_first(noise_outcome):

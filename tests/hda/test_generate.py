@@ -51,7 +51,10 @@ def test_selected_seeds_come_from_the_planted_dense_fragile_region():
     # neither factor alone does it: density alone mixes A and B, the indicator alone mixes A and C
     by_density = np.argsort(-ld, kind="stable")[:20]
     by_grad = np.argsort(-grad, kind="stable")[:20]
-    assert (by_density < 40).mean() < 0.8 and (by_grad < 40).mean() < 0.8, ((by_density < 40).mean(), (by_grad < 40).mean())
+    assert (by_density < 40).mean() < 0.8 and (by_grad < 40).mean() < 0.8, (
+        (by_density < 40).mean(),
+        (by_grad < 40).mean(),
+    )
 
 
 def test_select_seeds_and_allocation_contracts():
