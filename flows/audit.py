@@ -153,13 +153,17 @@ def serve(
     run posts to, through the automation ``weakspot-notify-<name>`` (:mod:`ops.notify`), replaced when serving starts
     (removed without ``notify``) and removed when it stops."""
     from ops import notify as notifications
-    from prefect._internal.schemas.validators import validate_cron_string
+    from prefect.client.schemas.schedules import CronSchedule
     from prefect.schedules import Cron
+    from pydantic import ValidationError
 
     try:
-        validate_cron_string(cron)
-    except ValueError as e:
-        print(f'weakspot: error: {e}; e.g. "0 2 * * *" (02:00 every night) or "*/30 * * * *"', file=sys.stderr)
+        CronSchedule(cron=cron)  # Prefect's public schedule model checks the string
+    except ValidationError:
+        print(
+            f'weakspot: error: Invalid cron string: "{cron}"; e.g. "0 2 * * *" (02:00 every night) or "*/30 * * * *"',
+            file=sys.stderr,
+        )
         return 2
     tz = timezone or local_timezone()
     if notify:

@@ -85,11 +85,7 @@ def configure_remote(url: str, root: "str | Path" = ".") -> str:
     plain = f"[core]\n    remote = weakspot\n['remote \"weakspot\"']\n    url = {url}\n"
     if _plain(url) and local.is_file() and local.read_text() == plain:
         return url  # already so (an audit with --pull sets it before its workers' run does): DVC is not started
-    if not local.exists() and (Path(root) / ".dvc").is_dir() and _plain(url):
-        # a checkout with no local config yet (a worker's fresh clone): the file `dvc remote add` writes there,
-        # written without starting DVC (its import alone takes about 1.5 s of every stage)
-        local.write_text(plain)
-        return url
+    # DVC's own CLI writes its config (issue 48: no hand edit of either tool's files), about 1.5 s on a fresh clone
     subprocess.run(
         dvc() + ["remote", "add", "--local", "--force", "-d", "weakspot", url],
         cwd=root,

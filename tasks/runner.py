@@ -188,9 +188,9 @@ def _dask_class() -> type:
 
             @property
             def client(self):
-                fresh = self._client is None
-                client = DaskTaskRunner.client.fget(self)
-                if fresh:
+                client = DaskTaskRunner.client.fget(self)  # made on first access
+                if not getattr(self, "announced", False):  # our own flag: no private attribute of Prefect's
+                    self.announced = True
                     _announce(self, client)
                 return client
 
@@ -262,11 +262,9 @@ def prefect_api_for_workers(params: Any) -> Iterator[None]:
     if api:
         yield
         return
-    from prefect.server.api.server import SubprocessASGIServer
+    from tasks.server import temporary_server
 
-    server = SubprocessASGIServer()  # the same instance Prefect's client would start (stopped at exit)
-    server.start()
-    with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+    with temporary_server() as url, temporary_settings(updates={PREFECT_API_URL: url}):  # `prefect server start`
         yield
 
 

@@ -212,6 +212,23 @@ def test_a_remote_cluster_needs_a_prefect_api_it_can_reach(monkeypatch):
             pass
 
 
+@pytest.mark.pipeline  # starts a Prefect server
+def test_a_local_cluster_with_no_prefect_api_gets_a_server_of_its_own_through_the_cli(monkeypatch, tmp_path):
+    """Issue 48: no private Prefect class; `prefect server start` on a free port, up for the flow, down after it."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from tasks.runner import execution, prefect_api_for_workers
+    from tasks.server import healthy
+
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    with temporary_settings(restore_defaults={PREFECT_API_URL}):
+        assert not PREFECT_API_URL.value()
+        with prefect_api_for_workers(execution({"runner": "dask"})):
+            url = PREFECT_API_URL.value()
+            assert url and url.startswith("http://127.0.0.1:") and healthy(url)
+        assert not healthy(url) and not PREFECT_API_URL.value()
+
+
 def test_the_execution_section_is_validated(tmp_path):
     import ops.params  # noqa: F401  (registers the section)
     from weakspot.config import check_params, load_section

@@ -262,3 +262,12 @@ def test_a_failed_nightly_run_posts_its_verdict_to_the_notify_webhook(ops_repo, 
         _forget_audits(hist, before)
     assert rc == 130, rc
     assert "automation weakspot-notify-weakspot-nightly removed" in log_path.read_text()
+
+
+def test_a_malformed_cron_is_named_before_anything_is_served(capsys):
+    """Checked by Prefect's public schedule model (issue 48: no ``prefect._internal``), before a server is asked."""
+    from flows.audit import serve
+
+    for bad in ("61 2 * * *", "0 2 * *x", "every night"):
+        assert serve(bad) == 2
+        assert f'Invalid cron string: "{bad}"' in capsys.readouterr().err

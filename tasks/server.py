@@ -1,0 +1,105 @@
+"""A Prefect server of its own, started through Prefect's public CLI (``prefect server start``) and stopped with it:
+what a stage's Dask workers reach when no PREFECT_API_URL is set, and what :mod:`ops.server` starts for an audit.
+
+Caveats first: the server's database is PREFECT_HOME's (``prefect.db``); its log goes where the caller says. It is
+started in a session of its own, so stopping it stops everything it started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Dict, Iterator, Optional
+
+from weakspot.errors import ConfigError
+
+
+def healthy(url: str) -> bool:
+    """Whether the Prefect API at ``url`` (``http://host:port/api``) answers its health check."""
+    with contextlib.suppress(OSError):
+        with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+            return r.status == 200
+    return False
+
+
+def free_port(port: Optional[int]) -> int:
+    """``port`` when it is free (any free port when None); a ConfigError says who holds a taken one."""
+    with socket.socket() as sock:
+        # as the server binds: a recently closed connection (TIME_WAIT) does not make the port taken
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port or 0))
+        except OSError:
+            other = " by a Prefect server" if healthy(f"http://127.0.0.1:{port}/api") else ""
+            use = f"; to use that server instead: PREFECT_API_URL=http://127.0.0.1:{port}/api" if other else ""
+            raise ConfigError(
+                f"port {port} is taken{other} (another `weakspot serve` or `prefect server start`?); "
+                f"pick another with --port{use}"
+            ) from None
+        return sock.getsockname()[1]
+
+
+def wait_until_up(proc: subprocess.Popen, url: str, home: Path, timeout: float = 180) -> None:
+    deadline = time.time() + timeout
+    while not healthy(url):
+        if proc.poll() is not None or time.time() > deadline:
+            raise ConfigError(
+                f"the Prefect server did not start (see {home / 'server.log'}); "
+                "set PREFECT_API_URL to a running server, or WEAKSPOT_NO_SHARED_SERVER=1"
+            )
+        time.sleep(0.1)
+
+
+def stop_session(proc: subprocess.Popen) -> None:
+    """A process started in its own session, and anything it started: SIGTERM, then SIGKILL after 20 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def start(env: Dict[str, str], port: int, log: Path) -> "tuple[subprocess.Popen, str]":
+    """``prefect server start`` on 127.0.0.1:``port`` with ``env``, its output appended to ``log``: the process (in a
+    session of its own) and its API URL, once it answers."""
+    url = f"http://127.0.0.1:{port}/api"
+    prefect = Path(sys.executable).parent / "prefect"
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_until_up(proc, url, log.parent)
+    except BaseException:
+        stop_session(proc)
+        raise
+    return proc, url
+
+
+@contextlib.contextmanager
+def temporary_server() -> Iterator[str]:
+    """A Prefect server for the ``with`` block on a free port, its database PREFECT_HOME's (as Prefect's own
+    temporary server's), its log in a temporary folder; yields its API URL."""
+    with tempfile.TemporaryDirectory(prefix="weakspot-prefect-") as tmp:
+        env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+        env.pop("PREFECT_API_URL", None)
+        proc, url = start(env, free_port(None), Path(tmp) / "server.log")
+        try:
+            yield url
+        finally:
+            stop_session(proc)
