@@ -35,6 +35,8 @@ def test_a_notebook_audit_names_the_planted_blind_spot_and_writes_the_report(bli
     assert set(res.findings["method"]) == {"segments"} and res.metrics["train"]["n_test"] == 2500
     top = res.weak_spots.iloc[0]
     assert top["confirmed"] and top["lift_lo"] > 2 and "b >" in top["weak_spot"], top["weak_spot"]
+    # the class the blind spot lies in is the recall table's (issue 47), not a weak spot ranked with the region
+    assert res.metrics["train"]["classes_recalled_worse"] == ["yes"] and "class" not in set(res.weak_spots["kind"])
     assert "corner" in res.skipped and "gad" in res.skipped  # gad was not asked for
     page = res.to_html(tmp_path / "report.html").read_text()
     assert "Weak segments" in page and "forest" in page and html.escape(top["weak_spot"][:20]) in page
