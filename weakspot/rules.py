@@ -173,13 +173,18 @@ def hull(a: Rule, b: Rule) -> Rule:
     )
 
 
+#: two regions merge when their hull fails at least this share of the stronger one's rate
+MERGE_SHARE = 0.9
+
+
 def merge_adjacent(
     found: List[Tuple[Rule, int, int]], count: Callable[[Rule], Tuple[int, int]]
 ) -> List[Tuple[Rule, int, int]]:
-    """``found`` (``[(rule, rows, failures)]``) with every two regions whose :func:`hull` fails at least as often as
-    the weaker of them (``count(rule) -> (rows, failures)`` on the rows that proposed them) replaced by that hull, until
-    no two are: one region a tree cut in two (``f0 > 104`` and ``37.3 < f0 <= 104 and f8 > 17.4`` where ``f0 > 37.3``
-    fails throughout) is named once. Two regions far apart never merge: their hull holds the rows between them.
+    """``found`` (``[(rule, rows, failures)]``) with every two regions whose :func:`hull` fails nearly as often as the
+    stronger of them (at least :data:`MERGE_SHARE` of its rate; ``count(rule) -> (rows, failures)`` on the rows that
+    proposed them) replaced by that hull, until no two are: one region a tree cut in two (``f0 > 104`` and ``37.3 <
+    f0 <= 104 and f8 > 17.4`` where ``f0 > 37.3`` fails throughout) is named once. A strong region never absorbs a weak
+    neighbour (the hull's rate would fall), and two regions far apart never merge (their hull holds the rows between).
 
     >>> x = Rule({"f0": (104.0, None)}); y = Rule({"f0": (37.3, 104.0), "f8": (17.4, None)})
     >>> merge_adjacent([(x, 50, 45), (y, 30, 27)], lambda r: (100, 90))[0][0].ranges
@@ -196,7 +201,7 @@ def merge_adjacent(
                 if h == Rule() or h in (a, b):
                     continue
                 n, f = count(h)
-                if n and f / n >= min(fa / na, fb / nb):
+                if n and f / n >= MERGE_SHARE * max(fa / na, fb / nb):
                     out = [r for k, r in enumerate(out) if k not in (i, j)] + [(h, n, f)]
                     merged = True
                     break

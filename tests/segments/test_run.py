@@ -258,3 +258,8 @@ def test_a_region_the_tree_cut_in_two_is_merged_and_two_regions_far_apart_are_no
     count = counter((X[:, 0] <= 10) | (X[:, 0] > 190))
     lo, hi = Rule({"f0": (None, 10.0)}), Rule({"f0": (190.0, None)})
     assert [r for r, _, _ in merge_adjacent([(lo, *count(lo)), (hi, *count(hi))], count)] == [lo, hi]
+    # a strong region beside a weak one (every row with f0 > 150 fails, 10% of those with 100 < f0 <= 150): two
+    failed = (X[:, 0] > 150) | ((X[:, 0] > 100) & (rng.random(len(X)) < 0.1))
+    count = counter(failed)
+    strong, weak = Rule({"f0": (150.0, None)}), Rule({"f0": (100.0, 150.0)})
+    assert [r for r, _, _ in merge_adjacent([(strong, *count(strong)), (weak, *count(weak))], count)] == [strong, weak]
