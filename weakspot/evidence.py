@@ -153,6 +153,15 @@ def p_value(f: int, n: int, c: int, m: int) -> float:
     return float(fisher_exact([[f, n - f], [c, m - c]], alternative="greater").pvalue)
 
 
+def clopper_pearson(k: int, n: int, alpha: float = ALPHA) -> "tuple[float, float]":
+    """The one-sided ``1 - alpha`` Clopper-Pearson ends of a rate of ``k`` in ``n`` (0 and 1 at the extremes)."""
+    from scipy.stats import beta
+
+    lo = float(beta.ppf(alpha, k, n - k + 1)) if k > 0 else 0.0
+    hi = float(beta.ppf(1.0 - alpha, k + 1, n - k)) if k < n else 1.0
+    return lo, hi
+
+
 @lru_cache(maxsize=65536)  # the same counts are bounded again by every correction of the audit (large counts: seconds)
 def bound(f: int, n: int, c: int, m: int, alpha: float = ALPHA, upper: bool = False) -> float:
     """The lift's one-sided ``1 - alpha`` lower bound (``upper``: upper bound).
@@ -168,12 +177,10 @@ def bound(f: int, n: int, c: int, m: int, alpha: float = ALPHA, upper: bool = Fa
     The upper bound is Clopper-Pearson's upper end of the rate inside over the lower end of the control's (each at
     ``alpha``): monotone in every count, unbounded when no control input fails.
     """
-    from scipy.stats import beta
-
+    q_lo, q_hi = clopper_pearson(c, m, alpha)  # the control rate's ends
     if upper:
-        inside = float(beta.ppf(1.0 - alpha, f + 1, n - f)) if f < n else 1.0
-        control = float(beta.ppf(alpha, c, m - c + 1)) if c > 0 else 0.0
-        return inside / control if control > 0 else float("inf")
+        inside = clopper_pearson(f, n, alpha)[1]
+        return inside / q_lo if q_lo > 0 else float("inf")
     if f == 0:
         return 0.0
     from scipy.stats.contingency import odds_ratio
@@ -182,10 +189,7 @@ def bound(f: int, n: int, c: int, m: int, alpha: float = ALPHA, upper: bool = Fa
         confidence_level=1.0 - alpha, alternative="greater"
     )
     psi = float(ci.low)
-    if psi >= 1.0:
-        q = float(beta.ppf(1.0 - alpha, c + 1, m - c)) if c < m else 1.0
-    else:
-        q = float(beta.ppf(alpha, c, m - c + 1)) if c > 0 else 0.0
+    q = q_hi if psi >= 1.0 else q_lo
     if not math.isfinite(psi):
         return 1.0 / q if q > 0 else float("inf")
     den = 1.0 - q + psi * q

@@ -42,14 +42,6 @@ COLUMNS = (
 )
 
 
-def _clopper_pearson(k: int, n: int, alpha: float) -> "tuple[float, float]":
-    from scipy.stats import beta
-
-    lo = float(beta.ppf(alpha, k, n - k + 1)) if k > 0 else 0.0
-    hi = float(beta.ppf(1 - alpha, k + 1, n - k)) if k < n else 1.0
-    return lo, hi
-
-
 def class_recall(proba: Any, y: Any, classes: Sequence[Any]) -> Any:
     """One row per class (in ``classes``' order) of the held-out rows ``y`` under the model's probabilities ``proba``:
     :data:`COLUMNS`. ``lift`` is the class's failure rate over the other classes' (a zero counted as half a failure),
@@ -73,7 +65,7 @@ def class_recall(proba: Any, y: Any, classes: Sequence[Any]) -> Any:
     for k, (name, e) in enumerate(zip(classes, tests)):
         n = int((y == k).sum())
         hits = n - e.failures
-        lo, hi = _clopper_pearson(hits, n, ev.ALPHA) if n else (float("nan"), float("nan"))
+        lo, hi = ev.clopper_pearson(hits, n) if n else (float("nan"), float("nan"))
         rows.append(
             {
                 "class": str(name),
