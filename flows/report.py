@@ -14,7 +14,7 @@ from tasks import paths
 from tasks.common import PARAMS_FILE, code_version, stage_main
 from tasks.manifest import read_manifest
 from weakspot import methods
-from ops.params import validate_section
+from tasks.settings import validate_section
 from weakspot.config import validate_top_level
 from weakspot.io import write_text
 from weakspot.report import inputs
@@ -110,13 +110,17 @@ def report_input(collected: tuple, targets: dict, p, *, run_info=None, since=Non
 
 
 def since_last_audit(hp):
-    """The comparison with the previous audit in the history store and the trend figure (PNG bytes or None); the
-    verdict is also published as Prefect artifacts, so the Prefect UI shows it on this run."""
+    """What the verdict wrote before this stage ran (``weakspot audit`` records and compares, then reports): the
+    latest comparison in the history store, with its trend (:mod:`ops.verdict.history`), and the trend figure (PNG
+    bytes or None). Nothing recorded yet: an empty comparison."""
     import io
 
-    from ops.history import since_last, trend_figure
+    from tasks.trend import trend_figure
 
-    since = since_last(".", hp.dir, hp.rules)
+    store = Path(hp.dir)
+    files = sorted(store.glob("*.comparison.json")) if store.is_dir() else []
+    comparison = json.loads(files[-1].read_text()) if files else {}
+    since = dict(comparison.get("since") or {"current": None, "previous": None, "rows": [], "trend": {}, "times": []})
     fig = trend_figure(since)
     png = None
     if fig is not None:
@@ -126,19 +130,6 @@ def since_last_audit(hp):
         fig.savefig(buf, format="png", dpi=100)
         plt.close(fig)
         png = buf.getvalue()
-    from ops.verdict import publish_verdict
-
-    recorded = Path(hp.dir) / f"{since['current']}.comparison.json"
-    comparison = (
-        json.loads(recorded.read_text())
-        if since["current"] and recorded.is_file()
-        else {
-            "audit": {"audit_id": since["current"] or "this run (not recorded in the history)"},
-            "previous": since["previous"],
-            "rows": since["rows"],
-        }
-    )
-    publish_verdict(comparison, report_path=str(Path(paths.REPORT).resolve()))
     since["gates"] = comparison.get("gates", [])  # the conditions summary at the top of the report
     since["failures"] = comparison.get("failures", [])  # an incomplete audit: the report opens with it
     return since, png

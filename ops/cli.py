@@ -2,7 +2,7 @@
 lineage, rerun a past audit, schedule the nightly run. Every command works on ``params.yaml`` in the current folder
 (the repository root), which is the file DVC's stages read.
 
-Caveats first: this module only parses arguments and calls the module that does the work (:mod:`ops.audit`,
+Caveats first: this module only parses arguments and calls the module that does the work (:mod:`ops.engine.audit`,
 :mod:`ops.serve`, ...); nothing imports it. A WeakspotError ends the command with its message and exit code 2.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +18,9 @@ from typing import List, Optional
 
 from weakspot.errors import WeakspotError
 
-from ops.params import check_params, load_section
-from ops import dvc
-from ops.dvc import PARAMS
+from tasks.settings import check_params, load_section
+from ops.engine import dvc
+from ops.engine.dvc import PARAMS
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -33,8 +34,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
-    from ops.audit import regenerate_pipeline
-    from ops.lock import audit_lock
+    from ops.engine.audit import regenerate_pipeline
+    from ops.engine.lock import audit_lock
 
     # under the audit lock: an audit running now would have its pipeline and its outputs changed under it
     with audit_lock(".", "weakspot pipeline"):
@@ -44,7 +45,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from ops.audit import audit
+    from ops.engine.audit import audit
 
     if args.profile:
         cmd_profile(argparse.Namespace(name=args.profile))
@@ -61,9 +62,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    import os
 
-    from ops.workers import ensure_pools, worker_command, worker_env
+    from ops.engine.workers import ensure_pools, worker_command, worker_env
 
     if not os.environ.get("PREFECT_API_URL"):
         raise WeakspotError(
@@ -94,7 +94,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ops.compare import write_comparison
+    from ops.verdict.compare import write_comparison
 
     page = write_comparison(args.a, args.b)
     print(f"weakspot: {args.a} vs {args.b} -> {page.resolve()}")
@@ -102,7 +102,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_plots_diff(args: argparse.Namespace) -> int:
-    from ops.plots_diff import plots_diff
+    from ops.verdict.plots_diff import plots_diff
 
     res = plots_diff(args.a, args.b, out=args.out)
     print(
@@ -121,7 +121,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def cmd_lineage(args: argparse.Namespace) -> int:
-    from ops.lineage import format_trace, trace
+    from ops.provenance.lineage import format_trace, trace
 
     path, key = args.path, args.key
     if key is None and ":" in path and not Path(path).exists():
@@ -132,7 +132,7 @@ def cmd_lineage(args: argparse.Namespace) -> int:
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    from ops.rerun import format_rerun, rerun
+    from ops.provenance.rerun import format_rerun, rerun
 
     _, hp = load_section("history", PARAMS)
     res = rerun(
@@ -299,7 +299,14 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+#: Prefect's logging for the audit's processes: the flow runs' INFO lines go to Prefect (its UI shows each run's log),
+#: the terminal shows warnings and errors only (Prefect's documented PREFECT_LOGGING_[PATH]_[KEY] overrides)
+QUIET_CONSOLE = {"PREFECT_LOGGING_LEVEL": "INFO", "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING"}
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    for k, v in QUIET_CONSOLE.items():  # before Prefect is imported: it reads them once
+        os.environ.setdefault(k, v)
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)

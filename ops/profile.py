@@ -33,8 +33,8 @@ from weakspot.config import deep_merge, read_yaml
 from weakspot.errors import ConfigError
 from weakspot.io import write_text
 
-from ops.params import check_params
-from ops.dvc import PARAMS
+from tasks.settings import check_params
+from ops.engine.dvc import PARAMS
 
 #: The header line a merge writes at the top of params.yaml (an earlier one is replaced: the .bak has it).
 HEADER = "# profile {name} merged in by `weakspot profile`; previous file: {backup}\n"

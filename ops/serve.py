@@ -1,10 +1,10 @@
-"""``weakspot serve`` (alias ``schedule``): the nightly flow (``flows/audit.py``: ``weakspot audit --push``, the verdict
+"""``weakspot serve`` (alias ``schedule``): the nightly flow (``ops/engine/nightly.py``: ``weakspot audit --push``, the verdict
 as Prefect artifacts) served as a Prefect deployment on a cron schedule, against PREFECT_API_URL or else a persistent
 local server (``.prefect/``, on ``port``) whose UI shows the runs.
 
 Caveats first: it runs until Ctrl-C or SIGTERM, which pauses the schedule (Prefect's runner), lets an audit in
 progress end (a second Ctrl-C stops it) and stops the local server; the runs stay in ``.prefect/prefect.db``. The
-flow runs in a process of its own (``python -m flows.audit --serve``), which audits by running ``weakspot audit``.
+flow runs in a process of its own (``python -m ops.engine.nightly --serve``), which audits by running ``weakspot audit``.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Dict, List, Optional, Sequence
 
 from weakspot.errors import ConfigError
 
-from ops.params import check_params
-from ops import dvc
-from ops.notify import automation_name, check_url, describe
-from ops.server import prefect_server
+from tasks.settings import check_params
+from ops.engine import dvc
+from ops.verdict.notify import automation_name, check_url, describe
+from ops.engine.server import prefect_server
 
 
 def _banner(
@@ -92,10 +92,10 @@ def serve(
     notify: Sequence[str] = (),
 ) -> int:
     """Serve the nightly audit of the checkout in the current folder until interrupted; the exit code (130 after
-    Ctrl-C or SIGTERM). ``notify``: URLs a failed or regressed run posts to (:mod:`ops.notify`)."""
+    Ctrl-C or SIGTERM). ``notify``: URLs a failed or regressed run posts to (:mod:`ops.verdict.notify`)."""
     for url in notify:
         check_url(url)  # before anything starts
-    if not Path("flows/audit.py").is_file() or not Path(".dvc").is_dir():
+    if not Path("ops/engine/nightly.py").is_file() or not Path(".dvc").is_dir():
         raise ConfigError(f"no weakspot pipeline in {Path.cwd()}: run `weakspot serve` from the repository root")
     check_params(dvc.PARAMS)
     if len(cron.split()) != 5 and not cron.startswith("@"):  # Prefect checks the fields themselves
@@ -103,7 +103,7 @@ def serve(
             f'--cron {cron!r}: a cron has 5 fields, minute hour day month weekday: "0 2 * * *" is 02:00 every night'
         )
     own = not os.environ.get("PREFECT_API_URL")
-    cmd: List[str] = [sys.executable, "-m", "flows.audit", "--serve", cron, "--name", name]
+    cmd: List[str] = [sys.executable, "-m", "ops.engine.nightly", "--serve", cron, "--name", name]
     cmd += (["--timezone", timezone] if timezone else []) + ([] if push else ["--no-push"])
     cmd += [a for url in notify for a in ("--notify", url)]
 

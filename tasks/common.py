@@ -143,7 +143,11 @@ def lineage(
 
 
 def _flow_run() -> Optional[Dict[str, str]]:
-    """The Prefect flow run this stage runs in (its id and name, as the Prefect UI shows them), or None."""
+    """The Prefect flow run this stage runs in (its id and name, as the Prefect UI shows them; on a worker, the flow
+    run its worker started), or None."""
+    worker = json.loads(os.environ.get("WEAKSPOT_WORKER") or "{}")
+    if worker.get("flow_run"):
+        return {"id": worker["flow_run"], "name": worker.get("stage") or ""}
     try:
         from prefect.runtime import flow_run
 
@@ -220,7 +224,12 @@ def stage_main(flow_fn: Any, load: Callable[[Dict[str, Any], List[str]], Tuple[A
         _quiet_expected_errors()
         if not hasattr(flow_fn, "with_options"):  # a function of the arguments that names the flow run
             flow_fn = flow_fn(*args)
-        runner.run_flow(flow_fn, *args, params=params)
+        if os.environ.get("WEAKSPOT_WORKER") and params.runner == "sequential":
+            # on a worker the stage already is a flow run (the one its worker started, ops/engine/stage_flow.py):
+            # the flow's body runs here without a second engine; its tasks are cached as in a flow run
+            flow_fn.fn(*args)
+        else:
+            runner.run_flow(flow_fn, *args, params=params)
     except WeakspotError as exc:
         print(f"weakspot: error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -6,7 +6,7 @@ Caveats first: dvc.yaml is generated from params.yaml (``weakspot pipeline``, ev
 manifest is what today's params produce. DVC leaves the outputs of a stage that is no longer in dvc.yaml (a target
 or a method removed) in the workspace; every reader of the audit's files (the report, the history, the gates,
 ``junit.xml`` and ``summary.md``, ``weakspot compare``) reads only what the manifest declares, and regenerating
-dvc.yaml removes the rest (:func:`stale`: ``ops.audit.remove_stale``). A path is *declared* when it is a declared
+dvc.yaml removes the rest (:func:`stale`: ``ops.engine.audit.remove_stale``). A path is *declared* when it is a declared
 output or lies inside one (a file in an output folder). A checkout without dvc.yaml has no pipeline and no manifest:
 :func:`read_manifest` says so rather than let a reader take whatever is on disk.
 

@@ -57,7 +57,7 @@ def execution(params: Any = None) -> Any:
     when absent) or the section itself."""
     from weakspot.config import load_section
 
-    from ops.params import ExecutionParams  # and the section, registered
+    from tasks.settings import ExecutionParams  # and the section, registered
 
     if params is None:
         from tasks.paths import PARAMS

@@ -1,5 +1,5 @@
 """A Prefect server of its own, started through Prefect's public CLI (``prefect server start``) and stopped with it:
-what a stage's Dask workers reach when no PREFECT_API_URL is set, and what :mod:`ops.server` starts for an audit.
+what a stage's Dask workers reach when no PREFECT_API_URL is set, and what :mod:`ops.engine.server` starts for an audit.
 
 Caveats first: the server's database is PREFECT_HOME's (``prefect.db``); its log goes where the caller says. It is
 started in a session of its own, so stopping it stops everything it started.

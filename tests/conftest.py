@@ -69,6 +69,12 @@ class Repo:
         self.env.pop("WEAKSPOT_PARAMS", None)
         self.env.pop("PREFECT_HOME", None)
         self.env.pop("PREFECT_LOCAL_STORAGE_PATH", None)
+        # the migrated Prefect database, so that the audit's server starts in seconds (tests/prefect_db.py)
+        import prefect_db
+
+        if prefect_db.prepare(self.env):
+            (path / ".prefect").mkdir(exist_ok=True)
+            prefect_db.seed(path / ".prefect", self.env)
 
     def run(self, *args, check=True):
         proc = subprocess.run(list(args), cwd=self.path, env=self.env, capture_output=True, text=True)
@@ -235,10 +241,11 @@ CHEAP_SHARED = {"repo_factory"}
 FIRST = (
     "test_pipeline.py",
     "ops/test_workers.py",
+    "ops/test_worker_killed.py",  # mostly waits (90 s of missed heartbeats): started early, it overlaps the others
     "test_user_targets.py",
     "ops/test_identity.py",
     "ops/test_audit.py",
-    "ops/test_worker_killed.py",
+    "ops/test_two_machines.py",
     "ops/test_resume.py",
     "ops/test_serve.py",
     "ops/test_rerun.py",

@@ -230,7 +230,7 @@ def test_a_local_cluster_with_no_prefect_api_gets_a_server_of_its_own_through_th
 
 
 def test_the_execution_section_is_validated(tmp_path):
-    import ops.params  # noqa: F401  (registers the section)
+    import tasks.settings  # noqa: F401  (registers the section)
     from weakspot.config import check_params, load_section
     from weakspot.errors import ConfigError
 
@@ -241,6 +241,7 @@ def test_the_execution_section_is_validated(tmp_path):
         "n_workers": 2,
         "threads_per_worker": 1,
         "retries": 1,
+        "heartbeat_seconds": 30,
         "resources": {},
         "workers": 3,
         "in_checkout": False,
@@ -251,6 +252,7 @@ def test_the_execution_section_is_validated(tmp_path):
     for bad, words in [
         ({"runner": "ray"}, "execution.runner = 'ray'"),
         ({"n_workers": 0}, "execution.n_workers = 0"),
+        ({"heartbeat_seconds": 10}, "execution.heartbeat_seconds = 10"),
         ({"workers": -1}, "execution.workers = -1"),
         ({"pools": {"tpu": ["intrinsic"]}}, "the pools are cpu and gpu"),
         ({"adress": "tcp://x:1"}, "unknown key 'execution.adress'"),
@@ -267,7 +269,7 @@ def test_the_execution_section_is_validated(tmp_path):
 def test_the_runner_is_no_stage_dependency():
     """Changing the runner, its settings or the cluster reruns nothing: no stage reads `execution` as a DVC param or
     lists tasks/runner.py as a dep (the flows load it by name), and dvc.yaml is what params.yaml generates."""
-    from ops.pipeline import dvc_yaml
+    from ops.engine.pipeline import dvc_yaml
     from weakspot.config import read_yaml
 
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]

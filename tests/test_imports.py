@@ -6,7 +6,10 @@ depth (a lazy import inside a function counts), never by running them:
 - the import graph of the project's modules has no cycle. Imports under ``if TYPE_CHECKING:`` are left out of this
   graph: they never run, so they make no import circle (``weakspot.methods`` names ``weakspot.targets.TargetParams``
   in annotations only, while ``weakspot.targets`` asks ``weakspot.methods`` for the method names);
-- ``ops`` imports nothing of ``flows`` but ``flows.audit`` (the nightly flow it serves).
+- ``ops`` imports nothing of ``flows``, and no stage (``flows``) or its tasks (``tasks``) imports ``ops``: the report
+  stage reads what the verdict wrote (issue 48);
+- no module touches a private interface of Prefect or DVC: no ``prefect._internal``, no ``prefect.server``, no private
+  attribute (``._name``) of either tool's objects.
 
 Two more tests run code: a stage's lineage names torch's version without importing torch, and the closure's parse
 survives Python 3.11's spurious parser error.
@@ -143,7 +146,7 @@ def _one_cycle(graph: Dict[str, Set[str]], comp: Set[str]) -> List[str]:
 
 def test_the_modules_are_found():
     mods = _modules()
-    assert {"weakspot.config", "flows.method", "tasks.runner", "ops.cli", "ops.params"} <= set(mods)
+    assert {"weakspot.config", "flows.method", "tasks.runner", "ops.cli", "tasks.settings"} <= set(mods)
     assert len([m for m in mods if m.startswith("weakspot.")]) > 30
 
 
@@ -176,16 +179,69 @@ def test_the_cycle_finder_finds_a_planted_cycle_and_type_only_imports_are_no_edg
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_operations_import_no_flow_but_the_nightly_audit():
+def test_operations_import_no_flow_and_no_stage_imports_operations():
     bad = []
     for name, edges in _graph().items():
-        if name.split(".")[0] == "ops":
-            bad += [f"{name} imports {e}" for e in sorted(edges) if e.split(".")[0] == "flows" and e != "flows.audit"]
+        top = name.split(".")[0]
+        wrong = {"ops": "flows", "flows": "ops", "tasks": "ops"}.get(top)
+        bad += [f"{name} imports {e}" for e in sorted(edges) if e.split(".")[0] == wrong]
     assert not bad, "\n".join(bad)
 
 
+def _private_import(name: str) -> bool:
+    """An import of Prefect's private modules (``prefect._internal``, any ``prefect._x``) or its server's internals
+    (``prefect.server``): its client, CLI, settings, deployments, work pools and automations are the interface."""
+    parts = name.split(".")
+    return parts[0] == "prefect" and len(parts) > 1 and (parts[1].startswith("_") or parts[1] == "server")
+
+
+def _private_attributes(text: str) -> List[str]:
+    """``obj._x`` read off an object a module did not make (``self._x``, ``cls._x`` and dunders are allowed)."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            owner = node.value
+            if not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")):
+                found.append(f"{node.lineno}: .{node.attr}")
+    return found
+
+
+def test_no_module_uses_a_private_interface_of_prefect_or_dvc():
+    """Issue 48: public interfaces only. No module of ours imports ``prefect._internal`` (or any ``prefect._x``) or a
+    ``prefect.server`` module (nor DVC's modules: the test below), and the modules that drive Prefect and DVC (ops/,
+    flows/, tasks/) read no private attribute of an object (``runner._client``); their own private helpers
+    (``module._helper``) are theirs."""
+    ours = {name.rsplit(".", 1)[-1] for name in _modules()}
+    own_names = {
+        n.name
+        for f in _modules().values()
+        for n in ast.walk(ast.parse(f.read_text()))
+        if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+    }
+    bad = [
+        f"{f.relative_to(ROOT)} imports {imp}"
+        for name, f in _modules().items()
+        for imp in sorted(_imported(name, f))
+        if _private_import(imp)
+    ]
+    for name, f in sorted(_modules().items()):
+        if name.split(".")[0] in ("ops", "flows", "tasks"):
+            for hit in _private_attributes(f.read_text()):
+                attr = hit.rsplit(".", 1)[-1]
+                if attr not in own_names and attr.lstrip("_") not in ours and attr not in ours:
+                    bad.append(f"{f.relative_to(ROOT)}:{hit}")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_private_interface_check_finds_planted_uses():
+    assert _private_import("prefect._internal.schemas.validators") and _private_import("prefect.server.api.server")
+    assert not _private_import("prefect.client.orchestration") and not _private_import("prefect.deployments")
+    assert _private_attributes("x = runner._client\n") == ["1: ._client"]
+    assert _private_attributes("self._x = 1\ncls._y = 2\nprint(a.__dict__)\n") == []
+
+
 def test_nothing_imports_dvc_its_cli_is_the_interface():
-    """DVC is driven through its command line (ops/dvc.py, ops/stage_flow.py) and its files (dvc.yaml, dvc.lock), never
+    """DVC is driven through its command line (ops/engine/dvc.py, ops/engine/stage_flow.py) and its files (dvc.yaml, dvc.lock), never
     through its Python modules, whose internals change from one minor version to the next."""
     bad = [
         f"{f.relative_to(ROOT)} imports {imp}"
@@ -198,7 +254,7 @@ def test_nothing_imports_dvc_its_cli_is_the_interface():
 
 def test_no_pipeline_or_operations_module_imports_another_only_for_its_side_effect():
     """An import kept although nothing of it is used (ruff's F401, silenced) is an import for a side effect: the
-    pipeline's params sections are read through ops.params' own readers, and a flow's package settings come with the
+    pipeline's params sections are read through tasks.settings' own readers, and a flow's package settings come with the
     package, so flows/, tasks/ and ops/ hold none."""
     found = [
         f"{path.relative_to(ROOT)}:{i}"

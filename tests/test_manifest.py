@@ -1,5 +1,5 @@
 """tasks.manifest: what today's dvc.yaml declares, read from a small hand-written one, and what lies under the
-pipeline's artifact roots that it does not (stale), removed by ops.audit.remove_stale with nothing declared touched."""
+pipeline's artifact roots that it does not (stale), removed by ops.engine.audit.remove_stale with nothing declared touched."""
 
 import pytest
 
@@ -191,7 +191,7 @@ def test_stale_names_the_largest_undeclared_entries_under_the_artifact_roots(wor
 
 
 def test_remove_stale_removes_them_and_touches_nothing_declared(workspace, monkeypatch):
-    from ops.audit import remove_stale
+    from ops.engine.audit import remove_stale
 
     before = {rel: ((workspace / rel).stat().st_mtime_ns, (workspace / rel).read_text()) for rel in DECLARED}
     gone = remove_stale(workspace)
@@ -216,7 +216,7 @@ def test_no_dvc_yaml_is_no_manifest(tmp_path):
 
 
 def test_the_stage_graph_reads_entries_with_the_manifests_helper():
-    from ops.graph import entry_paths
+    from ops.engine.graph import entry_paths
     from tasks import manifest
 
     assert entry_paths is manifest.entry_paths

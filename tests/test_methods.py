@@ -214,7 +214,7 @@ def test_a_toy_shared_stage_runs_through_its_one_entry_point(tmp_path, monkeypat
 
 
 def test_the_pipeline_builds_a_shared_stage_from_its_declaration_alone(tmp_path, monkeypatch):
-    from ops.pipeline import stages
+    from ops.engine.pipeline import stages
     from weakspot.config import read_yaml
 
     _toy_shared(tmp_path, monkeypatch, "toy_plugin_p")

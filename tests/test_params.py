@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import ops.params  # noqa: F401  (the repository's params.yaml holds the operations' sections: history, execution)
+import tasks.settings  # noqa: F401  (the repository's params.yaml holds the operations' sections: history, execution)
 from weakspot.config import check_params, deep_merge, load_section, load_target, read_yaml, validate_section
 from weakspot.errors import ConfigError
 
@@ -14,13 +14,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_library_alone_does_not_know_the_operations_sections_and_ops_params_registers_them(tmp_path):
     """weakspot.config knows the library's sections and every method's; ``history``, ``gates`` and ``execution`` are
-    registered by the operations package when ops.params is imported (weakspot check and audit, the report stage,
+    registered by the operations package when tasks.settings is imported (weakspot check and audit, the report stage,
     tasks/runner.py)."""
     import subprocess
     import sys
 
     code = (
-        "from weakspot.config import section_names; a = set(section_names()); import ops.params; "
+        "from weakspot.config import section_names; a = set(section_names()); import tasks.settings; "
         "b = set(section_names()); print(sorted(a & {'history', 'execution', 'gates'}), sorted(b - a))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
@@ -110,7 +110,7 @@ def test_a_stage_runs_on_the_threads_params_yaml_pins(tmp_path):
     import subprocess
     import sys
 
-    from ops.pipeline import stages
+    from ops.engine.pipeline import stages
     from weakspot.config import read_yaml
 
     root = Path(__file__).resolve().parents[1]

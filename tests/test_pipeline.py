@@ -260,7 +260,7 @@ def test_the_corner_prose_rebuilt_from_the_audits_results_has_no_stray_number(re
 
 
 def test_dvc_metrics_show_fits_a_terminal_each_file_its_headline(repo):
-    from ops.lineage import flatten
+    from ops.provenance.lineage import flatten
 
     files = sorted(str(f.relative_to(repo.path)) for f in (repo.path / "metrics").rglob("*.json"))
     assert len(files) >= 15

@@ -210,7 +210,7 @@ def test_a_users_csv_and_pickled_sklearn_model_are_audited_by_gad_with_no_code(u
             pd.read_parquet(r.path / f"findings/mine/{method}.parquet"),
         )
     # one family, the target (issue 47): the pipeline's gates (8 other targets beside) and the API confirm the same
-    from ops.gates import confirmed_weak_spots
+    from ops.verdict.gates import confirmed_weak_spots
 
     stages = yaml.safe_load((r.path / "dvc.yaml").read_text())["stages"]
     assert {s for s in stages if s.endswith("-mine")} == {"prepare-mine", "train-mine", "gad-mine", "segments-mine"}

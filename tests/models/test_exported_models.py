@@ -239,7 +239,7 @@ def test_an_output_that_is_not_a_probability_per_class_is_named(tmp_path):
 def test_an_exported_models_weights_are_deps_of_its_train_stage():
     import yaml
 
-    from ops.pipeline import dvc_yaml
+    from ops.engine.pipeline import dvc_yaml
 
     raw = {
         "targets": {

@@ -1,4 +1,4 @@
-"""ops.audit: the history record and comparison that set the exit code, the sweep of partial files; then `weakspot
+"""ops.engine.audit: the history record and comparison that set the exit code, the sweep of partial files; then `weakspot
 audit` as its users run it every night (issue 12), on a tiny audited copy of the repository (``ops_repo``: one tabular
 target, GAD on tiny budgets, marked ``ops``): a regression planted between two audits, two audits at once, a gate. (kill -9 in the middle of a
 stage and the audit that resumes it: test_resume.py; exact reruns: test_rerun.py.)
@@ -26,7 +26,7 @@ def _metrics(root, acc):
 
 
 def test_audit_exits_3_on_a_regression_and_0_otherwise(tmp_path, monkeypatch):
-    from ops.audit import record_and_compare
+    from ops.engine.audit import record_and_compare
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "params.yaml").write_text(
@@ -52,7 +52,7 @@ def test_audit_exits_3_on_a_regression_and_0_otherwise(tmp_path, monkeypatch):
 
 
 def test_an_interrupted_runs_partial_files_are_swept(tmp_path):
-    from ops.audit import sweep_partials
+    from ops.engine.audit import sweep_partials
     from weakspot.io import atomic_path
 
     (tmp_path / "metrics").mkdir()
@@ -122,7 +122,7 @@ def test_a_weaker_model_is_flagged_by_the_next_audit_and_a_concurrent_audit_refu
     with open(tmp_path / "first.log", "w+") as log:
         first = _start(r, "audit", log=log)
         # the holder's side file (the lock file itself stays between audits): the first audit has the lock
-        from ops.lock import INFO
+        from ops.engine.lock import INFO
 
         def holds() -> bool:
             try:

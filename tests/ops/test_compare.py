@@ -1,4 +1,4 @@
-"""ops.compare: two audited targets on the same data side by side, on a planted audit whose answer is known: one
+"""ops.verdict.compare: two audited targets on the same data side by side, on a planted audit whose answer is known: one
 weak spot fixed, one new, one shared; both robustness curves; refusals for different data and a missing audit."""
 
 import json
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from conftest import declare
 
-from ops.compare import compare_targets, write_comparison
+from ops.verdict.compare import compare_targets, write_comparison
 from weakspot.errors import ConfigError
 
 DATA = {"source": "digits", "fractions": [0.7, 0.15, 0.15], "seed": 0}

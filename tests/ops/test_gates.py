@@ -1,4 +1,4 @@
-"""ops.gates and ops.verdict_files: absolute conditions checked after every audit (the first one too), and the
+"""ops.verdict.gates and ops.verdict.files: absolute conditions checked after every audit (the first one too), and the
 verdict written for CI (junit.xml) and a pull request (summary.md), on planted metrics and findings."""
 
 import json
@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from conftest import declare
 
-import ops.params  # noqa: F401  (registers the gates section)
-from ops.gates import check_gates, confirmed_weak_spots
-from ops.params import GatesParams
+import tasks.settings  # noqa: F401  (registers the gates section)
+from ops.verdict.gates import check_gates, confirmed_weak_spots
+from tasks.settings import GatesParams
 from weakspot.errors import ConfigError
 
 METRICS = {"train/digits:test_accuracy": 0.95, "train/scenes:test_accuracy": 0.72, "gad/phoneme:name": "x"}
@@ -96,7 +96,7 @@ def test_malformed_gates_are_named(tmp_path, bad, match):
 
 
 def _audit_once(tmp_path, gate_value):
-    from ops.audit import record_and_compare
+    from ops.engine.audit import record_and_compare
 
     (tmp_path / "params.yaml").write_text(
         json.dumps(
@@ -163,7 +163,7 @@ def test_gates_fail_false_reports_without_failing_the_audit(tmp_path, monkeypatc
     (tmp_path / "metrics/train").mkdir(parents=True)
     (tmp_path / "metrics/train/digits.json").write_text(json.dumps({"test_accuracy": 0.95}))
     declare(tmp_path, "metrics/train/digits.json")
-    from ops.audit import record_and_compare
+    from ops.engine.audit import record_and_compare
 
     assert record_and_compare() == 0
     assert (tmp_path / "reports/summary.md").read_text().startswith("## weakspot audit: FAIL")
@@ -173,7 +173,7 @@ def test_a_method_that_found_no_weak_spot_passes_in_junit_with_its_words():
     """Issue 47: finding nothing on a good model was a skipped 'not trusted' case; it is the answer."""
     import pandas as pd
 
-    from ops.verdict_files import junit_xml
+    from ops.verdict.files import junit_xml
     from weakspot.report.view import control_verdict
 
     clear = control_verdict(pd.DataFrame({"n_confirm": [30, 40], "confirmed": [False, False], "family": [2, 2]}))

@@ -1,4 +1,4 @@
-"""ops.history: the store of past audits, and the comparison that flags regressions by params.yaml's rules."""
+"""ops.verdict.history: the store of past audits, and the comparison that flags regressions by params.yaml's rules."""
 
 import json
 
@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 from conftest import declare
 
-from ops.history import SCHEMA, audits, compare, format_comparison, load, record, snapshot
-from ops.params import HistoryParams
+from ops.verdict.history import SCHEMA, audits, compare, format_comparison, load, record, snapshot
+from tasks.settings import HistoryParams
 
 #: The planted audit's outputs, as its dvc.yaml declares them (every reader reads only those: tasks/manifest.py).
 DECLARED = ("metrics/train/digits.json", "plots/train/digits", "metrics/corner/digits.json", "metrics/gad/phoneme.json")
@@ -103,7 +103,8 @@ def test_a_rule_can_exclude_what_its_pattern_also_matches():
 def test_since_last_compares_the_recorded_audit_with_the_one_before_and_draws_the_trend(tmp_path):
     import time
 
-    from ops.history import since_last, trend_figure
+    from ops.verdict.history import since_last
+    from tasks.trend import trend_figure
     from weakspot.report.html import render_report
 
     _metrics(tmp_path, 0.99, [["3", "9", 50]])
@@ -129,7 +130,7 @@ def test_since_last_compares_the_recorded_audit_with_the_one_before_and_draws_th
 
 
 def test_an_empty_history_says_so_in_the_report(tmp_path):
-    from ops.history import since_last
+    from ops.verdict.history import since_last
     from weakspot.report.html import render_report
 
     _metrics(tmp_path, 0.99, [])
@@ -140,7 +141,7 @@ def test_an_empty_history_says_so_in_the_report(tmp_path):
 
 def test_each_audit_keeps_its_params_and_lock_and_is_found_by_id_prefix_or_last(tmp_path):
     from weakspot.errors import DataError
-    from ops.history import find_audit
+    from ops.verdict.history import find_audit
 
     (tmp_path / "params.yaml").write_text("device: cpu\n")
     (tmp_path / "dvc.lock").write_text("schema: '2.0'\nstages: {}\n")
@@ -159,7 +160,7 @@ def test_a_stage_dvc_yaml_no_longer_declares_is_in_no_snapshot_comparison_or_tre
     that are gone), but it is no part of today's audit, and a past audit's value of it is no "missing" metric."""
     import time
 
-    from ops.history import since_last
+    from ops.verdict.history import since_last
 
     _metrics(tmp_path, 0.99, [])
     declare(tmp_path, "metrics/train/gone.json")

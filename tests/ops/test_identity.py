@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_committed_packages_yaml_is_what_this_environment_and_dvc_yaml_generate():
-    from ops.pipeline import packages_of
+    from ops.engine.pipeline import packages_of
     from tasks.packages import packages_yaml
 
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
@@ -112,7 +112,7 @@ def test_the_extras_a_distribution_asks_of_another_are_followed():
 
 
 def test_a_rerun_names_the_packages_an_audit_computed_with_at_other_versions(tmp_path):
-    from ops.rerun import package_drift
+    from ops.provenance.rerun import package_drift
     from tasks.packages import entry
 
     here = {n: entry(n) for n in ("numpy", "python")}
@@ -508,7 +508,7 @@ def _call_states(env: dict, since) -> list:
 def test_a_changed_param_device_or_threads_misses_every_cached_call_and_an_unchanged_stage_hits(users):
     import datetime
 
-    from ops.server import prefect_server
+    from ops.engine.server import prefect_server
 
     r = users
     now = lambda: datetime.datetime.now(datetime.timezone.utc)  # noqa: E731

@@ -1,4 +1,4 @@
-"""ops.lineage: the chain behind an artifact or a number, from dvc.yaml, dvc.lock and the artifacts' metadata."""
+"""ops.provenance.lineage: the chain behind an artifact or a number, from dvc.yaml, dvc.lock and the artifacts' metadata."""
 
 import hashlib
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 import yaml
 
-from ops.lineage import format_trace, trace
+from ops.provenance.lineage import format_trace, trace
 from weakspot.errors import DataError
 
 

@@ -1,4 +1,4 @@
-"""ops.lock: two audits at once -- the second refuses, naming the first (process, host, start time, command); a lock
+"""ops.engine.lock: two audits at once -- the second refuses, naming the first (process, host, start time, command); a lock
 whose holder was killed (SIGKILL) does not block the next audit."""
 
 import json
@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from ops.lock import INFO, LOCK, AuditRunning, audit_lock
+from ops.engine.lock import INFO, LOCK, AuditRunning, audit_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 
 #: A second process that takes the lock of the checkout in argv[1] and holds it until it is killed.
 HOLD = """
 import sys, time
-from ops.lock import audit_lock
+from ops.engine.lock import audit_lock
 with audit_lock(sys.argv[1], "weakspot audit --force", say=None):
     print("held", flush=True)
     time.sleep(300)

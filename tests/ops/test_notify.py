@@ -1,4 +1,4 @@
-"""ops.notify without a server: `--notify` URLs validated and sorted into Prefect blocks, the automation's trigger
+"""ops.verdict.notify without a server: `--notify` URLs validated and sorted into Prefect blocks, the automation's trigger
 (failed runs of the nightly deployment) and actions (the saved blocks), the webhook's JSON payload rendered as the
 server renders it, and the Failed message that the payload carries. The flow's event reaching a webhook through a
 served deployment is tests/ops/test_serve.py's."""
@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from ops import notify
-from ops.verdict import failure_message, verdict_line
+from ops.verdict import notify
+from ops.verdict.artifacts import failure_message, verdict_line
 from weakspot.errors import ConfigError
 
 HOOK = "http://127.0.0.1:8123/hook"
@@ -107,7 +107,9 @@ def test_the_automation_fires_on_failed_runs_of_the_nightly_deployment():
             }
         )
 
-    failed = "weakspot.audit.failed"  # what the nightly flow emits when it ends Failed (ops.notify.announce_failure)
+    failed = (
+        "weakspot.audit.failed"  # what the nightly flow emits when it ends Failed (ops.verdict.notify.announce_failure)
+    )
     assert trigger.covers(event(failed)) and trigger.covers(event("prefect.flow-run.Crashed"))
     assert not trigger.covers(event("prefect.flow-run.Completed"))
     assert not trigger.covers(event("prefect.flow-run.Running"))

@@ -1,4 +1,4 @@
-"""ops.plots_diff: two recorded audits' curve files taken from the DVC cache by their own dvc.lock, and DVC's own
+"""ops.verdict.plots_diff: two recorded audits' curve files taken from the DVC cache by their own dvc.lock, and DVC's own
 `dvc plots diff` rendering both (a planted cache and history: the answer is known)."""
 
 import hashlib
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from ops.plots_diff import plot_file, plots_diff
+from ops.verdict.plots_diff import plot_file, plots_diff
 
 
 def _cache(root, data: bytes) -> str:

@@ -1,4 +1,4 @@
-"""ops.rerun: a past audit reproduced in a scratch worktree, its outputs compared with the recorded lock; on the tiny
+"""ops.provenance.rerun: a past audit reproduced in a scratch worktree, its outputs compared with the recorded lock; on the tiny
 audited ``ops_repo`` (marked ``ops``), a pushed audit pulled by a rerun on another checkout instead of recomputed, after
 a target and a method it audited left the params (and the workspace, the report, the verdict files and the history)."""
 
@@ -21,7 +21,7 @@ def test_a_rerun_compares_every_output_of_the_audits_stages_with_the_lock(tmp_pa
 
     import yaml
 
-    from ops.rerun import compare_outputs
+    from ops.provenance.rerun import compare_outputs
 
     (tmp_path / "metrics/train").mkdir(parents=True)
     (tmp_path / "metrics/train/a.json").write_text('{"x": 1}\n')
@@ -53,7 +53,7 @@ def test_a_rerun_compares_every_output_of_the_audits_stages_with_the_lock(tmp_pa
 
 
 def test_a_checkout_from_before_the_move_is_audited_by_its_own_weakspot_cli(tmp_path):
-    from ops.rerun import cli_module
+    from ops.provenance.rerun import cli_module
 
     assert cli_module(tmp_path) == "weakspot.cli"
     (tmp_path / "ops").mkdir()

@@ -266,7 +266,7 @@ def test_a_failed_nightly_run_posts_its_verdict_to_the_notify_webhook(ops_repo, 
 
 def test_a_malformed_cron_is_named_before_anything_is_served(capsys):
     """Checked by Prefect's public schedule model (issue 48: no ``prefect._internal``), before a server is asked."""
-    from flows.audit import serve
+    from ops.engine.nightly import serve
 
     for bad in ("61 2 * * *", "0 2 * *x", "every night"):
         assert serve(bad) == 2

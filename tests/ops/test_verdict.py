@@ -1,8 +1,8 @@
-"""The verdict published as Prefect artifacts (ops.verdict): its text, its table, and no-op outside a run."""
+"""The verdict published as Prefect artifacts (ops.verdict.artifacts): its text, its table, and no-op outside a run."""
 
 import json
 
-from ops.verdict import comparison_table, latest_comparison, publish_verdict, verdict_line, verdict_markdown
+from ops.verdict.artifacts import comparison_table, latest_comparison, publish_verdict, verdict_line, verdict_markdown
 
 AUDIT = {
     "audit_id": "20260101T020000Z-abcdef12-12345678",

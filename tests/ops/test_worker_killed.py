@@ -1,5 +1,6 @@
-"""A worker killed with SIGKILL in the middle of a stage (issue 35): the stage is submitted again to a live worker,
-the audit completes with the bytes of an undisturbed audit of the same params (``ops_repo``, whose stages ran in the
+"""A worker killed with SIGKILL in the middle of a stage, together with its flow run's process tree (issues 35, 48): no
+process of it is left to report anything, so Prefect notices through the flow run's missing heartbeats (the
+automation of ops/engine/lost.py marks it Crashed), the audit's flow runs the stage again on a live worker, and it completes with the bytes of an undisturbed audit of the same params (``ops_repo``, whose stages ran in the
 checkout: test_workers.py shows the bytes are the same either way), nothing is lost or duplicated. Marked ``ops``: a
 throwaway repository audited through two local process workers."""
 
@@ -13,8 +14,8 @@ from test_workers import WEAKSPOT, _descendants, _flow_runs, _lock
 
 @pytest.mark.ops
 def test_a_worker_killed_mid_stage_and_the_audit_completes_with_the_same_bytes(ops_repo, repo_factory, tmp_path):
-    """kill -9 of the worker running train-phoneme (and of the stage it runs, as a power cut would): the stage is
-    submitted again to the live worker; every metric is the bytes of the undisturbed audit's (``ops_repo``: the
+    """kill -9 of the worker running train-phoneme (and of the stage it runs, as a power cut would): Prefect marks
+    its flow run Crashed once three heartbeats (30 s each) are missed, and the stage runs again on the live worker; every metric is the bytes of the undisturbed audit's (``ops_repo``: the
     same params but for ``execution.in_checkout``, audited without a kill)."""
     import psutil
 
@@ -33,20 +34,16 @@ def test_a_worker_killed_mid_stage_and_the_audit_completes_with_the_same_bytes(o
             text=True,
         )
         killed = None
-        deadline = time.time() + 400
+        deadline = time.time() + 300
         while killed is None and time.time() < deadline and proc.poll() is None:
             time.sleep(0.5)
-            if not list(work.glob("weakspot-train-phoneme-*/dvc.yaml")):
-                continue
             for p in _descendants(proc.pid):
                 try:
                     cmd = " ".join(p.cmdline())
                 except psutil.NoSuchProcess:
                     continue
                 if "worker start" in cmd and any(
-                    "train-phoneme" in " ".join(c.cmdline()) or str(work) in (c.cwd() or "")
-                    for c in _descendants(p.pid)
-                    if c.is_running()
+                    "train-phoneme" in " ".join(c.cmdline()) for c in _descendants(p.pid) if c.is_running()
                 ):
                     killed = [p] + _descendants(p.pid)
                     for q in killed:
@@ -60,7 +57,7 @@ def test_a_worker_killed_mid_stage_and_the_audit_completes_with_the_same_bytes(o
         text = log.read()
     assert killed, "no worker was seen running train-phoneme:\n" + text[-3000:]
     assert rc == 0, text[-3000:]
-    assert "train-phoneme crashed" in text and "submitted again (attempt 2)" in text
+    assert "train-phoneme: its flow run crashed; running it again (attempt 2)" in text, text[-3000:]
     for f in ("train/phoneme.json", "gad/phoneme.json", "segments/phoneme.json", "prepare/phoneme.json"):
         assert (r.path / "metrics" / f).read_bytes() == (ops_repo.path / "metrics" / f).read_bytes(), f
     lock = _lock(r.path)

@@ -1,4 +1,4 @@
-"""Stages on workers (ops.graph, ops.snapshot, ops.scheduler, ops.stage_flow, ops.workers): the stage graph of a
+"""Stages on workers (ops.engine.graph, ops.engine.snapshot, ops.engine.audit_flow, ops.engine.stage_flow, ops.engine.workers): the stage graph of a
 generated dvc.yaml, the workspace snapshot, the scheduler on a known graph (a failure stops only what needs it, a
 dead worker's stage is submitted again); then on throwaway repositories (marked ``ops``): local process workers and
 a gpu pool give the bytes of ``weakspot audit --in-checkout`` (plain ``dvc repro`` in the checkout), a bad target
@@ -23,8 +23,8 @@ WEAKSPOT = [sys.executable, "-m", "ops.cli"]
 
 
 def test_the_stage_graph_is_read_from_dvc_yaml(tmp_path):
-    from ops.graph import downstream, stage_graph, upstream
-    from ops.pipeline import dvc_yaml
+    from ops.engine.graph import downstream, stage_graph, upstream
+    from ops.engine.pipeline import dvc_yaml
     from weakspot.config import read_yaml
 
     (tmp_path / "dvc.yaml").write_text(dvc_yaml(read_yaml(ROOT / "params.yaml")))
@@ -44,7 +44,7 @@ def _git(*args, cwd):
 
 
 def test_the_snapshot_holds_uncommitted_changes_and_touches_nothing(tmp_path):
-    from ops.snapshot import snapshot
+    from ops.engine.snapshot import snapshot
 
     env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
     os.environ.update(env)
@@ -72,8 +72,8 @@ def test_the_snapshot_holds_uncommitted_changes_and_touches_nothing(tmp_path):
 
 
 def test_workers_elsewhere_clone_the_audits_commit_from_a_git_remote(tmp_path, monkeypatch):
-    from ops.audit import git_source
-    from ops.snapshot import snapshot
+    from ops.engine.audit import git_source
+    from ops.engine.snapshot import snapshot
 
     os.environ.update(
         {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
@@ -93,7 +93,7 @@ def test_workers_elsewhere_clone_the_audits_commit_from_a_git_remote(tmp_path, m
     assert git_source(ref, sha) == str(work.resolve())  # workers on this machine clone the checkout
     monkeypatch.setenv("WEAKSPOT_GIT_REMOTE", "origin")
     assert git_source(ref, sha) == str(bare)
-    # what a worker elsewhere does (ops/stage_flow.py): clone, fetch the ref, check out the commit
+    # what a worker elsewhere does (ops/engine/stage_flow.py): clone, fetch the ref, check out the commit
     clone = tmp_path / "clone"
     _git("clone", "-q", "--no-checkout", str(bare), str(clone), cwd=tmp_path)
     _git("fetch", "-q", str(bare), ref, cwd=clone)
@@ -102,7 +102,7 @@ def test_workers_elsewhere_clone_the_audits_commit_from_a_git_remote(tmp_path, m
 
 
 def test_a_clone_gets_the_inputs_git_ignores_from_the_checkout_and_no_output(tmp_path):
-    from ops.stage_flow import copy_ignored_inputs
+    from ops.engine.stage_flow import copy_ignored_inputs
 
     repo, work = tmp_path / "repo", tmp_path / "work"
     dvc_yaml = {
@@ -137,40 +137,77 @@ def test_a_clone_gets_the_inputs_git_ignores_from_the_checkout_and_no_output(tmp
     assert copy_ignored_inputs(repo, work) == []
 
 
-# ------------------------------------------------------------------------------------------ the scheduler
+# ------------------------------------------------------------------------------------------ the audit's flow
 
 
-class FakeRuns:
-    """Flow runs that finish at once: ``fail`` stages fail, ``crash`` stages crash on their first attempt, ``dead``
-    stages report running with a process that is gone on their first attempt."""
+class FakeDeployments:
+    """``prefect.deployments.run_deployment`` for the audit flow's tests: each call is a child flow run that ends at
+    once; ``fail`` stages fail, ``crash`` stages crash on their first attempt (a lost worker)."""
 
-    def __init__(self, fail=(), crash=(), dead=(), dead_pid=None):
-        self.fail, self.crash, self.dead, self.dead_pid = set(fail), set(crash), set(dead), dead_pid
-        self.submitted, self.runs, self.marked, self.priorities, self.nice = [], {}, [], {}, {}
+    def __init__(self, fail=(), crash=()):
+        import threading
 
-    def submit(self, stage, pool, priority=0, nice=0):
-        self.priorities[stage] = priority
-        self.nice[stage] = nice
-        rid = f"{stage}#{sum(s == stage for s, _ in self.submitted) + 1}"
-        self.submitted.append((stage, pool))
-        self.runs[rid] = stage
-        return rid
+        self.fail, self.crash = set(fail), set(crash)
+        self.submitted, self.priorities, self.nice, self.pools = [], {}, {}, {}
+        self.lock = threading.Lock()
 
-    def statuses(self, rids):
-        return {rid: self.status(rid) for rid in rids}
+    def __call__(self, name, parameters, scheduled_time, flow_run_name, tags, timeout, poll_interval):
+        import uuid
+        from types import SimpleNamespace
 
-    def status(self, rid):
-        stage, attempt = rid.split("#")
+        from prefect.states import Completed, Crashed, Failed
+
+        stage = parameters["stage"]
+        with self.lock:
+            self.submitted.append(stage)
+            attempt = self.submitted.count(stage)
+        self.priorities[stage] = scheduled_time
+        self.nice[stage] = parameters["nice"]
+        self.pools[stage] = name
         if stage in self.fail:
-            return "failed", f"{stage}: DataError: bad data", 123
-        if stage in self.crash and attempt == "1":
-            return "crashed", "the process exited with -9", 123
-        if stage in self.dead and attempt == "1":
-            return "running", "", self.dead_pid
-        return "completed", "", 123
+            state = Failed(message=f"{stage}: DataError: bad data")
+        elif stage in self.crash and attempt == 1:
+            state = Crashed(message="no heartbeat for 90 s: its worker or machine was lost")
+        else:
+            state = Completed()
+        return SimpleNamespace(id=uuid.uuid4(), state=state)
 
-    def crashed(self, rid, message):
-        self.marked.append(rid)
+
+@pytest.fixture(scope="module")
+def prefect_api():
+    """A temporary Prefect server (``prefect server start``) for the audit flow's tests."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from tasks.server import temporary_server
+
+    with temporary_server() as url, temporary_settings(updates={PREFECT_API_URL: url}):
+        yield url
+
+
+def _run(graph, fake, retries=1, monkeypatch=None):
+    """The stages of ``graph`` through :func:`ops.engine.audit_flow.run_stages` in a flow run, with ``fake`` for
+    run_deployment."""
+    import prefect.deployments
+    from prefect import flow
+
+    from ops.engine.audit_flow import run_stages, runner
+
+    monkeypatch.setattr(prefect.deployments, "run_deployment", fake)
+
+    @flow(name="weakspot-audit-test", task_runner=runner(len(graph)), persist_result=False)
+    def audit():
+        return run_stages(
+            list(graph),
+            graph,
+            lambda s: "gpu" if s.startswith("intrinsic") else "cpu",
+            lambda pool: f"weakspot-stage/stage-{pool}",
+            {"repo": "r"},
+            audit="test",
+            retries=retries,
+            say=lambda m: None,
+        )
+
+    return audit()
 
 
 GRAPH = {
@@ -185,21 +222,17 @@ GRAPH = {
 }
 
 
-def test_a_failed_stage_stops_only_the_stages_that_need_it():
-    from ops.scheduler import schedule
-
-    runs = FakeRuns(fail={"train-b"})
-    out = schedule(
-        list(GRAPH), GRAPH, runs, lambda s: "gpu" if s.startswith("intrinsic") else "cpu", poll=0, say=lambda m: None
-    )
+def test_a_failed_stage_stops_only_the_stages_that_need_it(prefect_api, monkeypatch):
+    fake = FakeDeployments(fail={"train-b"})
+    out = _run(GRAPH, fake, monkeypatch=monkeypatch)
     assert out.failed.keys() == {"train-b"} and "DataError: bad data" in out.failed["train-b"]
     assert out.not_run == {"intrinsic-b": "train-b"}
     assert sorted(out.done) == sorted(set(GRAPH) - {"train-b", "intrinsic-b"})
     assert not out.complete
-    # each stage submitted once, after what it needs; none of a failed stage's dependants
-    order = [s for s, _ in runs.submitted]
-    assert len(order) == len(set(order)) and "intrinsic-b" not in order
-    assert all(order.index(n) < order.index(s) for s in order for n in GRAPH[s])
+    # each stage run once (Prefect's wait_for kept it until what it needs completed); none of a failed stage's
+    # dependants; the white-box stage on the gpu pool's deployment
+    assert sorted(fake.submitted) == sorted(set(GRAPH) - {"intrinsic-b"})
+    assert fake.pools["gad-a"] == "weakspot-stage/stage-cpu"
 
 
 #: a stage graph like the default audit's: the rendered scenes' chain (render, its data, its model, four methods) and a
@@ -216,14 +249,12 @@ SCENES_AND_A_TABLE = {
 
 def test_the_stages_with_most_after_them_go_first():
     """The rendered scenes' chain (render, its data, its model, four methods) is taken before quick stages that stand
-    alone, and each stage's priority is the number of stages after it."""
-    from ops.scheduler import schedule
+    alone: each stage's priority is the number of stages after it, and the tasks are submitted in that order."""
+    from ops.engine.audit_flow import order
 
-    g = SCENES_AND_A_TABLE
-    runs = FakeRuns()
-    schedule(list(g), g, runs, lambda s: "cpu", poll=0, say=lambda m: None)
-    assert [s for s, _ in runs.submitted][:3] == ["render", "prepare-a", "prepare-s"]
-    assert runs.priorities == {
+    after = order(list(SCENES_AND_A_TABLE), SCENES_AND_A_TABLE)
+    assert list(after)[:3] == ["render", "prepare-s", "train-s"]
+    assert after == {
         "render": 6,
         "prepare-s": 5,
         "train-s": 4,
@@ -233,17 +264,18 @@ def test_the_stages_with_most_after_them_go_first():
     }
 
 
-def test_stages_nothing_waits_for_run_at_a_lower_cpu_priority():
+def test_stages_nothing_waits_for_run_at_a_lower_cpu_priority_and_are_scheduled_later(prefect_api, monkeypatch):
     """The stage most stages wait for gets the normal nice 0, a leaf (no stage after it) nice 10, the others in
-    proportion: the kernel hands the cores to the longest chain first when the local workers outnumber them."""
-    from ops.scheduler import LEAF_NICE, niceness, schedule
+    proportion; a pool's workers take the earliest scheduled run first, and the longest chain is scheduled first."""
+    from ops.engine.audit_flow import LEAF_NICE, niceness
 
     assert [niceness(n, 6) for n in (0, 3, 6)] == [LEAF_NICE, LEAF_NICE // 2, 0] and 0 < LEAF_NICE <= 19
-    g = SCENES_AND_A_TABLE
-    runs = FakeRuns()
-    schedule(list(g), g, runs, lambda s: "cpu", poll=0, say=lambda m: None)
-    assert runs.nice["render"] == 0 and runs.nice["m0-s"] == runs.nice["train-a"] == LEAF_NICE
-    assert runs.nice["render"] < runs.nice["prepare-s"] < runs.nice["train-s"] < runs.nice["prepare-a"]
+    fake = FakeDeployments()
+    out = _run(SCENES_AND_A_TABLE, fake, monkeypatch=monkeypatch)
+    assert out.complete
+    assert fake.nice["render"] == 0 and fake.nice["m0-s"] == fake.nice["train-a"] == LEAF_NICE
+    assert fake.nice["render"] < fake.nice["prepare-s"] < fake.nice["train-s"] < fake.nice["prepare-a"]
+    assert fake.priorities["render"] < fake.priorities["prepare-s"] < fake.priorities["prepare-a"]
 
 
 def test_a_stage_at_a_lower_priority_lowers_its_own_session_too():
@@ -253,7 +285,7 @@ def test_a_stage_at_a_lower_priority_lowers_its_own_session_too():
     import sys
 
     probe = (
-        "from ops.stage_flow import lower_priority; import os; "
+        "from ops.engine.stage_flow import lower_priority; import os; "
         "print(lower_priority(7), os.nice(0), open('/proc/self/autogroup').read().split()[-1] "
         "if os.path.exists('/proc/self/autogroup') else 'none')"
     )
@@ -265,33 +297,34 @@ def test_a_stage_at_a_lower_priority_lowers_its_own_session_too():
     assert group in ("7", "none"), out.stdout  # its session is lowered where the kernel groups sessions
 
 
-def test_a_crashed_stage_and_a_dead_workers_stage_are_submitted_again(tmp_path):
-    from ops.scheduler import schedule
+def test_a_crashed_stage_runs_again_and_a_failed_one_does_not(prefect_api, monkeypatch):
+    """A Crashed child flow run (a lost worker, as Prefect's heartbeat automation marks it) is run again by the
+    task's retry; a Failed one is not (it would fail the same way); with no retries left a crash is a failure."""
+    fake = FakeDeployments(crash={"train-a", "train-c"}, fail={"train-b"})
+    out = _run(GRAPH, fake, retries=1, monkeypatch=monkeypatch)
+    assert set(out.failed) == {"train-b"} and fake.submitted.count("train-b") == 1
+    assert fake.submitted.count("train-a") == 2 and fake.submitted.count("train-c") == 2
+    assert {"train-a", "train-c", "gad-a"} <= set(out.done)
+    fake = FakeDeployments(crash={"train-a"})
+    out = _run(GRAPH, fake, retries=0, monkeypatch=monkeypatch)
+    assert "train-a" in out.failed and "lost" in out.failed["train-a"] and out.not_run == {"gad-a": "train-a"}
 
-    gone = subprocess.Popen([sys.executable, "-c", "pass"])
-    gone.wait()  # a process id that no longer runs: the stage's worker was killed
-    runs = FakeRuns(crash={"train-a"}, dead={"train-c"}, dead_pid=gone.pid)
-    out = schedule(list(GRAPH), GRAPH, runs, lambda s: "cpu", retries=1, poll=0, say=lambda m: None)
-    assert out.complete and sorted(out.done) == sorted(GRAPH)
-    assert [s for s, _ in runs.submitted].count("train-a") == 2 and [s for s, _ in runs.submitted].count("train-c") == 2
-    assert runs.marked == ["train-c#1"]  # marked Crashed in Prefect, where it still said Running
-    attempts = [(r["stage"], r["state"]) for r in out.runs if r["stage"] in ("train-a", "train-c")]
-    assert sorted(attempts) == [
-        ("train-a", "completed"),
-        ("train-a", "crashed"),
-        ("train-c", "completed"),
-        ("train-c", "crashed"),
-    ]
-    # with no retries left a crash is a failure
-    out = schedule(
-        list(GRAPH), GRAPH, FakeRuns(crash={"train-a"}), lambda s: "cpu", retries=0, poll=0, say=lambda m: None
-    )
-    assert "train-a" in out.failed and out.not_run == {"gad-a": "train-a"}
+
+def test_the_lost_worker_automation_expects_a_heartbeat_within_three():
+    """Prefect's documented zombie detection: after a heartbeat of a weakspot flow run, another heartbeat or a final
+    state within three heartbeats, else the run is marked Crashed."""
+    from ops.engine.lost import MISSED, automation
+
+    a = automation(30)
+    assert MISSED == 3 and a.trigger.within.total_seconds() == 90 and a.trigger.posture.value == "Proactive"
+    assert a.trigger.after == {"prefect.flow-run.heartbeat"}
+    assert {"prefect.flow-run.heartbeat", "prefect.flow-run.Completed", "prefect.flow-run.Crashed"} <= a.trigger.expect
+    assert a.actions[0].state.value == "CRASHED"
 
 
 def test_stages_of_methods_that_need_gradients_go_to_the_gpu_pool(tmp_path):
-    import ops.params  # noqa: F401
-    from ops.audit import gpu_steps
+    import tasks.settings  # noqa: F401
+    from ops.engine.audit import gpu_steps
     from weakspot.config import load_section
 
     _, ex = load_section("execution", ROOT / "params.yaml")
@@ -343,7 +376,7 @@ def pool_repo(repo_factory):
 def _flow_runs(r, flow="weakspot-stage"):
     """Prefect's flow-run records of the flow ``flow`` (None: every flow) in the repository's Prefect database: run
     name -> (work pool, state) of each run."""
-    from ops.server import prefect_server
+    from ops.engine.server import prefect_server
 
     async def read(url):
         from prefect.client.orchestration import PrefectClient
@@ -387,12 +420,12 @@ def _what_ran(stage):
 
 @pytest.mark.ops
 def test_workers_and_a_gpu_pool_give_the_bytes_of_plain_dvc_repro(pool_repo, repo_factory):
-    from ops.graph import stage_graph
+    from ops.engine.graph import stage_graph
 
     r = pool_repo
     assert "robustness-digits submitted to the gpu pool" in r.log and "gad-phoneme submitted to the cpu pool" in r.log
     # the leaves ran at nice 10, the stage most others wait for at the normal priority
-    started = {ln.split(":")[0]: ln for ln in r.log.splitlines() if ": dvc repro --pull " in ln}
+    started = {ln.split(":")[0]: ln for ln in r.log.splitlines() if ": dvc repro " in ln}
     assert started["gad-phoneme"].endswith("(nice 10)"), started
     assert any("(nice" not in ln for ln in started.values()), started  # the stage most others wait for: nice 0
     plain = _pool_params(repo_factory("plain"))
@@ -504,7 +537,7 @@ def test_a_change_to_a_module_train_imports_retrains_the_model(pool_repo):
 
     import asyncio
 
-    from ops.server import prefect_server
+    from ops.engine.server import prefect_server
 
     with prefect_server({**r.env, "PREFECT_HOME": str(r.path / ".prefect")}) as env:
         runs = asyncio.run(read(env["PREFECT_API_URL"]))

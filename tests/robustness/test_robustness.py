@@ -76,7 +76,7 @@ def test_grid_defaults_errors_and_the_dvc_plot():
         RobustnessParams(eps=[0.1, 0.0])
     assert eps_half([0.0, 0.1], np.array([1.0, 0.9])) is None
     m = methods.get("robustness")
-    from ops.pipeline import method_plots
+    from ops.engine.pipeline import method_plots
 
     assert (
         m.white_box
@@ -94,7 +94,7 @@ def test_grid_defaults_errors_and_the_dvc_plot():
 def test_dvc_yaml_declares_the_curve_of_every_white_box_image_target():
     import yaml
 
-    from ops.pipeline import dvc_yaml
+    from ops.engine.pipeline import dvc_yaml
     from weakspot.config import read_yaml
     from tasks.closure import ROOT
 

@@ -38,7 +38,7 @@ def weak_spots_html(target: Mapping[str, Any], max_findings: int = 4) -> str:
 
 
 def compare_html(cmp: Mapping[str, Any], curve_png: Optional[bytes] = None) -> str:
-    """``weakspot compare``'s page: two targets on the same data side by side (see :mod:`ops.compare`)."""
+    """``weakspot compare``'s page: two targets on the same data side by side (see :mod:`ops.verdict.compare`)."""
     return environment().get_template("compare.html").render(c=view.comparison(cmp, curve_png))
 
 

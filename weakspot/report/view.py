@@ -430,7 +430,7 @@ def conditions_section(since: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
 
 
 def comparison(cmp: Mapping[str, Any], curve_png: Optional[bytes] = None) -> Dict[str, Any]:
-    """``weakspot compare``'s data (:func:`ops.compare.compare_targets`) as ``compare.html`` shows it."""
+    """``weakspot compare``'s data (:func:`ops.verdict.compare.compare_targets`) as ``compare.html`` shows it."""
     from weakspot.fmt import interval
 
     def spot(s: Mapping[str, Any]) -> Dict[str, str]:

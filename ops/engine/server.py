@@ -50,13 +50,8 @@ def prefect_server(env: Dict[str, str], port: Optional[int] = None) -> Iterator[
         "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "true",
         "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED": "true",
     }
-    from ops import prefect_db
-
-    fresh = not prefect_db.seed(home, server_env) and not (home / "prefect.db").exists()
     proc, url = start(server_env, port, home / "server.log")
     try:
-        if fresh:
-            prefect_db.keep(home, server_env)
         if port_given:
             served.write_text(url + "\n")
         yield {**env, "PREFECT_API_URL": url}

@@ -2,7 +2,7 @@
 
 Caveats first: Prefect is driven through its public client (work pools, deployments, flow runs) and its CLI
 (``prefect worker start``). Two pools, ``weakspot-cpu`` and ``weakspot-gpu``, each with a deployment of the stage flow
-(:mod:`ops.stage_flow`, entrypoint ``ops.stage_flow.run_stage``: a worker imports it from its own install). A local
+(:mod:`ops.engine.stage_flow`, entrypoint ``ops.engine.stage_flow.run_stage``: a worker imports it from its own install). A local
 worker runs one stage at a time (``--limit 1``) in its own process session, so stopping it stops its stage; its log
 is ``.prefect/worker-<name>.log``. Another machine joins with ``weakspot worker --pool gpu`` pointed at the same
 Prefect server (PREFECT_API_URL) and DVC remote.
@@ -19,7 +19,7 @@ from typing import Dict, Iterator, List, Sequence
 
 POOLS = ("cpu", "gpu")
 FLOW = "weakspot-stage"
-ENTRYPOINT = "ops.stage_flow.run_stage"
+ENTRYPOINT = "ops.engine.stage_flow.run_stage"
 #: how often a worker asks its pool for work (Prefect's default is 10 s: a stage would wait that long to start). Each
 #: ask costs the Prefect server CPU for as long as the audit lasts: three workers asking every second cost an idle
 #: server 6.4 s of CPU in 90 s, every 3 s 2.5 s (docs/results/test-suite.md); every 2 s, a stage waits 1 s on average
@@ -96,7 +96,9 @@ def worker_env(env: Dict[str, str]) -> Dict[str, str]:
         **env,
         "PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", ""),
         "PREFECT_WORKER_QUERY_SECONDS": env.get("PREFECT_WORKER_QUERY_SECONDS", POLL_SECONDS),
-        "PREFECT_LOGGING_LEVEL": env.get("PREFECT_LOGGING_LEVEL", "WARNING"),
+        # the stages' lines go to Prefect's log of their flow runs (INFO); the terminal shows the worker's warnings
+        "PREFECT_LOGGING_LEVEL": env.get("PREFECT_LOGGING_LEVEL", "INFO"),
+        "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": env.get("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING"),
     }
 
 
@@ -112,7 +114,7 @@ def local_workers(counts: Dict[str, int], env: Dict[str, str]) -> Iterator[List[
                 procs.append(subprocess.Popen(worker_command(pool, name), env=worker_env(env), start_new_session=True))
         yield procs
     finally:
-        from ops.server import stop_session
+        from ops.engine.server import stop_session
 
         for p in procs:
             stop_session(p)

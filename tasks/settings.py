@@ -25,7 +25,7 @@ class _Section(BaseModel):
 
 
 class RuleParams(BaseModel):
-    """One regression rule of the audit history (:mod:`ops.history`)."""
+    """One regression rule of the audit history (:mod:`ops.verdict.history`)."""
 
     model_config = ConfigDict(extra="forbid")
     metric: str = Field(..., description="<stage>/<target>:<dotted.key>, shell wildcards allowed")
@@ -89,7 +89,7 @@ class GateParams(BaseModel):
 
 
 class GatesParams(_Section):
-    """params.yaml ``gates`` section: conditions checked after every audit, the first one too (:mod:`ops.gates`).
+    """params.yaml ``gates`` section: conditions checked after every audit, the first one too (:mod:`ops.verdict.gates`).
     A failed gate exits 3 like a regression (with ``fail``) and shows in the report's conditions summary,
     ``reports/junit.xml`` and ``reports/summary.md``."""
 
@@ -152,6 +152,14 @@ class ExecutionParams(_Section):
         le=10,
         description="times a task whose Dask worker died, or a stage whose worker "
         "died, is resubmitted before it fails naming it",
+    )
+    heartbeat_seconds: int = Field(
+        30,
+        ge=30,
+        le=3600,
+        description="seconds between a flow run's heartbeats (Prefect's PREFECT_FLOWS_HEARTBEAT_FREQUENCY, at least "
+        "30): a stage whose flow run misses three is marked Crashed by Prefect (its worker or machine was lost) and "
+        "run again on a live worker (ops/engine/lost.py)",
     )
     resources: Dict[str, float] = Field(
         default_factory=dict,

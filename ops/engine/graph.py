@@ -2,7 +2,7 @@
 
 Caveats first: a stage needs another when one of its deps is one of the other's outs, or lies inside one (a file in
 an output folder) or holds one (a folder around an output). Deps that no stage makes (code, shipped data, params)
-add no edge. The graph is what ``dvc dag`` draws; the audit's scheduler (:mod:`ops.scheduler`) submits a stage
+add no edge. The graph is what ``dvc dag`` draws; the audit's flow (:mod:`ops.engine.audit_flow`) runs a stage
 once every stage it needs has finished.
 """
 

@@ -1,13 +1,13 @@
 """The nightly audit: one Prefect flow that runs `weakspot audit --push` (the DVC pipeline: only what changed reruns,
 the history comparison, then every output pushed to the DVC remote) and publishes the verdict as Prefect artifacts.
 
-``python -m flows.audit`` runs it once; ``weakspot serve --cron "0 2 * * *"`` serves it as the deployment
-``nightly-audit/weakspot-nightly`` (``python -m flows.audit --serve CRON`` does the same against PREFECT_API_URL).
+``python -m ops.engine.nightly`` runs it once; ``weakspot serve --cron "0 2 * * *"`` serves it as the deployment
+``nightly-audit/weakspot-nightly`` (``python -m ops.engine.nightly --serve CRON`` does the same against PREFECT_API_URL).
 
 The flow run ends Completed when the audit passed, Failed naming the regressed metrics and failed gates when the
 audit found a regression or a gate failed (exit 3, not retried: rerunning would not change the numbers), and Failed
 after one retry for any other failure (a stage failed, the push failed), with the audit's last output lines in the
-message. ``--notify URL`` (with ``--serve``) posts a Failed or Crashed run of the deployment to URL (:mod:`ops.notify`).
+message. ``--notify URL`` (with ``--serve``) posts a Failed or Crashed run of the deployment to URL (:mod:`ops.verdict.notify`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from prefect.states import Completed, Failed
 from tasks import paths
 
 #: The repository the flow audits: the checkout this file is in (served or deployed from its root).
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REGRESSION = 3
-#: exit code of an incomplete audit (ops.audit.INCOMPLETE): a stage failed, the other targets were audited
+#: exit code of an incomplete audit (ops.engine.audit.INCOMPLETE): a stage failed, the other targets were audited
 INCOMPLETE = 4
 
 
@@ -39,7 +39,7 @@ class AuditError(RuntimeError):
 
 def _history_dir() -> Path:
     """params.yaml's history.dir (``history`` when params.yaml does not validate: the audit then says why)."""
-    from ops.params import load_section
+    from tasks.settings import load_section
     from weakspot.errors import WeakspotError
 
     try:
@@ -87,8 +87,8 @@ def run_audit(push: bool = True) -> int:
 )
 def audit_flow(push: bool = True):
     """Run the audit; publish its verdict; Completed, or Failed naming the regressed metrics and failed gates."""
-    from ops.notify import announce_failure
-    from ops.verdict import failure_message, publish_verdict, verdict_line
+    from ops.verdict.notify import announce_failure
+    from ops.verdict.artifacts import failure_message, publish_verdict, verdict_line
 
     before = _comparisons()
     try:
@@ -150,9 +150,9 @@ def serve(
 ) -> int:
     """Serve the flow as deployment ``nightly-audit/<name>`` on ``cron`` against PREFECT_API_URL (or Prefect's
     ephemeral server) until interrupted; the schedule is paused when serving stops. ``notify``: URLs that a failed
-    run posts to, through the automation ``weakspot-notify-<name>`` (:mod:`ops.notify`), replaced when serving starts
+    run posts to, through the automation ``weakspot-notify-<name>`` (:mod:`ops.verdict.notify`), replaced when serving starts
     (removed without ``notify``) and removed when it stops."""
-    from ops import notify as notifications
+    from ops.verdict import notify as notifications
     from prefect.client.schemas.schedules import CronSchedule
     from prefect.schedules import Cron
     from pydantic import ValidationError
@@ -201,7 +201,7 @@ def serve(
 def main(argv: Optional[List[str]] = None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m flows.audit", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m ops.engine.nightly", description=__doc__.split("\n\n")[0])
     ap.add_argument("--serve", metavar="CRON", help="serve on this cron schedule instead of running once")
     ap.add_argument("--name", default="weakspot-nightly", help="the deployment's name")
     ap.add_argument("--timezone", help="the cron's IANA time zone (default: this machine's)")
@@ -211,7 +211,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         action="append",
         default=[],
         metavar="URL",
-        help="with --serve: post a failed run to this URL (repeatable; see ops/notify.py)",
+        help="with --serve: post a failed run to this URL (repeatable; see ops/verdict/notify.py)",
     )
     args = ap.parse_args(argv)
     if args.serve:

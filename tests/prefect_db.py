@@ -1,12 +1,15 @@
-"""A Prefect database made once per machine and Prefect version, copied into each new ``PREFECT_HOME``: a server
-started on an empty database first creates its tables and registers its block types, about 12 s of a 2-core
-machine's CPU here, against about 4 s on a database that has them (docs/results/test-suite.md).
+"""The tests' Prefect database, made once per machine and Prefect version and copied into each throwaway repository's
+``.prefect`` (tests/conftest.py's ``Repo``): a server started on an empty database first runs Prefect's migrations,
+about 11 s of a 2-core machine's CPU here, against about 3.5 s on a database that has them, and the suite starts a
+server in dozens of new repositories. weakspot itself never copies Prefect's files (issue 48: public interfaces
+only); a user's checkout pays the migrations once.
 
 Caveats first: the copy is taken by SQLite's online backup right after the first server on a new database answers
 its health check, before anything of an audit is written to it (no flow run, work pool or deployment). It is used
 only for Prefect's default SQLite database (``PREFECT_HOME/prefect.db``, no database URL in the environment) and
 only when that file does not exist yet. Its name carries Prefect's version, so an upgrade makes a new one. It lives
 in ``$XDG_CACHE_HOME/weakspot`` (default ``~/.cache/weakspot``), or WEAKSPOT_CACHE; deleting it costs one slow start.
+:func:`prepare` makes it (a server started once on a new database, under a file lock).
 """
 
 from __future__ import annotations
@@ -75,3 +78,29 @@ def keep(home: Path, env: Mapping[str, str]) -> None:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+
+def prepare(env: Mapping[str, str]) -> Optional[Path]:
+    """The prepared database, made first when there is none (a Prefect server started once on a new database in a
+    temporary home, under a file lock: one maker at a time); None when it could not be made."""
+    tpl = template(env)
+    if tpl.is_file():
+        return tpl
+    from filelock import FileLock
+
+    tpl.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(tpl) + ".lock"):
+        if tpl.is_file():
+            return tpl
+        from tasks.server import free_port, start, stop_session
+
+        with tempfile.TemporaryDirectory(prefix="weakspot-prefect-home-") as home:
+            server_env = {**env, "PREFECT_HOME": home, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+            for k in ("PREFECT_API_URL",) + _URL_SETTINGS:
+                server_env.pop(k, None)
+            proc, _ = start(server_env, free_port(None), Path(home) / "server.log")
+            try:
+                keep(Path(home), server_env)
+            finally:
+                stop_session(proc)
+    return tpl if tpl.is_file() else None

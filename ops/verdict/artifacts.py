@@ -1,7 +1,7 @@
 """The audit's verdict in the Prefect UI: a markdown artifact (``weakspot-verdict``: one line, the regressed metrics,
 where the report is, which audit) and a table artifact (``weakspot-comparison``: every watched metric, before and
 after) on the current flow run, built from the comparison `weakspot audit` writes next to each audit in the history
-store (``<history.dir>/<audit_id>.comparison.json``, see :mod:`ops.history`).
+store (``<history.dir>/<audit_id>.comparison.json``, see :mod:`ops.verdict.history`).
 
 Outside a flow or task run :func:`publish_verdict` does nothing (it returns ``None``), so any code may call it.
 """

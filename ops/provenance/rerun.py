@@ -28,8 +28,8 @@ import yaml
 from weakspot.errors import ConfigError, DataError
 from weakspot.hashing import file_digest
 
-from ops.dvc import configure_remote
-from ops.history import find_audit
+from ops.engine.dvc import configure_remote
+from ops.verdict.history import find_audit
 
 
 def _md5(path: Path) -> str:
@@ -114,7 +114,7 @@ def rerun(
     say=print,
 ) -> Dict[str, Any]:
     """Reproduce the recorded audit ``audit_id`` (see the module's doc; ``remote``: the DVC remote for ``pull``,
-    :func:`ops.dvc.remote_url`); returns ``{"audit", "worktree", "rows", "metrics_identical", "rc", "reproduced"}``.
+    :func:`ops.engine.dvc.remote_url`); returns ``{"audit", "worktree", "rows", "metrics_identical", "rc", "reproduced"}``.
     The worktree is removed afterwards unless ``keep`` or the metrics differ."""
     if pull and not remote:
         raise ConfigError("a rerun with --pull needs the DVC remote's address (cli: history.remote)")

@@ -1,9 +1,9 @@
-"""The prepared Prefect database (ops/prefect_db.py): copied into a new PREFECT_HOME only, saved once, never used for
+"""The tests' prepared Prefect database (tests/prefect_db.py): copied into a new PREFECT_HOME only, saved once, never used for
 another database than Prefect's default SQLite file."""
 
 import sqlite3
 
-from ops import prefect_db
+import prefect_db
 
 
 def _db(path, rows):

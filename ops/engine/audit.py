@@ -1,15 +1,15 @@
 """``weakspot audit``: the audit of the checkout in the current folder, one at a time.
 
-Under the audit lock (:mod:`ops.lock`): dvc.yaml regenerated from params.yaml, partial files of an interrupted run
-swept, ``dvc repro`` of every stage but the report on one shared Prefect server (:mod:`ops.server`), the audit's
-metrics recorded in the history store and compared with the previous audit's (:mod:`ops.history`), then the report
+Under the audit lock (:mod:`ops.engine.lock`): dvc.yaml regenerated from params.yaml, partial files of an interrupted run
+swept, ``dvc repro`` of every stage but the report on one shared Prefect server (:mod:`ops.engine.server`), the audit's
+metrics recorded in the history store and compared with the previous audit's (:mod:`ops.verdict.history`), then the report
 (which shows that comparison and the trend: the history folder is one of its DVC dependencies), and with ``push``
 every output sent to the DVC remote.
 
 Caveats first: the exit code is the verdict: 0, 3 when a watched metric regressed (with
 ``history.fail_on_regression``) or a gate failed (with ``gates.fail``), 2 for bad params or another audit running,
 and DVC's own code when a stage fails. ``reports/junit.xml`` and ``reports/summary.md`` say which conditions
-failed (:mod:`ops.verdict_files`).
+failed (:mod:`ops.verdict.files`).
 """
 
 from __future__ import annotations
@@ -19,23 +19,24 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from weakspot.errors import ConfigError
 from weakspot.io import remove_partials, write_json
 
-from ops.params import check_params, load_section
-from ops import dvc
-from ops.dvc import PARAMS
+from tasks.settings import check_params, load_section
+from ops.engine import dvc
+from ops.engine.dvc import PARAMS
 
 
 def regenerate_pipeline(say: Callable[[str], object] = print) -> bool:
-    """Regenerate dvc.yaml from params.yaml (:mod:`ops.pipeline`) with this checkout's ``tasks``, then remove what
+    """Regenerate dvc.yaml from params.yaml (:mod:`ops.engine.pipeline`) with this checkout's ``tasks``, then remove what
     it no longer declares under the pipeline's artifact roots (:func:`remove_stale`, said through ``say``); True
     when dvc.yaml changed. Call it when no stage is writing (under the audit lock)."""
     dvc.checkout_on_path(".")
-    from ops.pipeline import write_dvc_yaml
+    from ops.engine.pipeline import write_dvc_yaml
 
     changed = write_dvc_yaml(PARAMS, "dvc.yaml")
     gone = remove_stale(".")
@@ -129,13 +130,14 @@ def _metrics_exist() -> bool:
 
 def record_and_compare(failures: Sequence[Dict[str, Any]] = ()) -> int:
     """Keep the audit's metrics in the history store, compare them with the previous audit's (as far as today's
-    stages go) and check the gates (:mod:`ops.gates`, the first audit too); every one of them reads only the outputs
+    stages go) and check the gates (:mod:`ops.verdict.gates`, the first audit too); every one of them reads only the outputs
     dvc.yaml declares (:mod:`tasks.manifest`); 3 on a regression (with history.fail_on_regression) or a failed gate
     (with gates.fail), else 0. The comparison (rule and gate rows) is written next to the audit's file, and
-    ``reports/junit.xml`` and ``reports/summary.md`` from it (:mod:`ops.verdict_files`)."""
-    from ops.gates import check_gates
-    from ops.history import audits, compare, format_comparison, load, record, today
-    from ops.verdict_files import write_verdict_files
+    ``reports/junit.xml`` and ``reports/summary.md`` from it (:mod:`ops.verdict.files`)."""
+    from ops.verdict.gates import check_gates
+    from ops.verdict.artifacts import publish_verdict
+    from ops.verdict.history import audits, compare, format_comparison, load, record, since_last, today
+    from ops.verdict.files import write_verdict_files
     from tasks.manifest import read_manifest
 
     _, hp = load_section("history", PARAMS)
@@ -154,8 +156,11 @@ def record_and_compare(failures: Sequence[Dict[str, Any]] = ()) -> int:
         "gates": gates,
         "failures": list(failures),
         "complete": not failures,
+        # what the report's "Since the last audit" and its trend show: the report reads it, never the store
+        "since": since_last(".", hp.dir, hp.rules),
     }
     write_json(Path(hp.dir) / f"{rec['audit_id']}.comparison.json", comparison)
+    publish_verdict(comparison, report_path=str(Path("reports/index.html").resolve()))  # on the audit's flow run
     print(format_comparison(rows, prev_id, rec["audit_id"]), flush=True)
     for g in gates:
         print(f"{'PASS' if g['passed'] else 'FAIL'} gate {g['condition']}: {g['numbers']}", flush=True)
@@ -197,7 +202,7 @@ def audit(
         raise ConfigError(
             f"no weakspot pipeline in {Path.cwd()}: run `weakspot audit` from the weakspot repository root"
         )
-    from ops.lock import audit_lock
+    from ops.engine.lock import audit_lock
 
     with audit_lock(".", command):
         return _audit(
@@ -266,7 +271,7 @@ def _audit(
             + (" ..." if len(swept) > 5 else ""),
             flush=True,
         )
-    from ops.graph import stage_graph, upstream
+    from ops.engine.graph import stage_graph, upstream
 
     graph = stage_graph()
     names = list(graph)
@@ -275,7 +280,6 @@ def _audit(
     if unknown:
         raise ConfigError(f"no stage named {', '.join(unknown)} in dvc.yaml; stages: {', '.join(names)}")
     wanted = [s for s in upstream(graph, [s for s in asked if s != "report"]) if s != "report"]
-    n_cpu = ex.workers if workers is None else workers
     here = ex.in_checkout if in_checkout is None else in_checkout
     # asking torch whether this machine has CUDA imports it (seconds): done while the Prefect server starts
     from concurrent.futures import ThreadPoolExecutor
@@ -284,51 +288,149 @@ def _audit(
     n_gpu_later = side.submit(_gpu_workers, ex, 0 if here else gpu_workers)
     side.shutdown(wait=False)
     t0 = time.time()
-    from ops.server import prefect_server
+    from ops.engine.server import prefect_server
 
-    outcome = None
     with prefect_server(dvc.env()) as env:
         # the stages' cached tasks (a resumed stage takes what its killed run stored) in one place, whichever runs them
         env = {
             **env,
             "PREFECT_LOCAL_STORAGE_PATH": env.get("PREFECT_LOCAL_STORAGE_PATH")
             or str(Path(".prefect/results").resolve()),
+            "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(ex.heartbeat_seconds),
         }
-        if pull:  # the DVC remote `--pull` restores from (the workers are given it with each stage)
-            dvc.configure_remote(dvc.remote_url(hp))
-        if wanted and here:
-            if workers is not None or gpu_workers is not None:
-                print("weakspot: --workers and --gpu-workers have no effect in the checkout", file=sys.stderr)
-            rc, outcome = run_in_checkout(wanted, graph, env, force=force, pull=pull)
-            if rc != 0 and outcome.complete:  # DVC failed before any stage did (its message says why)
-                return rc
-        elif wanted:
-            n_gpu = n_gpu_later.result()
-            outcome = run_on_workers(wanted, graph, env, hp, ex, force=force, n_cpu=n_cpu, n_gpu=n_gpu)
-            ok = [s for s in wanted if s not in outcome.failed and s not in outcome.not_run]
-            rc = dvc.repro(["--pull"] + ok, env) if ok else 0
-            if rc != 0:
-                return rc
-        failures = failure_rows(outcome, graph) if outcome is not None else []
-        if not _metrics_exist():
-            print("weakspot: no metrics yet; nothing recorded in the history", file=sys.stderr)
-            verdict = 0
+        plan = Plan(
+            wanted=wanted,
+            graph=graph,
+            env=env,
+            force=force,
+            pull=pull,
+            report="report" in names and (not stages or "report" in stages),
+            here=here,
+            n_cpu=ex.workers if workers is None else workers,
+            n_gpu=lambda: n_gpu_later.result(),
+            flags_given=workers is not None or gpu_workers is not None,
+        )
+        rc = run_audit_flow(plan, hp, ex)
+    if rc is None:  # the audit finished: its report is there
+        return _finish(plan, hp, push, t0)
+    return rc
+
+
+@dataclass
+class Plan:
+    """What one audit runs: the stages wanted (dvc.yaml's order) and their graph, the pipeline's environment, and how
+    (in the checkout or on workers; ``n_gpu``: asked when needed)."""
+
+    wanted: List[str]
+    graph: Dict[str, List[str]]
+    env: Dict[str, str]
+    force: bool
+    pull: bool
+    report: bool
+    here: bool
+    n_cpu: int
+    n_gpu: Callable[[], int]
+    flags_given: bool
+    failures: List[Dict[str, Any]] = field(default_factory=list)
+    verdict: int = 0
+
+
+def run_audit_flow(plan: Plan, hp: Any, ex: Any) -> Optional[int]:
+    """The audit as one flow run, ``weakspot-audit``, on the audit's Prefect server (``plan.env``): its stages, the
+    record and comparison, the report. None when the report was written (``plan.failures`` and ``plan.verdict`` say
+    the rest), else the exit code of what stopped it."""
+    from contextlib import nullcontext
+
+    from prefect import flow
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from ops.engine.audit_flow import runner
+
+    url = plan.env.get("PREFECT_API_URL")
+    stopped: List[int] = []
+
+    def body() -> str:
+        rc = _audit_body(plan, hp, ex)
+        if rc is not None:
+            stopped.append(rc)
+            raise AuditStopped(f"the audit stopped (exit {rc}): the output above says why")
+        if plan.failures:
+            from prefect.states import Failed
+
+            return Failed(  # type: ignore[return-value]
+                message="INCOMPLETE: " + "; ".join(f"{f['stage']}: {f['message']}" for f in plan.failures)
+            )
+        return f"verdict exit {plan.verdict}; report {Path('reports/index.html').resolve()}"
+
+    audit = flow(
+        body,
+        name="weakspot-audit",
+        flow_run_name=f"audit {time.strftime('%Y-%m-%d %H:%M:%S')}",
+        task_runner=runner(len(plan.wanted) + 1),
+        persist_result=False,
+        validate_parameters=False,
+        log_prints=False,
+    )
+    from prefect import tags
+
+    with temporary_settings(updates={PREFECT_API_URL: url}) if url else nullcontext(), tags("weakspot"):
+        state = audit(return_state=True)
+    if stopped:
+        return stopped[0]
+    if state.is_failed() and not plan.failures or state.is_crashed():
+        state.result()  # raises what stopped it (a ConfigError names the problem)
+    return None
+
+
+class AuditStopped(RuntimeError):
+    """DVC or a step of the audit stopped it before the report (the exit code is kept)."""
+
+
+def _audit_body(plan: Plan, hp: Any, ex: Any) -> Optional[int]:
+    """Inside the audit's flow run: the stages, the record and comparison, the report; an exit code when one of
+    them stopped the audit, else None."""
+    outcome = None
+    if plan.pull:  # the DVC remote `--pull` restores from (the workers are given it with each stage)
+        dvc.configure_remote(dvc.remote_url(hp))
+    if plan.wanted and plan.here:
+        if plan.flags_given:
+            print("weakspot: --workers and --gpu-workers have no effect in the checkout", file=sys.stderr)
+        rc, outcome = run_in_checkout(plan.wanted, plan.graph, plan.env, force=plan.force, pull=plan.pull)
+        if rc != 0 and outcome.complete:  # DVC failed before any stage did (its message says why)
+            return rc
+    elif plan.wanted:
+        outcome, shared = run_on_workers(
+            plan.wanted, plan.graph, plan.env, hp, ex, force=plan.force, n_cpu=plan.n_cpu, n_gpu=plan.n_gpu()
+        )
+        ok = [s for s in plan.wanted if s not in outcome.failed and s not in outcome.not_run]
+        # the workspace's one `dvc repro`: every stage restored from the run-cache, dvc.lock written by DVC alone
+        rc = dvc.repro(([] if shared else ["--pull"]) + ok, plan.env) if ok else 0
+        if rc != 0:
+            return rc
+    plan.failures = failure_rows(outcome, plan.graph) if outcome is not None else []
+    if not _metrics_exist():
+        print("weakspot: no metrics yet; nothing recorded in the history", file=sys.stderr)
+        plan.verdict = 0
+    else:
+        plan.verdict = record_and_compare(plan.failures)
+    if plan.report:
+        if plan.failures:  # DVC would refuse the report stage (its deps from the failed stages are missing)
+            rc = subprocess.call([sys.executable, "-m", "flows.report"], env=plan.env)
         else:
-            verdict = record_and_compare(failures)
-        if "report" in names and (not stages or "report" in stages):
-            if failures:  # DVC would refuse the report stage (its deps from the failed stages are missing)
-                rc = subprocess.call([sys.executable, "-m", "flows.report"], env=env)
-            else:
-                rc = dvc.repro((["--pull"] if pull else []) + ["report"], env)
-            if rc != 0:
-                return rc
+            rc = dvc.repro((["--pull"] if plan.pull else []) + ["report"], plan.env)
+        if rc != 0:
+            return rc
+    return None
+
+
+def _finish(plan: Plan, hp: Any, push: bool, t0: float) -> int:
     from tasks.paths import REPORT  # this checkout's (regenerate_pipeline put it first on sys.path)
 
     print(f"weakspot: audit finished in {time.time() - t0:.0f} s. Report: {REPORT.resolve()}")
-    if failures:
+    if plan.failures:
         print(
             f"weakspot: the audit is INCOMPLETE (exit {INCOMPLETE}): "
-            + "; ".join(f"{f['stage']} failed" for f in failures if f["failed"])
+            + "; ".join(f"{f['stage']} failed" for f in plan.failures if f["failed"])
             + ". The report and reports/summary.md open with the failure.",
             file=sys.stderr,
         )
@@ -337,7 +439,7 @@ def _audit(
         rc = dvc.push(hp)
         if rc != 0:
             return rc
-    return verdict
+    return plan.verdict
 
 
 #: the exit code of an audit in which a stage failed (the other targets were audited): distinct from a failed gate's 3
@@ -391,14 +493,14 @@ def run_in_checkout(
     wanted: List[str], graph: Dict[str, List[str]], env: Dict[str, str], *, force: bool, pull: bool
 ) -> "tuple[int, Any]":
     """``dvc repro --keep-going`` of ``wanted`` in this checkout (``execution.in_checkout``): DVC's exit code and what
-    became of the stages (:class:`ops.scheduler.Outcome`). A stage that fails stops only the stages that need it, as
+    became of the stages (:class:`ops.engine.audit_flow.Outcome`). A stage that fails stops only the stages that need it, as
     on workers: once DVC is done, the stages ``dvc status`` still lists are the failed ones (each with the last lines
     of its output) and those that needed them."""
     import re
     from collections import deque
 
-    from ops.graph import upstream
-    from ops.scheduler import Outcome
+    from ops.engine.graph import upstream
+    from ops.engine.audit_flow import Outcome
 
     argv = ["--keep-going"] + (["--pull"] if pull else []) + (["--force"] if force else []) + wanted
     print("weakspot: dvc repro " + " ".join(argv), flush=True)
@@ -442,6 +544,18 @@ def git_source(ref: str, sha: str) -> str:
     return named.stdout.strip() if named.returncode == 0 else remote
 
 
+def _say(line: str) -> None:
+    """A line of the audit: to the terminal, and to the audit flow run's log in Prefect."""
+    print(line, flush=True)
+    from prefect.exceptions import MissingContextError
+    from prefect.logging import get_run_logger
+
+    try:
+        get_run_logger().info(line)
+    except MissingContextError:
+        pass
+
+
 def run_on_workers(
     wanted: List[str],
     graph: Dict[str, List[str]],
@@ -452,24 +566,28 @@ def run_on_workers(
     force: bool,
     n_cpu: int,
     n_gpu: int,
-) -> Any:
-    """The stages that changed (and those after them) as flow runs on the work pools, local workers started for the
-    while; the stages already up to date pushed to the DVC remote first, so that the workers restore them."""
-    from ops.graph import downstream
-    from ops.scheduler import Outcome, PrefectRuns, schedule
-    from ops.snapshot import snapshot
-    from ops.workers import ensure_pools, local_workers, online_workers
+) -> "tuple[Any, bool]":
+    """The stages that changed (and those after them) as child flow runs of the audit's flow run on the work pools
+    (:mod:`ops.engine.audit_flow`), local workers started for the while; and whether the workers shared this
+    checkout's DVC cache (no WEAKSPOT_GIT_REMOTE: they clone this checkout, so they run on this machine). Workers
+    elsewhere restore from the DVC remote: the stages already up to date are pushed there first."""
+    from ops.engine.audit_flow import Outcome, run_stages
+    from ops.engine.graph import downstream
+    from ops.engine.lost import install
+    from ops.engine.snapshot import snapshot
+    from ops.engine.workers import deployment_name, ensure_pools, local_workers, online_workers
 
     to_run = list(wanted) if force else changed_stages(wanted)
     for s in list(to_run):
         to_run.extend(d for d in downstream(graph, s) if d in wanted and d not in to_run)
     to_run = [s for s in wanted if s in to_run]
+    shared = not os.environ.get("WEAKSPOT_GIT_REMOTE")
     if not to_run:
         print("weakspot: every stage is up to date", flush=True)
-        return Outcome(done=[])
+        return Outcome(done=[]), shared
     url = dvc.configure_remote(dvc.remote_url(hp))
     ready = [s for s in wanted if s not in to_run]
-    if ready:
+    if ready and not shared:
         rc = subprocess.call(dvc.dvc() + ["push", "--run-cache", "-q", "-r", "weakspot", *ready], env=dvc.env())
         if rc != 0:
             print(
@@ -479,13 +597,16 @@ def run_on_workers(
             )
     ref, sha = snapshot(".")
     gpu = gpu_steps(ex)
-    os.environ.update({k: env[k] for k in ("PREFECT_API_URL", "PREFECT_HOME") if k in env})
     ensure_pools()
+    install(ex.heartbeat_seconds)  # a lost worker's stage is marked Crashed by Prefect, and run again
+    cache = dvc.cache_dir(".") if shared else None
+    if cache:
+        Path(cache).mkdir(parents=True, exist_ok=True)  # a fresh checkout has none yet: the workers' test is its folder
     print(
         f"weakspot: {len(to_run)} stage(s) to run on {n_cpu} local cpu worker(s)"
         + (f" and {n_gpu} gpu worker(s)" if n_gpu else "")
         + f"; the audit's commit {sha[:12]} ({ref}); "
-        f"DVC remote {url}",
+        + (f"DVC cache {cache} (shared)" if shared else f"DVC remote {url}"),
         flush=True,
     )
     with local_workers({"cpu": n_cpu, "gpu": n_gpu}, env):
@@ -500,20 +621,14 @@ def run_on_workers(
             step = stage.split("-", 1)[0]
             return "gpu" if has_gpu and step in gpu else "cpu"
 
-        runs = PrefectRuns(
-            {"repo": git_source(ref, sha), "ref": ref, "commit": sha, "remote": url, "force": force},
+        outcome = run_stages(
+            to_run,
+            {s: graph[s] for s in to_run},
+            pool_of,
+            deployment_name,
+            {"repo": git_source(ref, sha), "ref": ref, "commit": sha, "remote": url, "force": force, "cache": cache},
             audit=sha[:12],
-            needs=graph,
+            retries=ex.retries,
+            say=_say,
         )
-        try:
-            outcome = schedule(
-                to_run,
-                {s: graph[s] for s in to_run},
-                runs,
-                pool_of,
-                retries=ex.retries,
-                say=lambda m: print(m, flush=True),
-            )
-        finally:
-            runs.close()
-    return outcome
+    return outcome, shared

@@ -1,5 +1,5 @@
 """Gates: absolute conditions every audit must meet (params.yaml ``gates``), checked after every audit, the first one
-too, beside the regression rules of :mod:`ops.history` (which need a previous audit).
+too, beside the regression rules of :mod:`ops.verdict.history` (which need a previous audit).
 
     gates:
       fail: true                  # a failed gate exits 3, like a regression
@@ -17,7 +17,7 @@ Caveats first:
   findings confirmed on held-out inputs against their control (after the correction over every candidate of the
   audit) count, by their lift's point estimate.
 * Each condition becomes one row ``{condition, kind, passed, numbers, ...}``: the report's conditions summary,
-  ``junit.xml`` and ``summary.md`` (:mod:`ops.verdict_files`) read these rows from the audit's comparison file.
+  ``junit.xml`` and ``summary.md`` (:mod:`ops.verdict.files`) read these rows from the audit's comparison file.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import operator
 from pathlib import Path
 from typing import Any, Dict, List
 
-from ops.params import GateParams, GatesParams
+from tasks.settings import GateParams, GatesParams
 
 OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq, "!=": operator.ne}
 
@@ -142,7 +142,7 @@ def _weak_spot_gate(g: GateParams, spots: List[Dict[str, Any]]) -> Dict[str, Any
 
 def check_gates(gates: GatesParams, metrics: Dict[str, Any], root: "str | Path" = ".") -> List[Dict[str, Any]]:
     """One row per gate: ``{condition, kind: "gate", metric, op, threshold, passed, numbers}``; ``metrics``: the
-    audit's (:func:`ops.history.snapshot`), ``root``: the repository whose findings a weak-spots gate reads."""
+    audit's (:func:`ops.verdict.history.snapshot`), ``root``: the repository whose findings a weak-spots gate reads."""
     spots = confirmed_weak_spots(root) if any(g.weak_spots for g in gates.conditions) else []
     return [
         _weak_spot_gate(g, spots) if g.weak_spots is not None else _metric_gate(g, metrics) for g in gates.conditions

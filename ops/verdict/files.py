@@ -5,7 +5,7 @@ the failed conditions and the top confirmed weak spots, fit for a PR comment).
 Caveats first:
 
 * Both are built from the audit's comparison file (``<history.dir>/<audit_id>.comparison.json``: the rule rows of
-  :mod:`ops.history` and the gate rows of :mod:`ops.gates`) and the findings tables dvc.yaml declares (the audit's
+  :mod:`ops.verdict.history` and the gate rows of :mod:`ops.verdict.gates`) and the findings tables dvc.yaml declares (the audit's
   manifest, :mod:`tasks.manifest`); nothing is recomputed.
 * A method x target test case passes with what it found in its output (:func:`weakspot.report.view.control_verdict`:
   its confirmed weak spots, or that it checked its candidates and found none, or that they were not checked): a
@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from ops.gates import confirmed_weak_spots, findings_tables
+from ops.verdict.gates import confirmed_weak_spots, findings_tables
 from weakspot.evidence import FDR
 from weakspot.fmt import bound
 from weakspot.io import write_text

@@ -110,3 +110,20 @@ def push(hp: Any) -> int:
     if rc != 0:
         print(f"weakspot: dvc push to {url} failed (exit {rc}); the audit itself succeeded", file=sys.stderr)
     return rc
+
+
+def cache_dir(root: "str | Path" = ".") -> str:
+    """The DVC cache folder of the checkout at ``root``, as ``dvc cache dir`` names it (absolute)."""
+    out = subprocess.run(dvc() + ["cache", "dir"], cwd=root, capture_output=True, text=True, check=True).stdout
+    path = Path(out.strip().splitlines()[-1])
+    return str(path if path.is_absolute() else (Path(root) / path).resolve())
+
+
+def use_cache(cache: str, root: "str | Path") -> None:
+    """Make ``cache`` the DVC cache of the clone at ``root`` (``dvc cache dir --local``: not committed), once per
+    clone: a marker beside the clone (``<clone>.cache``) says which cache it was given."""
+    marker = Path(str(Path(root).resolve()) + ".cache")
+    if marker.is_file() and marker.read_text() == cache:
+        return
+    subprocess.run(dvc() + ["cache", "dir", "--local", cache], cwd=root, check=True, capture_output=True, text=True)
+    marker.write_text(cache)

@@ -3,7 +3,7 @@ declares (reliability, robustness, GAD's SDR per query, the examiner's Fig. 1) d
 
 Caveats first:
 
-* Audits are not git commits here (dvc.lock is kept per audit in the history store, :mod:`ops.history`), so the two
+* Audits are not git commits here (dvc.lock is kept per audit in the history store, :mod:`ops.verdict.history`), so the two
   audits' plot files are taken from the DVC cache by each audit's recorded dvc.lock (a folder output's listing,
   then the file's hash) and committed into a throwaway git + DVC repository, one commit per audit tagged with its
   id; ``dvc plots diff`` runs there and writes its HTML. Nothing in this repository changes.
@@ -26,8 +26,8 @@ import yaml
 
 from weakspot.errors import DataError
 
-from ops.history import find_audit
-from ops.rerun import lock_outputs
+from ops.verdict.history import find_audit
+from ops.provenance.rerun import lock_outputs
 
 
 def _cache_file(root: Path, md5: str) -> Path:

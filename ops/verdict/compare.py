@@ -34,7 +34,7 @@ def _json(path: Path, manifest: Manifest) -> Optional[Dict[str, Any]]:
 
 
 def _spots(spots: List[Dict[str, Any]], t: str) -> Dict[Key, Dict[str, Any]]:
-    """Target ``t``'s confirmed weak spots (:func:`ops.gates.confirmed_weak_spots`) keyed by method, kind and what
+    """Target ``t``'s confirmed weak spots (:func:`ops.verdict.gates.confirmed_weak_spots`) keyed by method, kind and what
     they name."""
     out: Dict[Key, Dict[str, Any]] = {}
     for r in spots:
@@ -124,7 +124,7 @@ def compare_targets(
     if any(v is None for v in acc.values()):
         missing = [t for t, v in acc.items() if v is None]
         raise ConfigError(f"no audit of {', '.join(missing)} yet (metrics/train/<t>.json): run `weakspot audit`")
-    from ops.gates import confirmed_weak_spots
+    from ops.verdict.gates import confirmed_weak_spots
 
     spots = confirmed_weak_spots(root)
     sa, sb = _spots(spots, a), _spots(spots, b)

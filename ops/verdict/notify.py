@@ -8,7 +8,7 @@ Caveats first:
   stops) deletes the automation and its blocks. A serve killed with SIGKILL leaves them until the next serve.
 * It fires on runs of the deployment (matched by its name and the flow ``nightly-audit``, so a redeployed
   deployment keeps its notifications) that failed: the nightly flow emits ``weakspot.audit.failed`` when it ends
-  Failed (a regression or a failed gate, whose message, :func:`ops.verdict.failure_message`, holds the verdict, the
+  Failed (a regression or a failed gate, whose message, :func:`ops.verdict.artifacts.failure_message`, holds the verdict, the
   failed conditions and where the report is; or an audit that failed after its retry), carrying the Failed state's
   name and message; Prefect's own ``Crashed`` and ``TimedOut`` state events cover runs that could not say so.
   Why not Prefect's ``prefect.flow-run.Failed`` event: a run that starts less than 5 minutes after it was scheduled
