@@ -92,12 +92,14 @@ def start(env: Dict[str, str], port: int, log: Path) -> "tuple[subprocess.Popen,
 
 
 @contextlib.contextmanager
-def temporary_server() -> Iterator[str]:
+def temporary_server(home: "Path | None" = None) -> Iterator[str]:
     """A Prefect server for the ``with`` block on a free port, its database PREFECT_HOME's (as Prefect's own
-    temporary server's), its log in a temporary folder; yields its API URL."""
+    temporary server's; ``home``: that folder's instead), its log in a temporary folder; yields its API URL."""
     with tempfile.TemporaryDirectory(prefix="weakspot-prefect-") as tmp:
         env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
         env.pop("PREFECT_API_URL", None)
+        if home is not None:
+            env["PREFECT_HOME"] = str(home)
         proc, url = start(env, free_port(None), Path(tmp) / "server.log")
         try:
             yield url

@@ -27,12 +27,19 @@ def prefect_env(tmp_path_factory):
         PREFECT_TASKS_REFRESH_CACHE,
         temporary_settings,
     )
-    from prefect.testing.utilities import prefect_test_harness
+    from prefect.settings import PREFECT_API_URL
+
+    from tasks.server import temporary_server
 
     store = tmp_path_factory.mktemp("prefect-results")
-    with prefect_test_harness(server_startup_timeout=180):
+    # `prefect server start` (tasks/server.py), not prefect.testing's harness: the harness drains Prefect's log and
+    # event workers at its exit with no time limit, and hung there once for 20 minutes (pytest-timeout's limit)
+    import prefect_db
+
+    with temporary_server(prefect_db.fresh_home(tmp_path_factory.mktemp("prefect-home"), os.environ)) as url:
         with temporary_settings(
             updates={
+                PREFECT_API_URL: url,
                 PREFECT_LOCAL_STORAGE_PATH: str(store),
                 PREFECT_TASKS_REFRESH_CACHE: True,
                 PREFECT_LOGGING_LEVEL: "WARNING",

@@ -46,7 +46,9 @@ def test_a_second_checkout_as_the_only_worker_audits_with_the_bytes_of_the_check
         text=True,
     )
     assert probe.returncode != 0 or str(ROOT_MAIN) not in probe.stdout, probe.stdout  # not this checkout's weakspot
-    with temporary_server() as url:
+    import prefect_db
+
+    with temporary_server(prefect_db.fresh_home(tmp_path / "prefect-home", os.environ)) as url:
         common = {"PREFECT_API_URL": url, "PREFECT_LOGGING_LEVEL": "WARNING"}
         worker_env = {
             k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "WEAKSPOT_")) and k != "PYTHONPATH"

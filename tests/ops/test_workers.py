@@ -174,13 +174,15 @@ class FakeDeployments:
 
 
 @pytest.fixture(scope="module")
-def prefect_api():
+def prefect_api(tmp_path_factory):
     """A temporary Prefect server (``prefect server start``) for the audit flow's tests."""
+    import prefect_db
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from tasks.server import temporary_server
 
-    with temporary_server() as url, temporary_settings(updates={PREFECT_API_URL: url}):
+    home = prefect_db.fresh_home(tmp_path_factory.mktemp("prefect-home"), os.environ)
+    with temporary_server(home) as url, temporary_settings(updates={PREFECT_API_URL: url}):
         yield url
 
 
