@@ -16,11 +16,18 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from weakspot.errors import WeakspotError
+#: Prefect's logging for the audit's processes: the flow runs' INFO lines go to Prefect (its UI shows each run's log),
+#: the terminal shows warnings and errors only (Prefect's documented PREFECT_LOGGING_[PATH]_[KEY] overrides); a user's
+#: own values win. Read before ``tasks`` is imported (its default, for a stage run by hand, is WARNING) and applied by
+#: :func:`main`, before anything imports Prefect.
+QUIET_CONSOLE = {"PREFECT_LOGGING_LEVEL": "INFO", "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING"}
+USERS_LOGGING = {k: os.environ[k] for k in QUIET_CONSOLE if k in os.environ}
 
-from tasks.settings import check_params, load_section
-from ops.engine import dvc
-from ops.engine.dvc import PARAMS
+from weakspot.errors import WeakspotError  # noqa: E402
+
+from tasks.settings import check_params, load_section  # noqa: E402
+from ops.engine import dvc  # noqa: E402
+from ops.engine.dvc import PARAMS  # noqa: E402
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -299,14 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-#: Prefect's logging for the audit's processes: the flow runs' INFO lines go to Prefect (its UI shows each run's log),
-#: the terminal shows warnings and errors only (Prefect's documented PREFECT_LOGGING_[PATH]_[KEY] overrides)
-QUIET_CONSOLE = {"PREFECT_LOGGING_LEVEL": "INFO", "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING"}
-
-
 def main(argv: Optional[List[str]] = None) -> int:
-    for k, v in QUIET_CONSOLE.items():  # before Prefect is imported: it reads them once
-        os.environ.setdefault(k, v)
+    os.environ.update({**QUIET_CONSOLE, **USERS_LOGGING})
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)

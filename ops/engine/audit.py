@@ -339,10 +339,8 @@ def run_audit_flow(plan: Plan, hp: Any, ex: Any) -> Optional[int]:
     """The audit as one flow run, ``weakspot-audit``, on the audit's Prefect server (``plan.env``): its stages, the
     record and comparison, the report. None when the report was written (``plan.failures`` and ``plan.verdict`` say
     the rest), else the exit code of what stopped it."""
-    from contextlib import nullcontext
-
     from prefect import flow
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     from ops.engine.audit_flow import runner
 
@@ -373,7 +371,10 @@ def run_audit_flow(plan: Plan, hp: Any, ex: Any) -> Optional[int]:
     )
     from prefect import tags
 
-    with temporary_settings(updates={PREFECT_API_URL: url}) if url else nullcontext(), tags("weakspot"):
+    # the audit's own flow run beats as often as its stages' (the lost-worker automation expects it of every
+    # weakspot flow run: at Prefect's default of 180 s it would be marked Crashed while it waits for its stages)
+    beat = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: int(ex.heartbeat_seconds)}
+    with temporary_settings(updates={**beat, **({PREFECT_API_URL: url} if url else {})}), tags("weakspot"):
         state = audit(return_state=True)
     if stopped:
         return stopped[0]
