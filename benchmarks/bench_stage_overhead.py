@@ -29,23 +29,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _sample(stop: threading.Event, seen: dict, work: str) -> None:
-    tick = os.sysconf("SC_CLK_TCK")
-    while not stop.is_set():
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                cmd = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ").strip()
-                cwd = os.readlink(f"/proc/{pid}/cwd")
-            except OSError:
-                continue
-            if cmd:
-                seen[(pid, stat[19])] = (cmd, cwd, (int(stat[11]) + int(stat[12])) / tick)
-        stop.wait(0.1)
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_tiny_audit import _sample  # noqa: E402  (every process's CPU from /proc)
 
 
 def kind(cmd: str, cwd: str, work: str, repo: str) -> str:
@@ -119,7 +104,7 @@ def table(repo: Path) -> None:
 def audit(repo: Path, env: dict, work: str, measure: bool) -> dict:
     seen: dict = {}
     stop = threading.Event()
-    sampler = threading.Thread(target=_sample, args=(stop, seen, work), daemon=True)
+    sampler = threading.Thread(target=_sample, args=(stop, seen, 0.1), daemon=True)
     if measure:
         sampler.start()
     t0 = time.time()

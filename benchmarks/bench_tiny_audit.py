@@ -26,7 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _sample(stop: threading.Event, seen: dict) -> None:
+def _sample(stop: threading.Event, seen: dict, every: float = 0.2) -> None:
+    """Every process's (command line, working folder, CPU seconds) into ``seen``, every ``every`` seconds."""
     tick = os.sysconf("SC_CLK_TCK")
     while not stop.is_set():
         for pid in os.listdir("/proc"):
@@ -35,11 +36,12 @@ def _sample(stop: threading.Event, seen: dict) -> None:
             try:
                 stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
                 cmd = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ").strip()
+                cwd = os.readlink(f"/proc/{pid}/cwd")
             except OSError:
                 continue
             if cmd:
-                seen[(pid, stat[19])] = (cmd, (int(stat[11]) + int(stat[12])) / tick)
-        stop.wait(0.2)
+                seen[(pid, stat[19])] = (cmd, cwd, (int(stat[11]) + int(stat[12])) / tick)
+        stop.wait(every)
 
 
 def main() -> int:
@@ -84,7 +86,7 @@ def main() -> int:
         stop.set()
         sampler.join()
         kinds: dict = collections.defaultdict(float)
-        for cmd, cpu in seen.values():
+        for cmd, _, cpu in seen.values():
             if str(args.dir) in cmd or "ops.cli" in cmd or any(k in cmd for k in ("prefect", "dvc", "flows.")):
                 kinds[re.sub(r"/\S+/", "", re.sub(r"\s--name\s\S+|\b[0-9a-f]{12,}\b|\d{4,}", "", cmd))[:100]] += cpu
         for kind, cpu in sorted(kinds.items(), key=lambda kv: -kv[1]):

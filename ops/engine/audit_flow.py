@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Sequence
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -178,19 +178,3 @@ def runner(n: int) -> Any:
     from prefect.task_runners import ThreadPoolTaskRunner
 
     return ThreadPoolTaskRunner(max_workers=max(1, n))
-
-
-def flow_runs_of(audit_run: Optional[str]) -> List[Dict[str, str]]:
-    """The stages' child flow runs of the audit's flow run ``audit_run``, every attempt: stage, state."""
-    if not audit_run:
-        return []
-    from uuid import UUID
-
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
-
-    with get_client(sync_client=True) as client:
-        runs = client.read_flow_runs(
-            flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[UUID(audit_run)]))
-        )
-    return [{"stage": r.name, "state": r.state.type.value if r.state else "UNKNOWN"} for r in runs]
