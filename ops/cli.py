@@ -56,6 +56,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     if args.profile:
         cmd_profile(argparse.Namespace(name=args.profile))
+    if args.estimate:
+        from ops.engine.audit import estimate_only
+
+        return estimate_only(args.stages, force=args.force, workers=args.workers)
     return audit(
         args.stages,
         force=args.force,
@@ -190,6 +194,12 @@ def _audit_parser(sub) -> None:
         default=None,
         help="no workers: plain dvc repro --keep-going in this checkout, one stage at a time (default: "
         "execution.in_checkout; --no-in-checkout: on workers whatever it says)",
+    )
+    a.add_argument(
+        "--estimate",
+        action="store_true",
+        help="run nothing: say how long each stage that would run should take on this machine, beside the last "
+        "audit's times (the audit says the same in its first lines)",
     )
     a.set_defaults(fn=cmd_audit)
     w = sub.add_parser(

@@ -102,8 +102,12 @@ def smoke_with_toy(folder: Path):
     from conftest import Repo, _copy_repo
 
     r = _smoke(Repo(_copy_repo(folder)))
-    # plain `dvc repro` in the checkout: these tests read what the stages wrote (workers: tests/ops/test_workers.py)
-    r.set_params(execution={"in_checkout": True})
+    # plain `dvc repro` in the checkout: these tests read what the stages wrote (workers: tests/ops/test_workers.py);
+    # HDA's whole study (baselines, Tables 3-9, the repaired model) on digits, its default audit depth on scenes
+    # (intrinsic's and corner's studies too: their defended copies, Table 4, the FGSM comparison)
+    study = {"per_target": {"digits": {"depth": "study"}}}
+    r.set_params(execution={"in_checkout": True}, hda=study)
+    r.set_params(intrinsic={"depth": "study"}, corner={"depth": "study"})
     for f, text in TOY.items():
         (r.path / f).parent.mkdir(parents=True, exist_ok=True)
         (r.path / f).write_text(text.lstrip())
@@ -206,15 +210,22 @@ def test_full_run_audits_every_target_with_every_method_that_fits(repo):
     assert not (repo.path / "metrics/intrinsic/phoneme.json").exists()
     for t in ("digits", "scenes"):  # HDA on both image targets: the metrics, findings and the repaired model
         hm = _results(repo.path, f"hda/{t}")
-        assert {"ae_prop", "pred_loss", "fid", "queries_per_seed"} <= set(hm["hda"])
-        assert {"hda", "pgd", "coverage", "foda"} <= set(hm) and set(hm["indicator_pearson"]) == {
-            "gradient",
-            "separation",
-        }
-        assert {"hda", "pgd", "coverage", "none"} <= set(hm["finetune"])
+        assert {"ae_prop", "pred_loss", "queries_per_seed"} <= set(hm["hda"]) and "hda" in hm["random_seeds"]
         assert f"id='hda-{t}'" in page
         spec = json.loads((repo.path / f"data/targets/{t}/repaired_hda/model.json").read_text())
-        assert spec["repaired_by"].startswith("hda") and (repo.path / spec["weights"]).is_file()
+        if t == "digits":  # hda.depth: study (set above): the paper's comparisons and the repaired model
+            assert hm["depth"] == "study" and "fid" in hm["hda"]
+            assert {"hda", "pgd", "coverage", "foda"} <= set(hm) and set(hm["indicator_pearson"]) == {
+                "gradient",
+                "separation",
+            }
+            assert {"hda", "pgd", "coverage", "none"} <= set(hm["finetune"])
+            assert spec["repaired_by"].startswith("hda") and (repo.path / spec["weights"]).is_file()
+        else:  # the default depth, audit: HDA's GA around the selected and random seeds, no repair (and says why)
+            assert hm["depth"] == "audit" and "fid" not in hm["hda"] and list(hm["random_seeds"]) == ["hda"]
+            assert not {"pgd", "coverage", "foda", "finetune", "indicator_pearson"} & set(hm)
+            assert spec["repaired_by"] is None and "hda.depth: study" in spec["why"] and "weights" not in spec
+            assert not (repo.path / f"data/targets/{t}/repaired_hda/model.pt").exists()
     assert not (repo.path / "metrics/hda/phoneme.json").exists()
     # lineage on demand: one number back to its data, with params, hashes, code version, time and Prefect run
     out = repo.run(sys.executable, "-m", "ops.cli", "lineage", "metrics/hda/digits.json", "hda.ae_prop").stdout

@@ -31,6 +31,15 @@ def phase_of(what: str) -> str:
     return what
 
 
+def _duration(seconds: float) -> str:
+    """``"40 s"``, ``"3 min"``, ``"1.5 h"``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def printer(prefix: str, *, print_fn: Optional[Callable[[str], None]] = None) -> Progress:
     """A progress callback that prints a line when a phase starts, every ~10% of it, and at its end (with a rate).
 
@@ -62,6 +71,8 @@ def printer(prefix: str, *, print_fn: Optional[Callable[[str], None]] = None) ->
                 rate = f" ({done / secs:.1f}/s)"
             else:
                 rate = f" ({secs / done:.1f} s each)"
+            if rate and 0 < done < total:  # the phase's remaining time at its rate so far
+                rate = rate[:-1] + f", about {_duration((total - done) * secs / done)} left)"
             out(f"  {prefix}: {what} {done}/{total}{rate}")
             state["next"] = done + max(1, int(total) // 10)
 

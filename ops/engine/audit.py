@@ -128,7 +128,9 @@ def _metrics_exist() -> bool:
     return bool(read_manifest(".").files("metrics", "**/*.json"))
 
 
-def record_and_compare(failures: Sequence[Dict[str, Any]] = ()) -> int:
+def record_and_compare(
+    failures: Sequence[Dict[str, Any]] = (), times: Optional[Dict[str, Dict[str, Any]]] = None
+) -> int:
     """Keep the audit's metrics in the history store, compare them with the previous audit's (as far as today's
     stages go) and check the gates (:mod:`ops.verdict.gates`, the first audit too); every one of them reads only the outputs
     dvc.yaml declares (:mod:`tasks.manifest`); 3 on a regression (with history.fail_on_regression) or a failed gate
@@ -160,6 +162,8 @@ def record_and_compare(failures: Sequence[Dict[str, Any]] = ()) -> int:
         "since": since_last(".", hp.dir, hp.rules),
     }
     write_json(Path(hp.dir) / f"{rec['audit_id']}.comparison.json", comparison)
+    if times:  # each stage's time against its estimate: what the next audit's estimate is checked against
+        write_json(Path(hp.dir) / f"{rec['audit_id']}.stages.json", {"audit": rec["audit_id"], "stages": times})
     publish_verdict(comparison, report_path=str(Path("reports/index.html").resolve()))  # on the audit's flow run
     print(format_comparison(rows, prev_id, rec["audit_id"]), flush=True)
     for g in gates:
@@ -214,6 +218,31 @@ def audit(
             gpu_workers=gpu_workers,
             in_checkout=in_checkout,
         )
+
+
+def estimate_only(stages: Optional[Sequence[str]] = None, *, force: bool = False, workers: Optional[int] = None) -> int:
+    """``weakspot audit --estimate``: the stages an audit would run now (those that changed and those after them;
+    every one with ``force``) and how long each should take here (:func:`announce_estimate`); runs nothing."""
+    check_params(PARAMS)
+    from ops.engine.graph import downstream, stage_graph, upstream
+    from ops.engine.lock import audit_lock
+
+    with audit_lock(".", "weakspot audit --estimate"):
+        regenerate_pipeline(lambda line: print(line, flush=True))
+    _, hp = load_section("history", PARAMS)
+    _, ex = load_section("execution", PARAMS)
+    graph = stage_graph()
+    asked = [s for s in (stages or graph) if s != "report"]
+    wanted = [s for s in upstream(graph, asked) if s != "report"]
+    to_run = list(wanted) if force else changed_stages(wanted)
+    for s in list(to_run):
+        to_run.extend(d for d in downstream(graph, s) if d in wanted and d not in to_run)
+    to_run = [s for s in graph if s in to_run or (s == "report" and "report" in graph)]
+    if to_run == ["report"]:
+        print("weakspot: every stage is up to date; the report only", flush=True)
+    n = ex.workers if workers is None else workers
+    announce_estimate(to_run, graph, 1 if ex.in_checkout else max(1, n), hp.dir)
+    return 0
 
 
 def changed_stages(stages: List[str]) -> List[str]:
@@ -413,7 +442,7 @@ def _audit_body(plan: Plan, hp: Any, ex: Any) -> Optional[int]:
         print("weakspot: no metrics yet; nothing recorded in the history", file=sys.stderr)
         plan.verdict = 0
     else:
-        plan.verdict = record_and_compare(plan.failures)
+        plan.verdict = record_and_compare(plan.failures, outcome.times if outcome is not None else None)
     if plan.report:
         if plan.failures:  # DVC would refuse the report stage (its deps from the failed stages are missing)
             rc = subprocess.call([sys.executable, "-m", "flows.report"], env=plan.env)
@@ -610,6 +639,7 @@ def run_on_workers(
         + (f"DVC cache {cache} (shared)" if shared else f"DVC remote {url}"),
         flush=True,
     )
+    works = announce_estimate(to_run + [s for s in graph if s == "report"], graph, n_cpu + n_gpu, hp.dir)
     with local_workers({"cpu": n_cpu, "gpu": n_gpu}, env):
         has_gpu = bool(n_gpu) or bool(online_workers("gpu"))
         if not n_cpu and not online_workers("cpu"):
@@ -631,5 +661,37 @@ def run_on_workers(
             audit=sha[:12],
             retries=ex.retries,
             say=_say,
+            estimates={w.stage: w.seconds for w in works},
         )
+    from ops.engine.estimate import record_row
+
+    seconds = {r["stage"]: r.get("seconds") for r in outcome.runs}
+    outcome.times = {w.stage: record_row(w, seconds.get(w.stage)) for w in works if w.stage in seconds}
     return outcome, shared
+
+
+def announce_estimate(stages: List[str], graph: Dict[str, List[str]], workers: int, store: str) -> List[Any]:
+    """Say, before they run, how long ``stages`` should take on this machine (:mod:`ops.engine.estimate`): the
+    audit's wall time on ``workers`` workers, each stage's estimate beside the last audit's time; their work."""
+    from weakspot.config import read_yaml
+    from ops.engine.estimate import stage_work, table, wall_time
+
+    data = read_yaml(PARAMS)
+    try:
+        works = stage_work(stages, data, int(data.get("threads") or 1))
+    except Exception as e:  # noqa: BLE001 - an estimate that cannot be made never stops the audit
+        print(f"weakspot: no time estimate ({type(e).__name__}: {e})", flush=True)
+        return []
+    from ops.engine.estimate import attach_last
+
+    attach_last(works, store)
+    cores = os.cpu_count() or 1
+    wall = wall_time(works, graph, workers, cores)
+    total = sum(w.seconds for w in works)
+    print(
+        f"weakspot: estimated time on this machine: about {wall / 60:.1f} min for {len(works)} stage(s) "
+        f"({total / 60:.1f} min of stage time on {min(workers, cores)} of {cores} core(s)); per stage:\n"
+        + table(works),
+        flush=True,
+    )
+    return works

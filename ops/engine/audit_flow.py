@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -48,7 +48,9 @@ class Outcome:
     done: List[str] = field(default_factory=list)
     failed: Dict[str, str] = field(default_factory=dict)
     not_run: Dict[str, str] = field(default_factory=dict)
-    runs: List[Dict[str, str]] = field(default_factory=list)
+    runs: List[Dict[str, Any]] = field(default_factory=list)
+    #: stage -> its estimate, its measured seconds and the work counted (:func:`ops.engine.estimate.record_row`)
+    times: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -83,10 +85,16 @@ def _crashed(task: Any, task_run: Any, state: Any) -> bool:
 
 @task(cache_policy=NO_CACHE, persist_result=False)
 def run_stage(
-    stage: str, deployment: str, parameters: Dict[str, Any], scheduled: datetime.datetime, tags: List[str]
-) -> Dict[str, str]:
-    """One stage: a child flow run of ``deployment`` on its pool, waited for; its id and state, or StageCrashed
-    (retried) or StageFailed naming the stage and the error."""
+    stage: str,
+    deployment: str,
+    parameters: Dict[str, Any],
+    scheduled: datetime.datetime,
+    tags: List[str],
+    estimate: Optional[float] = None,
+) -> Dict[str, Any]:
+    """One stage: a child flow run of ``deployment`` on its pool, waited for; its id, state and seconds (the flow
+    run's own, from its start to its end), or StageCrashed (retried) or StageFailed naming the stage and the error.
+    ``estimate``: its expected seconds (:mod:`ops.engine.estimate`), said beside the time it took."""
     from prefect import deployments
     from prefect.runtime import task_run
 
@@ -104,8 +112,16 @@ def run_stage(
     )
     kind = str(getattr(fr.state.type, "value", fr.state.type)) if fr.state else "UNKNOWN"
     message = (fr.state.message or kind) if fr.state else kind
+    start, end = getattr(fr, "start_time", None), getattr(fr, "end_time", None)
+    seconds = (end - start).total_seconds() if start and end else None
     if kind == "COMPLETED":
-        return {"flow_run": str(fr.id), "state": "completed"}
+        if seconds is not None:
+            print(
+                f"weakspot: {stage} done in {seconds:.0f} s"
+                + (f" (estimated {estimate:.0f} s)" if estimate is not None else ""),
+                flush=True,
+            )
+        return {"flow_run": str(fr.id), "state": "completed", "seconds": seconds}
     if kind == "CRASHED":
         raise StageCrashed(f"{stage} crashed (flow run {fr.id}): {message}")
     raise StageFailed(f"{stage} failed (flow run {fr.id}): {message}")
@@ -121,6 +137,7 @@ def run_stages(
     audit: str,
     retries: int = 1,
     say: Callable[[str], None] = print,
+    estimates: Optional[Dict[str, float]] = None,
 ) -> Outcome:
     """Run ``stages`` (``needs[s]``: what ``s`` needs; those not among ``stages`` are up to date) as tasks of the
     current flow run, each a child flow run of ``deployment_of(pool_of(s))`` with ``parameters`` and its own
@@ -144,6 +161,7 @@ def run_stages(
             {**parameters, "stage": s, "needs": needs.get(s, []), "nice": niceness(after[s], most)},
             when,
             ["weakspot", f"audit:{audit}"],
+            (estimates or {}).get(s),
             wait_for=[futures[n] for n in needs.get(s, []) if n in futures],
         )
         say(f"weakspot: {s} submitted to the {pools[s]} pool")

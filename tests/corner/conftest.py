@@ -104,11 +104,12 @@ def toy():
 
 @pytest.fixture(scope="package")
 def toy_run(toy):
-    """``run`` on :func:`toy` with :data:`TINY` params through a :class:`RecordingRuntime`: (params, result, runtime)."""
+    """``run`` on :func:`toy` with :data:`TINY` params at depth study (the FGSM comparison and the paper-lr rerun
+    are the study's) through a :class:`RecordingRuntime`: (params, result, runtime)."""
     from weakspot.corner.config import CornerParams
     from weakspot.corner.run import run
 
     torch.set_num_threads(1)
-    params = CornerParams(**TINY)
+    params = CornerParams(**TINY, depth="study")
     rt = RecordingRuntime()
     return params, run(toy, params, rt), rt

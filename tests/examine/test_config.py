@@ -57,3 +57,35 @@ def test_examiner_names_come_from_the_registry():
         assert ExamineParams(examiners=["sobol_test"]).examiners == ["sobol_test"]
     finally:
         EXAMINERS._items.pop("sobol_test")
+
+
+#: every experiment of the study off, as params.yaml's CPU default has them
+STUDY_OFF = {
+    "order_check": False,
+    "strength": False,
+    "m_study": {"enabled": False},
+    "artificial_weakness": {"enabled": False},
+}
+
+
+def test_depth_study_switches_the_studys_experiments_on():
+    """issue 49: depth study runs the order check, the strength mode and the planted weakness as if their flags were
+    true (Table 3's m study keeps its own flag); the examinations' settings are the same at both depths."""
+    audit = ExamineParams(study=STUDY_OFF)
+    assert audit.depth == "audit" and not audit.study.enabled
+    deep = ExamineParams(depth="study", study={**STUDY_OFF, "T": 7, "artificial_weakness": {"enabled": False, "T": 9}})
+    st = deep.study
+    assert st.order_check and st.strength and st.artificial_weakness.enabled and st.enabled
+    assert not st.m_study.enabled and st.T == 7 and st.artificial_weakness.T == 9
+    assert audit.model_dump(exclude={"depth", "study"}) == deep.model_dump(exclude={"depth", "study"})
+    assert ExamineParams.model_validate(deep.model_dump()) == deep  # a dump validates to itself
+    assert ExamineParams().study.order_check and not ExamineParams(study=STUDY_OFF).study.order_check
+
+
+def test_the_study_stage_runs_at_depth_study():
+    """The pipeline declares the shared stage examine_study when ``examine.study.enabled`` (ops.engine.pipeline):
+    at depth study it is, whatever the experiments' flags say."""
+    from ops.engine.pipeline import _shared
+
+    stages = lambda depth: [s.name for _, s, _ in _shared({"examine": {"depth": depth, "study": STUDY_OFF}}, {})]  # noqa: E731
+    assert stages("audit") == [] and stages("study") == ["examine_study"]

@@ -151,3 +151,16 @@ def test_a_users_classifier_is_examined_in_its_own_class_names(world, monkeypatc
     assert set(out.findings.prediction) - {""} <= set(mine)
     text = " ".join(out.section.summary) + " ".join(out.findings.weak_spot) + " ".join(out.findings.confirmation)
     assert not any(f"class {c}" in text for c in ("disc", "cross")), text
+
+
+def test_the_examinations_findings_are_the_same_at_both_depths(world, examined):
+    """issue 49: depth study switches the study's experiments on (its own stage, examine_study); a target's
+    examination, its regions and its findings are the same at both depths."""
+    from weakspot.examine.report import report
+
+    space, r, images, meta, params, clf = world
+    deep = params.model_validate({**params.model_dump(), "depth": "study"})
+    assert params.depth == "audit" and deep.depth == "study" and deep.study.enabled
+    res = examine_target(r, space, clf, CLASSES, images, meta, deep)
+    pd.testing.assert_frame_equal(report(res, deep).findings, examined[1].findings)
+    assert len(examined[1].findings) > 0

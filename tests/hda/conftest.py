@@ -8,7 +8,9 @@ import torch
 from weakspot.hda.config import HdaParams
 
 CLASSES = ["a", "b", "c"]
+#: the tests of the paper's parts (Tables 3-9, FID, coverage, the fine-tuning) run the study; ``toy_audit`` the default
 TINY = {
+    "depth": "study",
     "pool": 80,
     "n_seeds": 6,
     "vae": {"epochs": 3, "max_steps": 30},
@@ -106,3 +108,31 @@ def toy():
     finally:
         torch.set_num_threads(n)
     return {"white": (white, p, net, adv), "black": (black, p, net, None), "data": (X, y)}
+
+
+@pytest.fixture(scope="package")
+def toy_audit(toy):
+    """The white-box toy audit of ``toy`` at ``hda.depth: audit`` (everything else the same): ``(result, params)``."""
+    from weakspot.hda.generate import module_proba
+    from weakspot.hda.run import audit
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        X, y = toy["data"]
+        net, adv = toy["white"][2:]
+        p = HdaParams.model_validate({**TINY, "depth": "audit"})
+        result = audit(
+            net,
+            module_proba(net),
+            toy_splits(X, y),
+            CLASSES,
+            p,
+            radius=0.1,
+            clip=(0.0, 1.0),
+            adversarial=adv,
+            adversarial_label="the twin",
+        )
+    finally:
+        torch.set_num_threads(n)
+    return result, p

@@ -11,7 +11,12 @@ from weakspot.hda.fid import FidEstimate
 from weakspot.hda.generate import CaseEval
 
 P = HdaParams.model_validate(
-    {"ga": {"population": 20, "generations": 100}, "coverage": {"mutants": 20}, "fid": {"min_aes": 20}}
+    {
+        "depth": "study",
+        "ga": {"population": 20, "generations": 100},
+        "coverage": {"mutants": 20},
+        "fid": {"min_aes": 20},
+    }
 )
 
 
@@ -118,3 +123,16 @@ def test_a_fid_on_too_few_aes_decides_nothing():
         "kde_samples_lower_fid_than_uniform",
         "indicators_correlate_as_expected",
     }  # a black box: no rival generators, no Table 8, no fine-tuning
+
+
+def test_at_depth_audit_only_the_claims_of_what_ran_are_checked():
+    """Depth audit: HDA's GA alone, no local robustness, no Tables 3-4 nor Fig. 3: Table 5's density claim only."""
+    result = _result({("hda", "selected"): _e("hda", 90), ("hda", "random"): _e("hda", 40, seeds="random")})
+    result.seeds = SimpleNamespace(
+        table5={"selected": {"log_density": 1.0, "indicator": 0.0}, "random": {"log_density": 0.0, "indicator": 0.0}},
+        pearson={},
+    )
+    result.distribution = SimpleNamespace(fid={})
+    claims = check(result, {}, {}, P.model_copy(update={"depth": "audit"}))
+    assert [c.key for c in claims] == ["seeds_denser"] and claims[0].holds
+    assert as_metrics(claims) == {"claims": {"seeds_denser": True}, "claims_rq1": {}}

@@ -73,7 +73,8 @@ def test_the_report_section_tables_and_lineage(toy):
     assert list(sec.tables["seconds"]["step"])[-1] == "total" and "Table 9 (fine-tuning)" in list(
         sec.tables["seconds"]["step"]
     )
-    assert "gradient indicator" in sec.summary[1] and sec.headline[0].startswith("HDA: ")
+    assert sec.summary[1].startswith("Depth: study") and sec.headline[0].startswith("HDA: ")
+    assert "gradient indicator" in sec.summary[2] and "depth" in list(sec.tables["settings"]["setting"])
     with pytest.raises(ValueError, match="figure"):
         sec.check()  # the items name figures that figures() draws
     sec.figures.update(figures(result, p))

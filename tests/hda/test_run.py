@@ -1,6 +1,7 @@
 """weakspot.hda.run: HDA's entry point on an AuditTarget, black-box and white-box, through the generic run_method."""
 
 import io
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -72,6 +73,36 @@ def test_the_method_runs_white_box_through_its_entry_points(toy):
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+@pytest.mark.parametrize("depth", ["audit", "study"])
+def test_the_adversarially_trained_model_is_trained_at_depth_study_only(monkeypatch, depth):
+    """RQ3's min-max model (the intrinsic stage's, trained through ``runtime``) is the study's: at depth audit
+    ``run`` never asks for it."""
+    import weakspot.adversarial.defended as defended
+    import weakspot.hda.run as hda_run
+
+    asked = []
+
+    def fake_defended(target, names, section, runtime):
+        asked.append(names)
+        return {"minmax": torch.nn.Identity()}, {"minmax": {"label": "min-max"}}, 0.1
+
+    def fake_audit(*args, **kw):
+        return SimpleNamespace(adversarial=kw["adversarial"])
+
+    monkeypatch.setattr(defended, "defended_models", fake_defended)
+    monkeypatch.setattr(hda_run, "audit", fake_audit)
+    X, y = toy_data()
+    p = HdaParams.model_validate({**TINY, "depth": depth})
+    out = run(_target(_WhiteBox(toy_net_stub()), X, y), p, Runtime(device="cpu", sections={"intrinsic": None}))
+    assert asked == ([] if depth == "audit" else [["minmax"]])
+    assert (out.adversarial is None) == (depth == "audit") and (out.adversarial_info == {}) == (depth == "audit")
+
+
+def toy_net_stub():
+    """A linear model of the toy's images (untrained: ``run`` only wires it up here)."""
+    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 3)).eval()
 
 
 def test_inputs_that_are_not_finite_are_a_data_error():

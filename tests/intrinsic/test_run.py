@@ -35,7 +35,8 @@ def test_the_planted_robust_model_measures_as_more_robust(measured):
 
 def test_measure_is_deterministic(trained, measured):
     models, X, y = trained
-    again = measure(models, X, y, [str(c) for c in range(10)], small_params(), eps=0.15, clip=(0.0, 1.0), n_test=len(X))
+    p = small_params(depth="study")
+    again = measure(models, X, y, [str(c) for c in range(10)], p, eps=0.15, clip=(0.0, 1.0), n_test=len(X))
     for n in ("none", "minmax"):
         assert np.array_equal(again.evals[n].kl, measured.evals[n].kl)
         assert again.evals[n].acc == measured.evals[n].acc
@@ -94,7 +95,11 @@ def test_the_method_runs_on_a_target_through_the_one_entry_point(trained):
     models, X, y = trained
     m = methods.get("intrinsic")
     p = small_params(
-        n_inputs=100, defences=["fgsm_at"], defence_epochs=1, stability={"batch_sizes": [20], "draws": 3, "pool": 120}
+        depth="study",
+        n_inputs=100,
+        defences=["fgsm_at"],
+        defence_epochs=1,
+        stability={"batch_sizes": [20], "draws": 3, "pool": 120},
     )
     out = methods.run_method(m, _target(models["none"], X, y, train=(X[150:], y[150:])), p, Runtime(device="cpu"))
     sec = out.section

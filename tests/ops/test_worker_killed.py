@@ -4,6 +4,7 @@ automation of ops/engine/lost.py marks it Crashed), the audit's flow runs the st
 checkout: test_workers.py shows the bytes are the same either way), nothing is lost or duplicated. Marked ``ops``: a
 throwaway repository audited through two local process workers."""
 
+import json
 import signal
 import subprocess
 import time
@@ -66,3 +67,10 @@ def test_a_worker_killed_mid_stage_and_the_audit_completes_with_the_same_bytes(o
     assert r.dvc("status").stdout.strip().endswith("Data and pipelines are up to date.")
     runs = _flow_runs(r)
     assert sorted(s for _, s in runs["train-phoneme"]) == ["COMPLETED", "CRASHED"]
+    # the estimate was said before any stage ran; each stage's time is recorded beside its estimate (the killed
+    # stage's: the run that completed)
+    assert text.index("weakspot: estimated time on this machine") < text.index("submitted to the cpu pool"), text[:3000]
+    assert "weakspot: gad-phoneme done in " in text and "(estimated " in text
+    times = json.loads(next((r.path / "history").glob("*.stages.json")).read_text())["stages"]
+    assert sorted(times) == sorted(["prepare-phoneme", "train-phoneme", "segments-phoneme", "gad-phoneme"])
+    assert all(t["seconds"] > 0 and t["estimate"] > 0 and t["counted"] for t in times.values()), times

@@ -170,7 +170,11 @@ class FakeDeployments:
             state = Crashed(message="no heartbeat for 90 s: its worker or machine was lost")
         else:
             state = Completed()
-        return SimpleNamespace(id=uuid.uuid4(), state=state)
+        import datetime
+
+        start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)  # each stage "took" 1 s per letter
+        end = start + datetime.timedelta(seconds=len(stage))
+        return SimpleNamespace(id=uuid.uuid4(), state=state, start_time=start, end_time=end)
 
 
 @pytest.fixture(scope="module")
@@ -235,6 +239,8 @@ def test_a_failed_stage_stops_only_the_stages_that_need_it(prefect_api, monkeypa
     # dependants; the white-box stage on the gpu pool's deployment
     assert sorted(fake.submitted) == sorted(set(GRAPH) - {"intrinsic-b"})
     assert fake.pools["gad-a"] == "weakspot-stage/stage-cpu"
+    # each completed stage's seconds: its flow run's own, from its start to its end (what the estimate is checked on)
+    assert {r["stage"]: r["seconds"] for r in out.runs} == {s: float(len(s)) for s in out.done}
 
 
 #: a stage graph like the default audit's: the rendered scenes' chain (render, its data, its model, four methods) and a

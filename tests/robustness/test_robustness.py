@@ -102,3 +102,42 @@ def test_dvc_yaml_declares_the_curve_of_every_white_box_image_target():
     declared = {k: v for d in plots for k, v in d.items()}
     assert declared["plots/robustness/digits/curve.csv"] == {"x": "eps", "y": ["clean", "pgd"]}
     assert "plots/robustness/scenes/curve.csv" in declared and "plots/robustness/phoneme/curve.csv" not in declared
+
+
+def test_depth_study_turns_autoattack_on_and_finds_what_the_audit_finds(monkeypatch):
+    """issue 49: the audit runs PGD as configured (AutoAttack off by default), the study AutoAttack too at every eps;
+    PGD's points and the findings (chosen and confirmed on PGD's failures) are the same at both depths."""
+    import weakspot.adversarial.art_attacks as art
+
+    y = np.arange(200) % 2
+    dist = np.where(y == 1, 0.05, 0.35).astype(np.float32)
+    calls = []
+    real = art.art_autoattack
+    monkeypatch.setattr(art, "art_autoattack", lambda *a, **k: calls.append(k["eps"]) or real(*a, **k))
+    out = {}
+    for depth in ("audit", "study"):
+        p = RobustnessParams(eps=[0.0, 0.1, 0.2], n_inputs=200, pgd_steps=10, autoattack_iters=2, depth=depth)
+        res = run(_target(dist, y), p, Runtime(device="cpu"))
+        out[depth] = (res, report(res, p, _target(dist, y)))
+    assert calls == [0.1, 0.2]  # only the study ran AutoAttack, at every eps > 0
+    (a, ra), (s, rs) = out["audit"], out["study"]
+    assert set(a.correct) == {"clean", "pgd"} and set(s.correct) == {"clean", "pgd", "autoattack"}
+    assert (a.correct["pgd"] == s.correct["pgd"]).all()
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(ra.findings, rs.findings)
+    assert list(ra.findings["label"]) == ["bright"]
+    m, ms = ra.section.metrics, rs.section.metrics
+    assert m["depth"] == "audit" and ms["depth"] == "study"
+    assert set(m) < set(ms) and all(m[k] == ms[k] for k in m if k != "depth")
+    assert "Depth: audit — PGD at every eps; `robustness.depth: study` adds AutoAttack" in ra.section.summary[0]
+    assert "Depth: study — PGD and AutoAttack at every eps" in rs.section.summary[0]
+    assert RobustnessParams(autoattack=True).runs_autoattack and not RobustnessParams().runs_autoattack
+
+
+def test_depth_is_set_per_target():
+    from weakspot.config import validate_section
+
+    data = {"robustness": {"per_target": {"digits": {"depth": "study"}}}}
+    assert validate_section("robustness", data, target="digits").runs_autoattack
+    assert not validate_section("robustness", data, target="scenes").runs_autoattack

@@ -22,8 +22,8 @@ from weakspot.plotting import pyplot, show_image
 
 
 def figures(result: CornerResult, params: CornerParams, target: AuditTarget) -> Dict[str, Any]:
-    """``{name: Figure}``: ``reconstructions``, ``optimisation_paths``, ``latent_plane``, ``fgsm_vs_latent``,
-    ``margin_curve`` (the names the report's items refer to)."""
+    """``{name: Figure}``: ``reconstructions``, ``optimisation_paths``, ``latent_plane``, ``fgsm_vs_latent`` (depth
+    study only), ``margin_curve`` (the names the report's items refer to)."""
     clf, g, search = target.model, result.generator, result.search
     from weakspot.data.parts import sample_rows
 
@@ -32,15 +32,17 @@ def figures(result: CornerResult, params: CornerParams, target: AuditTarget) -> 
     y = np.asarray(target.train.y)[keep].astype(np.int64)
     classes = [str(c) for c in target.classes]
     with single_thread(g.device):
-        return {
+        out = {
             "reconstructions": reconstructions_figure(g, X, params.seed),
             "optimisation_paths": paths_figure(
                 clf, g, search, path_seeds(search, result.flags, params.n_paths), classes
             ),
             "latent_plane": latent_plane_figure(clf, g, search, result.flags["corner"], y, classes),
-            "fgsm_vs_latent": fgsm_figure(result.comparison, classes),
-            "margin_curve": margin_figure(search),
         }
+        if result.comparison is not None:  # the paper's comparison: depth study
+            out["fgsm_vs_latent"] = fgsm_figure(result.comparison, classes)
+        out["margin_curve"] = margin_figure(search)
+        return out
 
 
 def _show(ax: Any, image: Any, title: str = "", **title_kw: Any) -> None:

@@ -37,6 +37,15 @@ def gate_text(g: Dict[str, Any]) -> str:
     )
 
 
+def depth_text(params: CornerParams) -> str:
+    """The depth that ran, in words: what it runs and what the other depth adds (or added)."""
+    own = "the generator, the search, realism and the judge's controls"
+    comparisons = "the FGSM comparison (Sec. 4.5) and the search rerun at the paper's step (Sec. 4.3)"
+    if params.depth == "study":
+        return f"study — {own}, and the paper's comparisons: {comparisons}"
+    return f"audit — {own}; `corner.depth: study` adds {comparisons}"
+
+
 def headline_of(m: Dict[str, Any], params: CornerParams) -> List[str]:
     """The report's one-paragraph headline for this target: the realism verdict first."""
     g, j, y = m.get("gate"), m.get("judge"), m.get("yield_vs_random")
@@ -56,8 +65,8 @@ def headline_of(m: Dict[str, Any], params: CornerParams) -> List[str]:
     return [
         first + f"{m['realistic_yield']:.1%} of {m['n_seeds']} latent seeds became {what} on the decision boundary "
         f"(median logit margin {fmt(m['margin_before'])} -> {fmt(m['margin_after'])} in {params.steps} Adam steps)"
-        f"{judged}; top pairs: {pairs_text(m)}; FGSM images are noisier (TV {m['tv_fgsm']:.3f} vs "
-        f"{m['tv_corner']:.3f})."
+        f"{judged}; top pairs: {pairs_text(m)}"
+        + (f"; FGSM images are noisier (TV {m['tv_fgsm']:.3f} vs {m['tv_corner']:.3f})." if "tv_fgsm" in m else ".")
     ]
 
 
@@ -79,7 +88,8 @@ def method_paragraph(m: Dict[str, Any], params: CornerParams, use_disc: bool) ->
         f"{', annealed to 0 on a cosine' if params.lr_schedule == 'cosine' else ''}; the paper: {steps0} steps, "
         f"lr {lr0}) to minimise the logit margin between the two most likely classes of G(s), the classifier's "
         "gradients flowing through the decoder (white box), with a hinge keeping the seeds inside the latent "
-        f"density (weight {params.realism_weight}; ours, not in the paper's loss){disc_txt}."
+        f"density (weight {params.realism_weight}; ours, not in the paper's loss){disc_txt}. "
+        f"Depth: {depth_text(params)}."
     )
 
 
@@ -186,7 +196,7 @@ def summary_of(m: Dict[str, Any], params: CornerParams, use_disc: bool, differ: 
         method_paragraph(m, params, use_disc),
         search_paragraph(m, params, use_disc),
         judge_paragraph(m, params),
-        noise_paragraph(m, params),
+        *([noise_paragraph(m, params)] if "tv_fgsm" in m else []),
         "Caveats: the generator's latent density"
         + (" and its discriminator are" if use_disc else " is")
         + " the generator's own view of the data; the judge above is a second classifier and pixel statistics, "

@@ -4,7 +4,10 @@ findings.
 Caveats first: the metrics are the search's and the comparison's numbers as they are (the pipeline writes them;
 timings go to the ``seconds`` table, never the metrics, so reruns are byte-identical). Corner cases are generated
 inputs and carry no true class: a finding says where the model is undecided on data-like inputs, not an error.
-``margin_before`` / ``margin_after`` are *logit* margins; ``boundary_margin`` is in probability.
+``margin_before`` / ``margin_after`` are *logit* margins; ``boundary_margin`` is in probability. At depth audit
+(``CornerResult.depth``) the paper's comparisons did not run and are left out, never shown empty: the FGSM comparison
+(its metrics, table, figure, claim and paragraph) and the rerun at the paper's step; the metrics both depths hold are
+the same numbers under the same keys.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from weakspot.corner.claims import claims, set_text
-from weakspot.corner.prose import headline_of, summary_of
+from weakspot.corner.prose import depth_text, headline_of, summary_of
 from weakspot.corner.config import PAPER_SETTINGS, CornerParams
 from weakspot.corner.run import CornerResult
 from weakspot.corner.search import CornerSearch
@@ -43,7 +46,8 @@ NOT_CHECKED_INPUT = (
     "not checked: one generated corner case is the search's own output (an example); its class pair "
     "is checked on held-out inputs above"
 )
-#: the cards: no "realistic" one, since realism is said only where the generator's gate holds (the prose says which)
+#: the cards: no "realistic" one, since realism is said only where the generator's gate holds (the prose says which);
+#: the last two are the FGSM comparison's (depth study only)
 KEY_METRICS = ["margin_before", "margin_after", "margin_reduction", "n_corner_cases", "tv_corner", "tv_fgsm"]
 
 
@@ -51,6 +55,8 @@ def report(result: CornerResult, params: CornerParams, target: AuditTarget) -> M
     """The section (metrics, tables, prose; the figures are :func:`weakspot.corner.figures.figures`'), the findings
     and the generator's lineage."""
     t0 = time.perf_counter()
+    if params.depth != result.depth:  # the words follow what ran
+        params = params.model_copy(update={"depth": result.depth})
     classes = [str(c) for c in target.classes]
     m = metrics_of(result, classes)
     tables = tables_of(result, classes, params)
@@ -69,7 +75,7 @@ def report(result: CornerResult, params: CornerParams, target: AuditTarget) -> M
         summary=summary_of(m, params, result.use_discriminator, differ),
         items=items_of(m, result.latent_dim, params),
         headline=headline_of(m, params),
-        key_metrics=KEY_METRICS,
+        key_metrics=[k for k in KEY_METRICS if k in m],
         sample=(
             f"{m['n_seeds']} random latent seeds (seed {params.seed}) decoded by an autoencoder fitted on "
             f"{result.n_train} training images (corner.train_sample: at most {params.train_sample}, a seeded "
@@ -114,19 +120,24 @@ def class_pairs(search: CornerSearch, mask: np.ndarray) -> List[Tuple[int, int, 
 
 
 def metrics_of(result: CornerResult, classes: List[str]) -> Dict[str, Any]:
-    """The stage's metrics: the required keys first, then details."""
+    """The stage's metrics: the required keys first, then details (the FGSM comparison's at depth study only)."""
     search, comparison, flags, g = result.search, result.comparison, result.flags, result.generator
     n = search.n
     pairs = class_pairs(search, flags["corner"])
     mb, ma = float(np.median(search.margin_before)), float(np.median(search.margin_after))
+    cmp = comparison
     m = {
         "n_seeds": int(n),
         "margin_before": mb,
         "margin_after": ma,
         "realistic_yield": float(flags["corner"].mean()) if n else 0.0,
-        "tv_corner": float(np.mean(comparison.tv_latent)),
-        "tv_fgsm": float(np.mean(comparison.tv_fgsm)),
+        **(
+            {"tv_corner": float(np.mean(cmp.tv_latent)), "tv_fgsm": float(np.mean(cmp.tv_fgsm))}
+            if cmp is not None
+            else {}
+        ),
         "top_class_pairs": [[classes[a], classes[b], int(c)] for a, b, c in pairs[:5]],
+        "depth": result.depth,
         # details
         "margin_reduction": float(mb / ma) if ma > 0 else float("inf"),
         "prob_margin_before": float(np.median(search.prob_margin_before)),
@@ -145,12 +156,18 @@ def metrics_of(result: CornerResult, classes: List[str]) -> Dict[str, Any]:
         "autoencoder_mse": float(g.history["loss"][-1]),
         "autoencoder_r2": float(g.history.get("r2", float("nan"))),
         "autoencoder_epochs": int(g.history.get("epochs", len(g.history["loss"]))),
-        "tv_decoded": float(np.mean(comparison.tv)),
-        "manifold_decoded": float(np.mean(comparison.manifold)),
-        "manifold_corner": float(np.mean(comparison.manifold_latent)),
-        "manifold_fgsm": float(np.mean(comparison.manifold_fgsm)),
-        "flip_rate_fgsm": float(np.mean(comparison.pred_fgsm != comparison.pred)),
-        "flip_rate_latent": float(np.mean(comparison.pred_latent != comparison.pred)),
+        **(
+            {
+                "tv_decoded": float(np.mean(cmp.tv)),
+                "manifold_decoded": float(np.mean(cmp.manifold)),
+                "manifold_corner": float(np.mean(cmp.manifold_latent)),
+                "manifold_fgsm": float(np.mean(cmp.manifold_fgsm)),
+                "flip_rate_fgsm": float(np.mean(cmp.pred_fgsm != cmp.pred)),
+                "flip_rate_latent": float(np.mean(cmp.pred_latent != cmp.pred)),
+            }
+            if cmp is not None
+            else {}
+        ),
         "nearest_train_rms_before": float(np.median(result.nearest_train_before)),
         "nearest_train_rms_after": float(np.median(result.nearest_train_after)),
     }
@@ -162,11 +179,11 @@ def metrics_of(result: CornerResult, classes: List[str]) -> Dict[str, Any]:
     m["model_accuracy_on_reconstructions"] = result.accuracy_on_reconstructions
     if result.paper_lr is not None:
         m["paper_lr"] = _finite(result.paper_lr)
-    c = result.controls
-    if c is not None:
-        m["judge"] = _finite({**{k: c["sets"][k] for k in JUDGED}, **c["judge"]})
-        m["yield_vs_random"] = _finite(c["yield"])
-        m["gate"] = _finite(c["gate"])
+    ctl = result.controls
+    if ctl is not None:
+        m["judge"] = _finite({**{k: ctl["sets"][k] for k in JUDGED}, **ctl["judge"]})
+        m["yield_vs_random"] = _finite(ctl["yield"])
+        m["gate"] = _finite(ctl["gate"])
     return m
 
 
@@ -213,7 +230,7 @@ def judge_table(m: Dict[str, Any]) -> Any:
 
 
 def tables_of(result: CornerResult, classes: List[str], params: CornerParams) -> Dict[str, Any]:
-    """The ``yield``, ``class_pairs``, ``fgsm_comparison`` and ``margin_curve`` tables."""
+    """The ``yield``, ``class_pairs``, ``fgsm_comparison`` (depth study only) and ``margin_curve`` tables."""
     import pandas as pd
 
     search, comparison, flags = result.search, result.comparison, result.flags
@@ -239,7 +256,27 @@ def tables_of(result: CornerResult, classes: List[str], params: CornerParams) ->
         [{"class_a": classes[a], "class_b": classes[b], "corner_cases": c} for a, b, c in pairs],
         columns=["class_a", "class_b", "corner_cases"],
     )
-    comp = pd.DataFrame(
+    out = {"yield": yield_t, "class_pairs": pair_t}
+    if comparison is not None:
+        out["fgsm_comparison"] = fgsm_table(comparison)
+    mp = search.margin_path
+    out["margin_curve"] = pd.DataFrame(
+        {
+            "step": np.arange(len(mp)),
+            "margin_median": np.median(mp, axis=1),
+            "margin_q25": np.quantile(mp, 0.25, axis=1),
+            "margin_q75": np.quantile(mp, 0.75, axis=1),
+        }
+    )
+    return out
+
+
+def fgsm_table(comparison: Any) -> Any:
+    """Sec. 4.5: total variation, distance to the manifold and prediction changes of the decoded seeds, their FGSM
+    images and their latent steps."""
+    import pandas as pd
+
+    return pd.DataFrame(
         {
             "images": [
                 "decoded seeds G(s)",
@@ -259,16 +296,6 @@ def tables_of(result: CornerResult, classes: List[str], params: CornerParams) ->
             ],
         }
     )
-    mp = search.margin_path
-    curve = pd.DataFrame(
-        {
-            "step": np.arange(len(mp)),
-            "margin_median": np.median(mp, axis=1),
-            "margin_q25": np.quantile(mp, 0.25, axis=1),
-            "margin_q75": np.quantile(mp, 0.75, axis=1),
-        }
-    )
-    return {"yield": yield_t, "class_pairs": pair_t, "fgsm_comparison": comp, "margin_curve": curve}
 
 
 def settings_table(
@@ -278,8 +305,17 @@ def settings_table(
     metrics ``m``, the margin's fall at this audit's step against the paper's step rerun on the first seeds."""
     import pandas as pd
 
-    rows = []
+    rows = [
+        {
+            "setting": "depth",
+            "ran": depth_text(params),
+            "paper": "the corner cases and the paper's comparisons (FGSM, Sec. 4.5; its step, Sec. 4.3)",
+            "differs": not params.comparisons,
+        }
+    ]
     for key, (paper, where) in PAPER_SETTINGS.items():
+        if key == "fgsm_eps" and not params.comparisons:
+            continue  # the FGSM comparison is the study's
         ran = getattr(params, key)
         rows.append({"setting": key, "ran": str(ran), "paper": f"{paper} ({where})", "differs": ran != paper})
     rows.append(
@@ -483,15 +519,21 @@ def items_of(m: Dict[str, Any], latent: int, params: CornerParams) -> List[Dict[
             "caption": "Median and interquartile logit margin of the seeds over the Adam steps (log scale).",
         },
         {"table": "class_pairs", "caption": "Class pairs the corner cases sit between."},
-        {
-            "figure": "fgsm_vs_latent",
-            "caption": f"Fig. 7: decoded seeds (top), FGSM at eps = {params.fgsm_eps} "
-            "(middle) and one latent step of the same length (bottom), with the model's predictions.",
-        },
-        {
-            "table": "fgsm_comparison",
-            "caption": "Sec. 4.5: total variation (mean absolute difference of neighbouring "
-            "pixels) and distance to the data manifold (RMS reconstruction error through the autoencoder) of decoded "
-            "seeds, FGSM images and latent-step images, and how often each changed the prediction.",
-        },
+        *(
+            [
+                {
+                    "figure": "fgsm_vs_latent",
+                    "caption": f"Fig. 7: decoded seeds (top), FGSM at eps = {params.fgsm_eps} "
+                    "(middle) and one latent step of the same length (bottom), with the model's predictions.",
+                },
+                {
+                    "table": "fgsm_comparison",
+                    "caption": "Sec. 4.5: total variation (mean absolute difference of neighbouring "
+                    "pixels) and distance to the data manifold (RMS reconstruction error through the autoencoder) of "
+                    "decoded seeds, FGSM images and latent-step images, and how often each changed the prediction.",
+                },
+            ]
+            if "tv_fgsm" in m
+            else []
+        ),
     ]

@@ -1,5 +1,6 @@
-"""Corner cases (seeds/003) on one white-box image target: the generator, the seed search, realism and the FGSM
-comparison, as a :class:`CornerResult` (no prose, no figures: :mod:`weakspot.corner.report` and
+"""Corner cases (seeds/003) on one white-box image target: the generator, the seed search, realism, the judge's
+controls and, at depth study, the paper's comparisons (FGSM against a latent step, the paper-lr rerun), as a
+:class:`CornerResult` (no prose, no figures: :mod:`weakspot.corner.report` and
 :mod:`weakspot.corner.figures` turn it into the report section).
 
 Caveats first:
@@ -14,7 +15,8 @@ Caveats first:
   reaches the ``realism_quantile`` of the training codes' own (leave-one-out) log-densities, and, where the
   discriminator is used, ``D(G(s)) > 0`` (:func:`corner_flags`). The hardness the search minimises is the *logit*
   margin (top-1 minus top-2 logit).
-* Deterministic: the same seed gives the same corner cases on the CPU.
+* Deterministic: the same seed gives the same corner cases on the CPU, at both depths (the comparisons draw nothing
+  at random and change nothing the corner cases or the judge's controls read).
 """
 
 from __future__ import annotations
@@ -47,8 +49,8 @@ class CornerResult:
     ----------
     search : CornerSearch
         Every seed before and after the search (:func:`weakspot.corner.search.search_corner_cases`).
-    comparison : FgsmComparison
-        FGSM against one latent step on the same seeds (Sec. 4.5).
+    comparison : FgsmComparison or None
+        FGSM against one latent step on the same seeds (Sec. 4.5); None at depth audit.
     flags : dict of str -> bool array ``(n_seeds,)``
         :func:`corner_flags`: ``near``, ``kde_ok``, ``disc_ok``, ``realistic``, ``corner``, ``near_before``,
         ``realistic_before``.
@@ -70,7 +72,8 @@ class CornerResult:
         :func:`heldout_margins` of the evaluation rows the search never saw (``y``, ``pred``, ``margin``): what the
         class pairs are confirmed on.
     paper_lr : dict, optional
-        :func:`weakspot.corner.controls.paper_lr_margins`: the search rerun at the paper's step on the first seeds.
+        :func:`weakspot.corner.controls.paper_lr_margins`: the search rerun at the paper's step on the first seeds
+        (None at depth audit, or for ``paper_lr_seeds: 0``).
     controls : dict, optional
         :func:`judge_controls`: the independent judge's ``sets``, ``passed`` (per seed), ``yield``, the generator's
         ``gate`` and the ``judge``'s own numbers; None without held-out images.
@@ -79,7 +82,7 @@ class CornerResult:
     """
 
     search: CornerSearch
-    comparison: FgsmComparison
+    comparison: Optional[FgsmComparison]
     flags: Dict[str, np.ndarray]
     generator: Generator
     density: LatentDensity
@@ -94,6 +97,7 @@ class CornerResult:
     heldout: Optional[Dict[str, np.ndarray]] = None
     paper_lr: Optional[Dict[str, Any]] = None
     controls: Optional[Dict[str, Any]] = None
+    depth: str = "audit"
 
     @property
     def latent_dim(self) -> int:
@@ -231,6 +235,7 @@ def corner_cases(
         Trained on ``X`` with these params (:func:`weakspot.corner.generator.train_generator`); the search runs on
         its device.
     params : CornerParams
+        At depth audit (``params.depth``) without the paper's comparisons (``comparison`` and ``paper_lr`` None).
     progress : callable(what, done, total), optional
     """
     check_generator(g, X.shape[1:], params)
@@ -255,17 +260,19 @@ def corner_cases(
         )
         times["search"] = time.perf_counter() - t1
         t2 = time.perf_counter()
-        comparison = fgsm_vs_latent(clf, g, seeds, eps=params.fgsm_eps)
+        comparison = fgsm_vs_latent(clf, g, seeds, eps=params.fgsm_eps) if params.comparisons else None
         after = nearest_train_distance(search.images_after, X)
         before = nearest_train_distance(search.images_before, X)
         # does the generator keep what the model needs? the model's accuracy on reconstructions of training images
         idx = np.random.default_rng([int(params.seed) % (2**32), 5]).permutation(len(X))[:1000]
         on_images = float(np.mean(clf.predict(X[idx]) == y[idx]))
         on_reconstructions = float(np.mean(clf.predict(g.reconstruct_np(X[idx])) == y[idx]))
-        times["fgsm_and_distances"] = time.perf_counter() - t2
-        t3 = time.perf_counter()
-        paper = paper_lr_margins(clf, g, seeds, dens, params, use_disc)
-        times["paper_lr"] = time.perf_counter() - t3
+        times["fgsm_and_distances" if params.comparisons else "distances"] = time.perf_counter() - t2
+        paper = None
+        if params.comparisons:
+            t3 = time.perf_counter()
+            paper = paper_lr_margins(clf, g, seeds, dens, params, use_disc)
+            times["paper_lr"] = time.perf_counter() - t3
     return CornerResult(
         search=search,
         comparison=comparison,
@@ -280,6 +287,7 @@ def corner_cases(
         nearest_train_after=after,
         seconds=times,
         paper_lr=paper,
+        depth=params.depth,
     )
 
 

@@ -5,7 +5,8 @@ Caveats first: the examination (:mod:`weakspot.examine.run`) renders scenes and 
 paper's experiments that train models of their own (training-set size, planted weakness, factor order, strength
 mode) are one shared stage, ``examine_study`` (declared in the registration below, a
 :class:`weakspot.methods.SharedStage`: :func:`weakspot.examine.study.run`, its report and figures in
-:mod:`weakspot.examine.study_report` and :mod:`weakspot.examine.study_figures`), run when ``examine.study.enabled``.
+:mod:`weakspot.examine.study_report` and :mod:`weakspot.examine.study_figures`), run when ``examine.study.enabled``
+(``examine.depth: study`` switches its experiments on; the examinations are the same at both depths).
 Importing this package registers the method (and loads its params model only).
 
 The package, one job a module: ``config`` (params), ``examiners`` (random, BO, RL), ``inputs`` (checks, the examined
@@ -31,7 +32,7 @@ METHOD = register_method(
         stage=StageSpec(
             order=20,
             target_keys=("class_map",),
-            skip_keys=("study",),
+            skip_keys=("study", "depth"),  # the study's (depth study switches its experiments on)
             plots=(("curve", "iteration", ("params:examiners", "T0")),),
             headline=(
                 "bo.T*",

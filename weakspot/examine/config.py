@@ -2,6 +2,13 @@
 Adversarial Examiner").
 
 Defaults are the paper's (each commented with its section); the fast CPU profile overrides them in params.yaml.
+
+Two depths (``depth``, ours, issue 49): ``audit`` runs the examinations and their regions, and the study's experiments
+as their own flags say; ``study`` also runs the factor-order check, the strength mode and the planted weakness (Sec.
+4.4-4.6), as if ``study.order_check``, ``study.strength`` and ``study.artificial_weakness.enabled`` were true (the
+training-set-size study keeps its own flag, ``study.m_study.enabled``), so the ``examine_study`` stage runs. The
+examinations and their regions are the same at both depths. The study is one stage for the audit, not per target: it
+reads the section's ``depth``, never a target's ``per_target`` entry.
 """
 
 from __future__ import annotations
@@ -124,7 +131,8 @@ class StudyParams(_Section):
 
     @property
     def enabled(self) -> bool:
-        """Whether any experiment is on: the study's stage (``examine_study``) runs only then."""
+        """Whether any experiment is on: the study's stage (``examine_study``) runs only then (always at
+        ``examine.depth: study``, which turns the order check, the strength mode and the planted weakness on)."""
         return bool(self.m_study.enabled or self.artificial_weakness.enabled or self.order_check or self.strength)
 
     def learning_rate(self) -> float:
@@ -151,6 +159,7 @@ class ExamineParams(_Section):
     The audited model is not configured here: :func:`weakspot.examine.run.examine_target` is given it.
     """
 
+    depth: Literal["audit", "study"] = "audit"  # ours (issue 49): "study" switches the study's experiments on
     examiners: ExaminerNames = ["random", "bo", "rl"]  # Sec. 2.2 (random = T = 0 protocol); names of EXAMINERS
     T: int = Field(500, ge=1)  # Sec. 4.1: 500 iterations (RL: one batch each, BO: one query each)
     checkpoints: List[int] = [0, 100, 300, 500]  # Table 2
@@ -180,6 +189,15 @@ class ExamineParams(_Section):
             raise ValueError(f"checkpoints: need increasing iterations within [0, T={self.T}], got {cps}")
         if not self.examiners:
             raise ValueError(f"examiners: name at least one of {self._examiner_names()}")
+        return self
+
+    @model_validator(mode="after")
+    def _depth(self):
+        """Depth study: the order check, the strength mode and the planted weakness on, as if their flags were."""
+        if self.depth == "study":
+            st = self.study
+            aw = st.artificial_weakness.model_copy(update={"enabled": True})
+            self.study = st.model_copy(update={"order_check": True, "strength": True, "artificial_weakness": aw})
         return self
 
     @staticmethod

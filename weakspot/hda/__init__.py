@@ -5,8 +5,10 @@ two-step genetic algorithm for natural adversarial examples (prediction loss, th
 baselines behind the same protocol (PGD, neuron-coverage fuzzing, FODA), and adversarial fine-tuning that gives a
 repaired model.
 
-Caveats first: black-box at its core (the GA reads probabilities only); its gradient indicator, the PGD and coverage
-baselines and the fine-tuning run where the model is a torch module. Its adversarially trained model (RQ3) is the
+Caveats first: ``hda.depth`` is ``audit`` by default (the weak spots and their evidence: the density, the indicator,
+the seeds and HDA's GA around the selected and random seeds); ``study`` adds the paper's comparisons, baselines and
+the repaired model. Black-box at its core (the GA reads probabilities only); its gradient indicator, the PGD and
+coverage baselines and the fine-tuning run where the model is a torch module. Its adversarially trained model (RQ3) is the
 intrinsic method's min-max model, with the ``intrinsic`` section's settings (trained in HDA's own stage: a
 cached call never crosses stages, tasks/identity.py). Importing this
 package registers the method (and loads its params model only).

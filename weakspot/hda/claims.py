@@ -2,8 +2,9 @@
 
 Caveats first:
 
-* A claim is "not tested" (and left out of the metrics) when its generators did not run (a black-box model has no
-  PGD, coverage, OODA, Table 8 or fine-tuning) or its numbers rest on too little: a FID on fewer than
+* A claim whose part of the paper did not run is left out: a black-box model has no PGD, coverage, OODA, Table 8 or
+  fine-tuning, and ``hda.depth: audit`` runs none of the paper's comparisons (only Table 5's density claim is
+  checked there). A claim is "not tested" (and left out of the metrics) when its numbers rest on too little: a FID on fewer than
   ``hda.fid.min_aes`` (seed, AE) pairs never decides a claim. A claim against rivals of which some did not run (no
   coverage-guided fuzzing on a TorchScript model) is checked against those that ran, and names them.
 * Every verdict compares point estimates; the numbers give each estimate's count and, for FIDs and the held-out
@@ -170,14 +171,18 @@ def _table8(adv: Any) -> List[Claim]:
 
 def _seeds(table5: Dict[str, Dict[str, float]]) -> List[Claim]:
     s, r = table5["selected"], table5["random"]
-    return [
+    out = [
         Claim(
             "seeds_denser",
             "HDA's seeds are denser than random ones (Table 5)",
             "mean relative log density of the selected seeds above the random seeds'",
             f"{s['log_density']:.2f} vs {r['log_density']:.2f}",
             s["log_density"] > r["log_density"],
-        ),
+        )
+    ]
+    if "log10_local_robustness" not in s:  # depth audit: no local robustness estimated
+        return out
+    return out + [
         Claim(
             "seeds_less_robust",
             "HDA's seeds are less robust than random ones (Table 5)",
@@ -226,6 +231,8 @@ def _finetune(ft: Dict[str, Any]) -> List[Claim]:
 
 
 def _rq1(m: Dict[str, Any], fid3: Dict[str, float], pear: Dict[str, Optional[float]]) -> List[Claim]:
+    if "latent" not in m or not fid3 or not pear:  # depth audit: Tables 3-4 and Fig. 3 did not run
+        return []
     lat = m["latent"]
     grad_ok = pear["gradient"] is None or pear["gradient"] > 0
     return [

@@ -6,8 +6,10 @@ start, fast decay") and the test-case budgets of Table 9 (300 / 3000 / 30000 fro
 does not give the VAE's architecture, the GA's population, operators, lambda or iterations ("hundreds"), nor the
 local-robustness estimator's settings: those defaults are ours and say so. The CPU default scales the paper down,
 each named in the report by what ran: the seeds per experiment, the GA's generations, the balls of Table 4, the
-fine-tuning data and epochs. ``overrides`` sets any key per target (the scenes target's model is ~100x slower
-per query than the digits' LeNet). An unknown key is an error.
+fine-tuning data and epochs. ``depth`` says how much of the paper runs: ``audit`` (the default) the weak spots
+and their evidence, ``study`` the paper's comparisons too. ``per_target`` sets any key per target (the scenes
+target's model is ~100x slower per query than the digits' LeNet; ``per_target: {<t>: {depth: study}}`` runs the
+whole study on one target). An unknown key is an error.
 """
 
 from __future__ import annotations
@@ -140,6 +142,12 @@ class HdaParams(_Section):
     """params.yaml ``hda`` section."""
 
     seed: int = 0
+    # ours: how much of seeds/004 runs. "audit": the weak spots with their evidence (the VAE+KDE density, the
+    # fragility indicator, the seed selection, HDA's two-step GA around the selected seeds and around random control
+    # seeds). "study": also the paper's comparisons (Tables 3-4 and Fig. 3 with the FID reference network, the FODA,
+    # PGD, OODA and coverage baselines of Tables 6-7, Table 8's adversarially trained model, Table 9's fine-tuning and
+    # the repaired model). Both draw the same random numbers up to the GA: their seeds and weak spots are the same.
+    depth: Literal["audit", "study"] = "audit"
     # ours: the VAE, the KDE and RQ4 use a seeded sample of at most this many training inputs (None: all, as the paper)
     train_sample: Optional[int] = Field(10_000, ge=100)
     radius: Optional[float] = Field(None, gt=0, lt=1e6)  # L-inf radius, data units (None: Table 1's by colour)

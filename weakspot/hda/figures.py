@@ -1,6 +1,7 @@
 """HDA's figures of one target, drawn from an :class:`~weakspot.hda.result.HdaResult`: the global distribution with
-the seeds (``landscape``), the most natural AEs (``aes``), the GA's progress (``ga_curve``, Fig. 5), the local
-robustness against the indicators (``indicators``, Fig. 4) and decoded latent samples (``samples``, Fig. 3).
+the seeds (``landscape``), the most natural AEs (``aes``), the GA's progress (``ga_curve``, Fig. 5) and, at
+``hda.depth: study``, the local robustness against the indicators (``indicators``, Fig. 4) and decoded latent samples
+(``samples``, Fig. 3).
 
 Caveats first: figures are drawn on matplotlib's Agg back end (:func:`weakspot.plotting.pyplot`) and returned open;
 the caller saves and closes them. Nothing here runs the model: the seeds' predictions are the ones ``run`` recorded.
@@ -18,17 +19,21 @@ from weakspot.plotting import pairs_across, pyplot, show_image
 
 
 def figures(result: HdaResult, params: HdaParams, target: Any = None) -> Dict[str, Any]:
-    """Every figure of the report section, by the name its items use."""
-    s, g = result.seeds, result.generators
-    return {
+    """Every figure of the report section, by the name its items use (Figs. 3 and 4 at depth study only: their local
+    robustness and decoded samples are the study's)."""
+    s, g, d = result.seeds, result.generators, result.distribution
+    out = {
         "landscape": landscape_figure(s.landscape, s.selected, s.random),
         "aes": aes_figure(result),
         "ga_curve": curve_figure(g.results[("hda", "selected")].extra.get("curve", [])),
-        "indicators": indicators_figure(
-            s.log10_p[s.balls], s.gradient[s.balls] if s.gradient is not None else None, s.separation[s.balls]
-        ),
-        "samples": samples_figure(result.distribution.samples_kde[:8], result.distribution.samples_uniform[:8]),
     }
+    if result.study:
+        assert d.samples_kde is not None and d.samples_uniform is not None  # rq1_distribution sets them
+        out["indicators"] = indicators_figure(
+            s.log10_p[s.balls], s.gradient[s.balls] if s.gradient is not None else None, s.separation[s.balls]
+        )
+        out["samples"] = samples_figure(d.samples_kde[:8], d.samples_uniform[:8])
+    return out
 
 
 def landscape_figure(land: Landscape, sel: np.ndarray, rnd: np.ndarray) -> Any:

@@ -19,6 +19,10 @@ Caveats first:
 * One ``numpy`` generator seeded by ``hda.seed`` is drawn from in this order: the FID reference sample (RQ1), the
   balls (RQ1), the coverage reference sample (RQ2), then RQ4's validation pool, random seeds and training subsets;
   calling the questions in another order changes every random stream after it.
+* ``hda.depth: audit`` runs the weak spots' evidence only: the seeds (density, indicator, selection, the balls the
+  random seeds come from, without their local robustness) and HDA's GA on both seed sets, without FID. It makes the
+  same draws up to the GA (:func:`rq1_draws` stands in for :func:`rq1_distribution`; the GA and every estimator
+  seed generators of their own), so its seeds, test cases and weak spots are the study depth's.
 * FID compares a method's AEs with the seeds they came from (pair by pair, :func:`weakspot.hda.fid.paired_fid`) on
   the features of a reference CNN this stage trains (:mod:`weakspot.hda.reference`, not Inception, not the audited
   model): comparable across methods of one target only, biased upward with few AEs (hence its pair count and
@@ -79,7 +83,7 @@ class Bench:
     module: Optional[torch.nn.Module]
     proba_fn: G.ProbaFn
     density: Density
-    reference: Reference
+    reference: Optional[Reference]  # the FID reference network; None at depth audit (no FID)
     p: HdaParams
     radius: float
     clip: Tuple[float, float]
@@ -90,6 +94,17 @@ class Bench:
     @property
     def white(self) -> bool:
         return self.module is not None
+
+    @property
+    def study(self) -> bool:
+        """Whether the paper's comparisons run (``hda.depth: study``), not only the weak spots' evidence."""
+        return self.p.depth == "study"
+
+    @property
+    def ref(self) -> Reference:
+        """``reference``, for the FID steps (which run at depth study, where it is trained)."""
+        assert self.reference is not None, "a FID without the reference network (depth audit)"
+        return self.reference
 
     @property
     def white_module(self) -> torch.nn.Module:
@@ -151,7 +166,7 @@ class Bench:
 
     def fid_of(self, seeds: np.ndarray, cases: np.ndarray) -> FidEstimate:
         """The FID of test cases against their own seeds on the reference network, with its bootstrap interval."""
-        return paired_fid(self.reference.features, seeds, cases, bootstrap=self.p.fid.bootstrap, seed=self.p.seed)
+        return paired_fid(self.ref.features, seeds, cases, bootstrap=self.p.fid.bootstrap, seed=self.p.seed)
 
     def evaluate(
         self,
@@ -163,7 +178,8 @@ class Bench:
         require_valid: bool = False,
     ) -> G.CaseEval:
         """Table 6's numbers for test cases around seeds ``X`` (on ``proba_fn``, default the audited model's);
-        ``require_valid``: only AEs the VAE's reconstruction probability accepts count (OODA)."""
+        ``require_valid``: only AEs the VAE's reconstruction probability accepts count (OODA). No FID without the
+        reference network (depth audit)."""
         return G.evaluate_cases(
             res,
             seeds_name,
@@ -174,7 +190,7 @@ class Bench:
             clip=self.clip,
             batch=self.batch,
             device=self.device,
-            fid_of=self.fid_of,
+            fid_of=self.fid_of if self.reference is not None else None,
             validity=self.validity,
             require_valid=require_valid,
         )
@@ -209,11 +225,17 @@ def rq1_distribution(
     n_fid = int(min(p.fid_samples, len(X_train)))
     ref = X_train[rng.choice(len(X_train), n_fid, replace=False)]
     img_kde, img_uni = dens.decode(dens.sample(n_fid, p.seed)), dens.decode(dens.sample_uniform(n_fid, p.seed))
-    feat = bench.reference.features
+    feat = bench.ref.features
     fid3 = {"kde": fid(feat, ref, img_kde), "uniform": fid(feat, ref, img_uni)}
-    return Distribution(
-        table3, fid3, img_kde[:8], img_uni[:8], bench.reference.label, bench.validity, bench.reference.info()
-    )
+    return Distribution(table3, fid3, img_kde[:8], img_uni[:8], bench.ref.label, bench.validity, bench.ref.info())
+
+
+def rq1_draws(bench: Bench, X_train: np.ndarray, rng: np.random.Generator) -> Distribution:
+    """Depth audit's stand-in for :func:`rq1_distribution`: none of its work (no Table 3, no FID), only its draw
+    from ``rng`` (the FID reference sample's indices, thrown away), so that the balls, the random seeds and everything
+    after are drawn as at depth study; the distribution holds the validity threshold only."""
+    rng.choice(len(X_train), int(min(bench.p.fid_samples, len(X_train))), replace=False)  # as rq1_distribution's
+    return Distribution(None, {}, None, None, "", bench.validity, None)
 
 
 def _pearson(a: np.ndarray, b: np.ndarray) -> float:
@@ -245,7 +267,8 @@ def landscape(dens: Density, X: np.ndarray, grid: int = 60) -> Landscape:
 
 def rq1_seeds(bench: Bench, data: Splits, rng: np.random.Generator, clock: Clock) -> Seeds:
     """The candidates, both indicators, the local robustness of random balls (Table 4) and HDA's seeds against
-    random ones (Table 5)."""
+    random ones (Table 5). At depth audit the balls are drawn (the random seeds are drawn from them) but their local
+    robustness is not estimated: no Table 4, Table 5 without it."""
     from weakspot.hda.robustness import amls_log_prob, misclassification_score
 
     p, dens, bs = bench.p, bench.density, bench.batch
@@ -275,40 +298,49 @@ def rq1_seeds(bench: Bench, data: Splits, rng: np.random.Generator, clock: Clock
         rnd = np.concatenate([rnd, rng.permutation(rest)[: k - len(rnd)]]).astype(balls.dtype)
     if not len(rnd):  # every candidate is a selected seed: no control is left; the balls stand in for the paper's
         rnd = balls[:k]  # tables, and the seed set's evidence is not tested (weakspot.hda.evidence.disjoint)
-    est_idx = np.unique(np.concatenate([balls, sel]))
-    with clock("local robustness (AMLS)"):
-        yt_est = torch.as_tensor(yc[est_idx], dtype=torch.int64)
-        score = (
-            misclassification_score(bench.module, yt_est, from_logits=True)
-            if bench.white
-            else misclassification_score(bench.proba_fn, yt_est, from_logits=False)
-        )
-        est = amls_log_prob(
-            score,
-            torch.as_tensor(Xc[est_idx]),
-            bench.radius,
-            clip=bench.clip,
-            particles=rb.particles,
-            rho=rb.rho,
-            mh_steps=rb.mh_steps,
-            log_p_min=rb.log_p_min,
-            max_levels=rb.max_levels,
-            seed=p.seed,
-            progress=bench.progress,
-        )
-    log10p = np.full(len(Xc), np.nan)
-    log10p[est_idx] = est.log10_p
-    pear = {
-        "gradient": _pearson(log10p[balls], np.log10(grad[balls] + 1e-30)) if grad is not None else None,
-        "separation": _pearson(log10p[balls], np.log10(sep[balls] + 1e-30)),
-    }
-    table5 = {
+    ind = {
         name: {
             "log_density": float(ld[ids].mean()),
-            "log10_local_robustness": float(log10p[ids].mean()),
             "indicator": float(np.log10(np.abs(fragility[ids]) + 1e-30).mean()),
         }
         for name, ids in (("random", rnd), ("selected", sel))
+    }
+    log10p = np.full(len(Xc), np.nan)
+    pear: Dict[str, Optional[float]] = {}
+    floor = float("nan")
+    if bench.study:  # Table 4 and Table 5's local robustness: AMLS over the balls and the selected seeds
+        est_idx = np.unique(np.concatenate([balls, sel]))
+        with clock("local robustness (AMLS)"):
+            yt_est = torch.as_tensor(yc[est_idx], dtype=torch.int64)
+            score = (
+                misclassification_score(bench.module, yt_est, from_logits=True)
+                if bench.white
+                else misclassification_score(bench.proba_fn, yt_est, from_logits=False)
+            )
+            est = amls_log_prob(
+                score,
+                torch.as_tensor(Xc[est_idx]),
+                bench.radius,
+                clip=bench.clip,
+                particles=rb.particles,
+                rho=rb.rho,
+                mh_steps=rb.mh_steps,
+                log_p_min=rb.log_p_min,
+                max_levels=rb.max_levels,
+                seed=p.seed,
+                progress=bench.progress,
+            )
+        log10p[est_idx] = est.log10_p
+        pear = {
+            "gradient": _pearson(log10p[balls], np.log10(grad[balls] + 1e-30)) if grad is not None else None,
+            "separation": _pearson(log10p[balls], np.log10(sep[balls] + 1e-30)),
+        }
+        floor = float(np.mean(est.terminated[np.searchsorted(est_idx, balls)]))
+        for name, ids in (("random", rnd), ("selected", sel)):
+            ind[name]["log10_local_robustness"] = float(log10p[ids].mean())
+    table5: Dict[str, Dict[str, float]] = {  # the paper's column order
+        name: {k: v[k] for k in ("log_density", "log10_local_robustness", "indicator") if k in v}
+        for name, v in ind.items()
     }
     return Seeds(
         Xc,
@@ -323,7 +355,7 @@ def rq1_seeds(bench: Bench, data: Splits, rng: np.random.Generator, clock: Clock
         balls,
         log10p,
         pear,
-        float(np.mean(est.terminated[np.searchsorted(est_idx, balls)])),
+        floor,
         table5,
         predict(bench.proba_fn, Xc[sel], bs),
         landscape(dens, Xc),
@@ -371,13 +403,19 @@ def _generate(bench: Bench, mname: str, cov: Any, Xs: np.ndarray, ys: np.ndarray
 
 def rq2_generators(bench: Bench, seeds: Seeds, X_train: np.ndarray, rng: np.random.Generator) -> Generators:
     """Tables 6-7: every generator (HDA's GA, FODA; PGD, OODA and coverage-guided fuzzing on a white box) on HDA's
-    seeds and on random ones, the same test cases per seed (OODA: PGD's test cases, only its valid AEs counted)."""
+    seeds and on random ones, the same test cases per seed (OODA: PGD's test cases, only its valid AEs counted). At
+    depth audit HDA's GA alone, on both seed sets with the same allocation (the weak spots' evidence); ``rng`` is not
+    drawn from then (the coverage reference sample is the only draw here, and nothing after it draws at that depth)."""
     from weakspot.hda.coverage import NeuronCoverage
 
     p = bench.p
     cov = None
-    skip = bench.coverage_skip
-    if bench.white and skip is None:
+    skip = bench.coverage_skip if bench.study else None
+    if bench.study:
+        names: Tuple[str, ...] = ("hda", "foda", "pgd", "coverage") if bench.white else ("hda", "foda")
+    else:
+        names = ("hda",)
+    if bench.white and skip is None and "coverage" in names:
         ref_cov = X_train[rng.choice(len(X_train), min(1000, len(X_train)), replace=False)]
         cov = NeuronCoverage(
             bench.white_module, torch.as_tensor(ref_cov, device=bench.device), threshold=p.coverage.threshold
@@ -389,7 +427,7 @@ def rq2_generators(bench: Bench, seeds: Seeds, X_train: np.ndarray, rng: np.rand
         n_i = G.allocate(seeds.log_density[ids], int(p.cases_per_seed) * len(ids), p.ga.population)
         alloc[sname] = n_i
         Xs, ys = seeds.X[ids], seeds.y[ids]
-        for mname in ("hda", "foda", "pgd", "coverage") if bench.white else ("hda", "foda"):
+        for mname in names:
             if mname == "coverage" and skip is not None:
                 continue
             res = results[(mname, sname)] = _generate(bench, mname, cov, Xs, ys, n_i)

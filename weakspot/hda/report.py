@@ -16,6 +16,10 @@ Caveats first:
   the repaired entry says why there is none.
 * A generator skipped on a white-box model (coverage-guided fuzzing where no layer can be hooked: TorchScript) has no
   rows in Tables 6 and 9; ``metrics["skipped"]``, the settings table and the prose say why.
+* At ``hda.depth: audit`` the parts of the paper that did not run are left out, never shown as zeros or NaN: no FID
+  (metrics, columns, claims), no Tables 3, 4, 7, 8 and 9, no Figs. 3 and 4, no repaired model (its entry says how to
+  get one). The metrics both depths have are the same keys with the same values (the same seeds and GA); ``depth``
+  names the one that ran, as do the settings table and the prose.
 """
 
 from __future__ import annotations
@@ -61,7 +65,9 @@ def report(result: HdaResult, params: HdaParams, target: AuditTarget) -> MethodR
         summary=_summary(result, p, tables),
         items=_items(result, p, tables),
         headline=[_headline(result, m, p) + "."],
-        key_metrics=["hda_ae_prop", "hda_fid"] + (["pgd_ae_prop", "pgd_fid"] if "pgd_ae_prop" in m else []),
+        key_metrics=["hda_ae_prop"]
+        + (["hda_fid"] if "hda_fid" in m else [])
+        + (["pgd_ae_prop", "pgd_fid"] if "pgd_ae_prop" in m else []),
         sample=(
             f"{m['n_seeds']} seeds selected among {len(result.seeds.X)} correctly classified "
             f"test and validation inputs (never a training input), against "
@@ -147,17 +153,25 @@ def metrics(result: HdaResult, p: HdaParams) -> Dict[str, Any]:
 
 def _metrics_and_claims(result: HdaResult, p: HdaParams) -> Tuple[Dict[str, Any], List[Any]]:
     """``metrics`` and the claims it was computed with (the claims table shows the same ones)."""
-    s, dist = result.seeds, result.distribution
-    m: Dict[str, Any] = {"radius": rounded(result.radius, 6), "n_seeds": int(len(s.selected)), "indicator": s.indicator}
+    s, dist, study = result.seeds, result.distribution, result.study
+    m: Dict[str, Any] = {
+        "radius": rounded(result.radius, 6),
+        "n_seeds": int(len(s.selected)),
+        "indicator": s.indicator,
+        "depth": result.depth,
+    }
     for (mname, sname), e in result.generators.evals.items():
         f = e.fid_est
+        fid = {  # no FID at depth audit (no reference network)
+            "fid": rounded(e.fid, 6),
+            "fid_interval": None if f is None or not np.isfinite(f.lo) else [rounded(f.lo, 6), rounded(f.hi, 6)],
+        }
         entry = {
             "ae_prop": rounded(e.ae_prop),
             "pred_loss": rounded(e.pred_loss),
-            "fid": rounded(e.fid, 6),
-            "fid_interval": None if f is None or not np.isfinite(f.lo) else [rounded(f.lo, 6), rounded(f.hi, 6)],
+            **(fid if study else {}),
             "ssim": rounded(e.ssim),
-            "fid_aes": _ae_count(e),
+            **({"fid_aes": _ae_count(e)} if study else {}),
             "valid_ae_share": rounded(e.valid_ae_share),
             "log_density": rounded(e.log_density),
             "queries_per_seed": rounded(e.queries_per_seed, 1),
@@ -172,7 +186,8 @@ def _metrics_and_claims(result: HdaResult, p: HdaParams) -> Tuple[Dict[str, Any]
     skipped = skipped_methods(result)
     if skipped:
         m["skipped"] = skipped
-    m["fid_reference"] = dict(result.distribution.reference or {})
+    if study:
+        m["fid_reference"] = dict(result.distribution.reference or {})
     val = result.distribution.validity
     if val is not None:  # Table 7's threshold: what "valid" meant
         m["validity"] = {
@@ -181,35 +196,39 @@ def _metrics_and_claims(result: HdaResult, p: HdaParams) -> Tuple[Dict[str, Any]
             "samples": val.samples,
             "threshold": rounded(val.threshold),
         }
-    m["indicator_pearson"] = {kk: rounded(vv) for kk, vv in s.pearson.items()}
-    m["robustness_floor_share"] = rounded(s.floor_share)
+    if study:  # Table 4
+        m["indicator_pearson"] = {kk: rounded(vv) for kk, vv in s.pearson.items()}
+        m["robustness_floor_share"] = rounded(s.floor_share)
     m["seeds"] = {kk: {a: rounded(b) for a, b in vv.items()} for kk, vv in s.table5.items()}
-    m["fid_kde_samples"] = {kk: rounded(vv) for kk, vv in dist.fid.items()}
-    m["latent"] = {
-        r["compression"]: {"vs": r["VS"], "sse": r["reconstruction SSE"]} for r in dist.table3.to_dict("records")
-    }
-    t8 = result.adversarial.evals if result.adversarial is not None else {}
-    m["adversarial_model"] = {
-        ml: {a: {"ae_prop": rounded(e.ae_prop), "fid": rounded(e.fid)} for a, e in row.items()}
-        for ml, row in t8.items()
-    }
+    if study:  # Fig. 3, Table 3 and Table 8
+        m["fid_kde_samples"] = {kk: rounded(vv) for kk, vv in dist.fid.items()}
+        m["latent"] = {
+            r["compression"]: {"vs": r["VS"], "sse": r["reconstruction SSE"]} for r in dist.table3.to_dict("records")
+        }
+        t8 = result.adversarial.evals if result.adversarial is not None else {}
+        m["adversarial_model"] = {
+            ml: {a: {"ae_prop": rounded(e.ae_prop), "fid": rounded(e.fid)} for a, e in row.items()}
+            for ml, row in t8.items()
+        }
     ft_metrics = finetune_metrics(result)
     if ft_metrics:
         m["finetune"] = ft_metrics
     # headline numbers for cards and history
     m["hda_ae_prop"] = m["hda"]["ae_prop"]
-    m["hda_fid"] = m["hda"]["fid"]
+    if study:
+        m["hda_fid"] = m["hda"]["fid"]
     if "pgd" in m:
         m["pgd_ae_prop"] = m["pgd"]["ae_prop"]
         m["pgd_fid"] = m["pgd"]["fid"]
     claims = check(result, m, ft_metrics, p)
-    m.update(as_metrics(claims))
+    m.update({kk: vv for kk, vv in as_metrics(claims).items() if vv or study})  # no RQ1 claims at depth audit
     return m, claims
 
 
 # ----------------------------------------------------------------------------------------------------------- tables
-def _case_row(e: CaseEval) -> Dict[str, Any]:
-    return {
+def _case_row(e: CaseEval, fid: bool = True) -> Dict[str, Any]:
+    """Table 6's row of ``e`` (without the FID column when no FID was measured: depth audit)."""
+    row = {
         "method": METHOD_TITLES.get(e.method, e.method),
         "seeds": e.seeds,
         "test cases": e.n_cases,
@@ -224,6 +243,9 @@ def _case_row(e: CaseEval) -> Dict[str, Any]:
         "queries / seed": round(e.queries_per_seed, 1),
         "seconds / seed": round(e.seconds_per_seed, 4),
     }
+    if not fid:
+        del row["FID (95%, AEs)"]
+    return row
 
 
 def _ft_cols(r: Dict[str, Any], n: Dict[str, int]) -> Dict[str, Any]:
@@ -321,10 +343,40 @@ def _table9_rows(result: HdaResult) -> List[Dict[str, Any]]:
     ]
 
 
+#: What each ``hda.depth`` runs, for the settings table and the prose.
+DEPTHS = {
+    "audit": "the weak spots and their evidence (the VAE+KDE density, the fragility indicator, the seed selection, "
+    "HDA's GA around the selected and the random seeds)",
+    "study": "the weak spots and their evidence, and the paper's comparisons (Tables 3-4 and Fig. 3 with the FID "
+    "reference network, the FODA, PGD, OODA and coverage baselines, Table 8's adversarially trained model, Table 9's "
+    "fine-tuning and the repaired model)",
+}
+#: ``hda.depth: study`` on one target, in params.yaml's own words.
+STUDY_ON_ONE = "hda: {per_target: {<target>: {depth: study}}}"
+
+
+def depth_line(depth: str) -> str:
+    """The report's sentence naming the depth that ran, what it ran and how to get the other one."""
+    if depth == "study":
+        return (
+            f"Depth: study — {DEPTHS['study']}; `hda.depth: audit` runs the weak spots and their evidence alone, "
+            "with the same seeds, test cases and weak spots."
+        )
+    return (
+        f"Depth: audit — {DEPTHS['audit']}; `hda.depth: study` (or `weakspot audit --profile study`; on one target: "
+        f"`{STUDY_ON_ONE}`) adds the paper's comparisons: Tables 3-4, Fig. 3, the FODA, PGD, OODA and coverage "
+        "baselines, Table 8, the fine-tuning (Table 9) and the repaired model."
+    )
+
+
+#: The paper's settings of the parts that run at depth audit too (the others are the study's).
+AUDIT_SETTINGS = ("n_seeds", "ga.generations")
+
+
 def _settings(p: HdaParams, result: HdaResult) -> Any:
     import pandas as pd
 
-    radius, n_cand, dist = result.radius, len(result.seeds.X), result.distribution
+    radius, n_cand, dist, study = result.radius, len(result.seeds.X), result.distribution, result.study
     h = result.generators.evals[("hda", "selected")]
     cov = coverage_iterations(p) * p.coverage.mutants + 1
     val = dist.validity
@@ -339,8 +391,18 @@ def _settings(p: HdaParams, result: HdaResult) -> Any:
         "finetune.train": f"{p.finetune.train} random training inputs",
     }
     rows = [
+        {
+            "setting": "depth",
+            "ran": f"{result.depth}: {DEPTHS[result.depth]}",
+            "paper": "the whole study",
+            "where": "Sec. 4",
+            "differs": not study,
+        }
+    ]
+    rows += [
         {"setting": k, "ran": ran[k], "paper": v[0], "where": v[1], "differs": str(ran[k]) != str(v[0])}
         for k, v in PAPER_SETTINGS.items()
+        if study or k in AUDIT_SETTINGS
     ]
     rows += [
         {
@@ -364,22 +426,25 @@ def _settings(p: HdaParams, result: HdaResult) -> Any:
             "where": "Sec. 3.3",
             "differs": False,
         },
-        {
-            "setting": "FID features",
-            "ran": dist.featurizer,
-            "paper": "Inception-v3 (no weights here)",
-            "where": "Table 2",
-            "differs": True,
-        },
-        {
-            "setting": "FID of AEs",
-            "ran": f"against their own seeds, 95% bootstrap interval ({p.fid.bootstrap} "
-            f"resamples), no claim from fewer than {p.fid.min_aes} AEs",
-            "paper": "against the test seeds, no interval",
-            "where": "Table 6",
-            "differs": True,
-        },
     ]
+    if study:
+        rows += [
+            {
+                "setting": "FID features",
+                "ran": dist.featurizer,
+                "paper": "Inception-v3 (no weights here)",
+                "where": "Table 2",
+                "differs": True,
+            },
+            {
+                "setting": "FID of AEs",
+                "ran": f"against their own seeds, 95% bootstrap interval ({p.fid.bootstrap} "
+                f"resamples), no claim from fewer than {p.fid.min_aes} AEs",
+                "paper": "against the test seeds, no interval",
+                "where": "Table 6",
+                "differs": True,
+            },
+        ]
     if ("coverage", "selected") in result.generators.evals:
         rows.append(
             {
@@ -403,7 +468,7 @@ def _settings(p: HdaParams, result: HdaResult) -> Any:
     if val is not None:
         rows.append(
             {
-                "setting": "validity threshold (OODA, % valid AEs)",
+                "setting": "validity threshold (OODA, % valid AEs)" if study else "validity threshold (% valid AEs)",
                 "ran": f"the {val.quantile:g} quantile "
                 f"of {val.n_reference} validation inputs' VAE reconstruction probability ({val.samples} codes "
                 "each)",
@@ -416,10 +481,55 @@ def _settings(p: HdaParams, result: HdaResult) -> Any:
 
 
 def _tables(result: HdaResult, m: Dict[str, Any], p: HdaParams, claims: List[Any]) -> Dict[str, Any]:
-    """Tables 3-9 as the paper numbers them, the claims, the settings against the paper's and the timings."""
+    """Tables 3-9 as the paper numbers them (at depth audit Tables 5 and 6 only, without what did not run), the
+    claims, the settings against the paper's and the timings."""
     import pandas as pd
 
-    s, fid3, pear = result.seeds, result.distribution.fid, result.seeds.pearson
+    s, study = result.seeds, result.study
+    t5 = pd.DataFrame(
+        [
+            {
+                "seeds": n,
+                "mean relative log density": round(v["log_density"], 3),
+                **(
+                    {"mean log10 P(misclassified in the ball)": round(v["log10_local_robustness"], 3)}
+                    if "log10_local_robustness" in v
+                    else {}
+                ),
+                f"mean log10 {s.indicator} indicator": round(v["indicator"], 3),
+            }
+            for n, v in s.table5.items()
+        ]
+    )
+    tables = {"table6": pd.DataFrame([_case_row(e, study) for e in result.generators.evals.values()])}
+    if study:
+        tables.update(_rq1_tables(result, p))
+    tables.update(
+        {
+            "table5": t5,
+            "claims": claims_table(claims),
+            "settings": _settings(p, result),
+            "seconds": pd.DataFrame([{"step": kk, "seconds": vv} for kk, vv in result.seconds.items()]),
+        }
+    )
+    t7, t8, t9 = (pd.DataFrame(f(result)) for f in (_table7_rows, _table8_rows, _table9_rows))
+    if len(t7) and study:  # at depth audit HDA's own row alone: no OODA nor FODA to set it against
+        tables["table7"] = t7
+    if len(t8):
+        tables["table8"] = t8
+    if len(t9):
+        tables["table9"] = t9
+    ra = pd.DataFrame(_reattack_rows(result))
+    if len(ra):
+        tables["reattack"] = ra
+    return tables
+
+
+def _rq1_tables(result: HdaResult, p: HdaParams) -> Dict[str, Any]:
+    """Table 3, Fig. 3's FIDs and Table 4 (depth study)."""
+    import pandas as pd
+
+    fid3, pear, table3 = result.distribution.fid, result.seeds.pearson, result.distribution.table3
     t3_fid = pd.DataFrame(
         [
             {"samples": f"{p.fid_samples} decoded from the KDE", "FID to the training data": rounded(fid3["kde"], 3)},
@@ -445,53 +555,50 @@ def _tables(result: HdaResult, m: Dict[str, Any], p: HdaParams, claims: List[Any
             },
         ]
     )
-    t5 = pd.DataFrame(
-        [
-            {
-                "seeds": n,
-                "mean relative log density": round(v["log_density"], 3),
-                "mean log10 P(misclassified in the ball)": round(v["log10_local_robustness"], 3),
-                f"mean log10 {s.indicator} indicator": round(v["indicator"], 3),
-            }
-            for n, v in s.table5.items()
-        ]
-    )
-    tables = {
-        "table6": pd.DataFrame([_case_row(e) for e in result.generators.evals.values()]),
-        "table3": result.distribution.table3.copy(),
-        "fig3_fid": t3_fid,
-        "table4": t4,
-        "table5": t5,
-        "claims": claims_table(claims),
-        "settings": _settings(p, result),
-        "seconds": pd.DataFrame([{"step": kk, "seconds": vv} for kk, vv in result.seconds.items()]),
-    }
-    t7, t8, t9 = (pd.DataFrame(f(result)) for f in (_table7_rows, _table8_rows, _table9_rows))
-    if len(t7):
-        tables["table7"] = t7
-    if len(t8):
-        tables["table8"] = t8
-    if len(t9):
-        tables["table9"] = t9
-    ra = pd.DataFrame(_reattack_rows(result))
-    if len(ra):
-        tables["reattack"] = ra
-    return tables
+    return {"table3": table3.copy(), "fig3_fid": t3_fid, "table4": t4}
 
 
 # ------------------------------------------------------------------------------------------------------------ prose
 def _summary(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[str]:
-    s, evals, radius = result.seeds, result.generators.evals, result.radius
+    s, evals, radius, study = result.seeds, result.generators.evals, result.radius, result.study
     table5, floor_share = s.table5, s.floor_share
     h, pg = evals[("hda", "selected")], evals.get(("pgd", "selected"))
+    hr = evals.get(("hda", "random"))
     fl = (
         ""
-        if floor_share == 0
+        if not study or floor_share == 0
         else (
             f" ({floor_share:.0%} of the balls are below the estimator's floor "
             f"log P = {p.robustness.log_p_min:g} and sit there)"
         )
     )
+    robust = (
+        f", and their estimated log10 probability of misclassification in the ball "
+        f"{table5['selected']['log10_local_robustness']:.2f} against {table5['random']['log10_local_robustness']:.2f}"
+        if "log10_local_robustness" in table5["selected"]
+        else ""
+    )
+    differs = "; ".join(  # the depth has a line of its own
+        f"{r['setting']} {r['ran']} (paper: {r['paper']})"
+        for r in tables["settings"].to_dict("records")
+        if r["differs"] and r["setting"] != "depth"
+    )
+    if study:
+        caveats = (
+            f"Caveats: FID is on {result.distribution.featurizer} (no Inception weights here; never the audited "
+            "model, whose own features an AE is made to move), each method's AEs against their own seeds, comparable "
+            "across methods of this target only; it is biased upward with few AEs, hence its count and 95% bootstrap "
+            f"interval, and no FID claim rests on fewer than {p.fid.min_aes} AEs. The local robustness "
+            f"is Webb et al.'s adaptive multilevel splitting with {p.robustness.particles} particles and "
+            f"{p.robustness.mh_steps} Metropolis-Hastings steps per level; their estimates of tiny probabilities are "
+            "noisy. Global robustness after fine-tuning is measured on AEs found by HDA's own GA, as in the paper, "
+            "which favours HDA's fine-tuning; the accuracy on PGD's AEs is given beside it. "
+        )
+    else:
+        caveats = (
+            "Caveats: an AE's naturalness is its SSIM to the seed and whether the VAE's reconstruction probability "
+            "accepts it (valid AEs); no FID, no local-robustness estimate and no baseline ran at this depth. "
+        )
     return [
         "Hierarchical distribution-aware testing (Huang et al., seeds/004) looks for adversarial examples (AEs) where "
         "they matter and where a person would not notice them: it picks test seeds where the data are dense (a KDE "
@@ -499,8 +606,15 @@ def _summary(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[st
         "black-box two-step genetic algorithm searches each seed's L-inf ball of radius "
         f"{radius:.4g} for AEs, first for any AE, then for AEs that stay perceptually close to the seed "
         f"({p.ga.metric.upper()}, lambda {p.ga.lam:g}).",
-        f"On {len(s.selected)} selected seeds, {h.n_cases} test cases: HDA's AE proportion {h.ae_prop:.0%}, FID "
-        f"{fid_text(h, '').strip()}, SSIM to the seed {stored(h.ssim):.3f}"
+        depth_line(result.depth),
+        f"On {len(s.selected)} selected seeds, {h.n_cases} test cases: HDA's AE proportion {h.ae_prop:.0%}"
+        + (f", FID {fid_text(h, '').strip()}" if study else "")
+        + f", SSIM to the seed {stored(h.ssim):.3f}"
+        + (
+            f"; around the random seeds (the control, the same test cases per seed) {hr.ae_prop:.0%} of {hr.n_cases}"
+            if hr is not None
+            else ""
+        )
         + (
             f"; PGD-{p.pgd_steps}'s {pg.ae_prop:.0%}, FID {fid_text(pg, '').strip()}, SSIM {stored(pg.ssim):.3f}"
             if pg is not None
@@ -514,34 +628,53 @@ def _summary(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[st
         )
         + (f" ({_skip_text(result)})" if skipped_methods(result) else "")
         + f". Seed selection used the {s.indicator} indicator; the selected seeds' mean relative log density is "
-        f"{table5['selected']['log_density']:.2f} against random seeds' {table5['random']['log_density']:.2f}, "
-        f"and their estimated log10 probability of misclassification in the ball "
-        f"{table5['selected']['log10_local_robustness']:.2f} against {table5['random']['log10_local_robustness']:.2f}"
-        f"{fl}.",
+        f"{table5['selected']['log_density']:.2f} against random seeds' {table5['random']['log_density']:.2f}"
+        f"{robust}{fl}.",
         "The paper's claims, checked: "
         + "; ".join(f"{r['claim']}: {r['holds']}" for r in tables["claims"].to_dict("records"))
         + ".",
-        f"Caveats: FID is on {result.distribution.featurizer} (no Inception weights here; never the audited model, "
-        "whose own features an AE is made to move), each method's AEs against their own seeds, comparable across "
-        "methods of this target only; it is biased upward with few AEs, hence its count and 95% bootstrap interval, "
-        f"and no FID claim rests on fewer than {p.fid.min_aes} AEs. The local robustness "
-        f"is Webb et al.'s adaptive multilevel splitting with {p.robustness.particles} particles and "
-        f"{p.robustness.mh_steps} Metropolis-Hastings steps per level; their estimates of tiny probabilities are "
-        "noisy. Global robustness after fine-tuning is measured on AEs found by HDA's own GA, as in the paper, which "
-        "favours HDA's fine-tuning; the accuracy on PGD's AEs is given beside it. Settings that differ from the "
-        "paper's: "
-        + "; ".join(
-            f"{r['setting']} {r['ran']} (paper: {r['paper']})"
-            for r in tables["settings"].to_dict("records")
-            if r["differs"]
-        )
-        + ".",
+        caveats + "Settings that differ from the paper's: " + differs + ".",
     ]
 
 
-def _items(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[Dict[str, str]]:
+def _table6_caption(result: HdaResult) -> str:
     s = result.seeds
+    return (
+        f"Table 6: every generator on the same seeds ({len(s.selected)} selected by "
+        f"HDA, {len(s.random)} random), the same number of test cases per seed; AE prop. is the share of test cases "
+        "that are AEs, pred. loss p(best other class) - p(true class) over the AEs (Definition 3; > 0 is an AE), FID "
+        "of the AEs against their own seeds on the reference CNN's features (95% bootstrap interval, AEs it rests "
+        "on), valid AEs the share the VAE's reconstruction probability accepts (Table 7's criterion)"
+        if result.study
+        else f"Table 6, HDA's rows: its two-step GA around its {len(s.selected)} selected seeds and around "
+        f"{len(s.random)} random seeds (the control), the same number of test cases per seed; AE prop. is the share "
+        "of test cases that are AEs, pred. loss p(best other class) - p(true class) over the AEs (Definition 3; > 0 "
+        "is an AE), valid AEs the share the VAE's reconstruction probability accepts (Table 7's criterion)"
+    )
+
+
+def _items(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[Dict[str, str]]:
+    s, study = result.seeds, result.study
     adv_label = result.adversarial.label if result.adversarial is not None else ""
+    table6 = _table6_caption(result)
+    rq1 = [
+        {
+            "table": "table4",
+            "caption": f"Table 4: Pearson correlation between log10 of the estimated probability of "
+            f"misclassification in {len(s.balls)} random balls and the log of each indicator.",
+        },
+        {"figure": "indicators", "caption": "Fig. 4: the estimated local robustness against each indicator."},
+        {
+            "table": "table3",
+            "caption": "Table 3: VAE encoder against PCA (K-means completeness, homogeneity, "
+            "V-measure against the labels; reconstruction error of held-out test inputs).",
+        },
+        {"table": "fig3_fid", "caption": "Fig. 3: FID of decoded samples from the KDE and from a uniform latent box."},
+        {
+            "figure": "samples",
+            "caption": "Fig. 3: decoded samples from the KDE (top) and from a uniform latent box (bottom).",
+        },
+    ]
     return [
         {
             "figure": "aes",
@@ -556,11 +689,7 @@ def _items(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[Dict
         },
         {
             "table": "table6",
-            "caption": f"Table 6: every generator on the same seeds ({len(s.selected)} selected by "
-            f"HDA, {len(s.random)} random), the same number of test cases per seed; AE prop. is the share of test cases "
-            "that are AEs, pred. loss p(best other class) - p(true class) over the AEs (Definition 3; > 0 is an AE), FID "
-            "of the AEs against their own seeds on the reference CNN's features (95% bootstrap interval, AEs it rests "
-            "on), valid AEs the share the VAE's reconstruction probability accepts (Table 7's criterion)"
+            "caption": table6
             + (
                 "; coverage-guided fuzzing at the queries per seed shown."
                 if ("coverage", "selected") in result.generators.evals
@@ -587,24 +716,10 @@ def _items(result: HdaResult, p: HdaParams, tables: Dict[str, Any]) -> List[Dict
         {
             "table": "table5",
             "caption": "Table 5: HDA's seeds against random seeds (relative log density: 0 = the "
-            "median training input; higher log10 P = less robust).",
+            "median training input"
+            + ("; higher log10 P = less robust)." if study else "; no local robustness estimated at depth audit)."),
         },
-        {
-            "table": "table4",
-            "caption": f"Table 4: Pearson correlation between log10 of the estimated probability of "
-            f"misclassification in {len(s.balls)} random balls and the log of each indicator.",
-        },
-        {"figure": "indicators", "caption": "Fig. 4: the estimated local robustness against each indicator."},
-        {
-            "table": "table3",
-            "caption": "Table 3: VAE encoder against PCA (K-means completeness, homogeneity, "
-            "V-measure against the labels; reconstruction error of held-out test inputs).",
-        },
-        {"table": "fig3_fid", "caption": "Fig. 3: FID of decoded samples from the KDE and from a uniform latent box."},
-        {
-            "figure": "samples",
-            "caption": "Fig. 3: decoded samples from the KDE (top) and from a uniform latent box (bottom).",
-        },
+        *(rq1 if study else []),
         {
             "figure": "ga_curve",
             "caption": "Fig. 5: the two-step GA on the selected seeds: AE proportion, the share "
@@ -798,8 +913,20 @@ def controlled_rows(result: HdaResult, p: HdaParams) -> List[Dict[str, Any]]:
 
 def repaired_model(result: HdaResult, p: HdaParams) -> Dict[str, Any]:
     """``MethodReport.repaired``: the HDA-fine-tuned model's ``torch.save``d state_dict and its spec (accuracies
-    before and after, the fine-tuning settings), or ``state_dict: None`` and why there is none."""
+    before and after, the fine-tuning settings), or ``state_dict: None`` and why there is none (depth audit, a
+    black box, fine-tuning disabled)."""
     ft = result.finetuning
+    if not result.study:
+        return {
+            "state_dict": None,
+            "spec": {
+                "repaired_by": None,
+                "depth": result.depth,
+                "why": f"no repair at hda.depth: {result.depth} (the weak spots and their evidence only); the "
+                "fine-tuning (Table 9) that gives the repaired model runs at hda.depth: study (weakspot audit "
+                f"--profile study; on one target: {STUDY_ON_ONE} in params.yaml)",
+            },
+        }
     if ft is None or ft.repaired is None:
         return {
             "state_dict": None,

@@ -2,7 +2,10 @@
 seeds/004 Sec. 4, the numbers and arrays :mod:`weakspot.hda.report` and :mod:`weakspot.hda.figures` read.
 
 Caveats first: these hold raw numbers (unrounded, NaN where a quantity does not exist), arrays and the repaired
-model's weights; no prose, no figures. Keys of the ``evals`` dicts are ``(generator, seed set)``: generators
+model's weights; no prose, no figures. At ``hda.depth: audit`` (``HdaResult.depth``) the paper's comparisons did
+not run: the distribution holds the validity threshold only (no Table 3, no FID, no samples), the seeds hold no local
+robustness (``log10_p`` NaN, ``pearson`` empty, ``floor_share`` NaN, Table 5 without it), the generators HDA's GA
+only (no FID), and there is no adversarially trained model nor fine-tuning. Keys of the ``evals`` dicts are ``(generator, seed set)``: generators
 ``hda``, ``foda`` and, on a white-box model, ``pgd`` and ``coverage``; seed sets ``selected`` (HDA's) and ``random``.
 Timings (``seconds``) vary between runs and never enter the metrics.
 """
@@ -32,11 +35,11 @@ class Landscape:
 class Distribution:
     """RQ1, HDA stage 1 (Table 3, Fig. 3): the VAE + KDE approximation of the global distribution."""
 
-    table3: Any  # DataFrame: VAE encoder against PCA (CS, HS, VS, reconstruction SSE)
-    fid: Dict[str, float]  # FID of decoded samples to the training data: "kde", "uniform"
-    samples_kde: np.ndarray  # the first decoded samples of each, for the figure
-    samples_uniform: np.ndarray
-    featurizer: str  # which features FID is computed on
+    table3: Any  # DataFrame: VAE encoder against PCA (CS, HS, VS, reconstruction SSE); None at depth audit
+    fid: Dict[str, float]  # FID of decoded samples to the training data: "kde", "uniform" (empty at depth audit)
+    samples_kde: Optional[np.ndarray]  # the first decoded samples of each, for the figure (None at depth audit)
+    samples_uniform: Optional[np.ndarray]
+    featurizer: str  # which features FID is computed on ("" at depth audit: no FID)
     validity: Any = None  # the OODA / "% valid AEs" threshold (weakspot.hda.ooda.Validity), None without one
     reference: Any = None  # the FID reference CNN's settings and test accuracy (weakspot.hda.reference.Reference.info)
 
@@ -55,18 +58,20 @@ class Seeds:
     separation: np.ndarray
     selected: np.ndarray  # HDA's seeds, best first
     random: np.ndarray  # random seeds (the first balls)
-    balls: np.ndarray  # the random balls of Table 4
-    log10_p: np.ndarray  # log10 P(misclassified in the ball), NaN where not estimated
-    pearson: Dict[str, Optional[float]]  # Table 4: "gradient" (None on a black box), "separation"
-    floor_share: float  # share of the balls stopped at the estimator's floor
-    table5: Dict[str, Dict[str, float]]  # "random", "selected" -> mean log_density, log10_local_robustness, indicator
+    balls: np.ndarray  # the random balls of Table 4 (drawn at depth audit too: the random seeds are drawn from them)
+    log10_p: np.ndarray  # log10 P(misclassified in the ball), NaN where not estimated (everywhere at depth audit)
+    pearson: Dict[str, Optional[float]]  # Table 4: "gradient" (None on a black box), "separation"; empty at audit
+    floor_share: float  # share of the balls stopped at the estimator's floor (NaN at depth audit)
+    #: "random", "selected" -> mean log_density, indicator and (depth study) log10_local_robustness
+    table5: Dict[str, Dict[str, float]]
     selected_proba: np.ndarray  # the model's probabilities on the selected seeds
     landscape: Landscape
 
 
 @dataclass
 class Generators:
-    """RQ2 (Tables 6-7): every generator's test cases around both seed sets, and their evaluation."""
+    """RQ2 (Tables 6-7): every generator's test cases around both seed sets, and their evaluation (HDA's GA only, no
+    FID, at depth audit)."""
 
     results: Dict[Tuple[str, str], LocalResult]
     evals: Dict[Tuple[str, str], CaseEval]
@@ -119,10 +124,16 @@ class HdaResult:
     distribution: Distribution
     seeds: Seeds
     generators: Generators
-    adversarial: Optional[AdversarialModel]  # None on a black-box model
-    finetuning: Optional[Finetuning]  # None on a black-box model or with hda.finetune disabled
+    adversarial: Optional[AdversarialModel]  # None on a black-box model or at depth audit
+    finetuning: Optional[Finetuning]  # None on a black-box model, with hda.finetune disabled or at depth audit
     seconds: Dict[str, float] = field(default_factory=dict)
     adversarial_info: Dict[str, Any] = field(default_factory=dict)  # the adversarially trained model's lineage
+    depth: str = "audit"  # hda.depth that ran: "audit" (the weak spots and their evidence) or "study" (the paper's too)
+
+    @property
+    def study(self) -> bool:
+        """Whether the paper's comparisons ran (``hda.depth: study``)."""
+        return self.depth == "study"
 
     @property
     def white_box(self) -> bool:

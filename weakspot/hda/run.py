@@ -1,12 +1,15 @@
-"""HDA's entry point on an image target: the whole protocol (RQ1-RQ4 of seeds/004, :mod:`weakspot.hda.protocol`)
-and the repaired model of RQ4, as an :class:`~weakspot.hda.result.HdaResult` (the report and the figures are
-:mod:`weakspot.hda.report` and :mod:`weakspot.hda.figures`).
+"""HDA's entry point on an image target: the weak spots and their evidence (``hda.depth: audit``), or the whole
+protocol (RQ1-RQ4 of seeds/004, :mod:`weakspot.hda.protocol`) and the repaired model of RQ4 (``hda.depth: study``),
+as an :class:`~weakspot.hda.result.HdaResult` (the report and the figures are :mod:`weakspot.hda.report` and
+:mod:`weakspot.hda.figures`).
 
 Caveats first: black-box at its core (the GA reads probabilities only); the gradient indicator, PGD, coverage,
 Table 8 and the fine-tuning need a torch module answering logits and are skipped otherwise (a torch model that
 answers probabilities gets their logs as logits). The adversarially trained model of RQ3 is the intrinsic method's
-min-max model, through ``runtime`` with the ``intrinsic`` section's settings (the same cached training). Timings
-are in the result's ``seconds``, never in the metrics.
+min-max model, through ``runtime`` with the ``intrinsic`` section's settings (the same cached training), trained at
+depth study only. At depth audit only the VAE+KDE, the indicators, the seed selection and HDA's GA around the
+selected and the random seeds run, drawing the same random numbers up to the GA as depth study does, so both give
+the same seeds, test cases and weak spots. Timings are in the result's ``seconds``, never in the metrics.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from weakspot.hda.protocol import (
     Clock,
     Splits,
     rq1_distribution,
+    rq1_draws,
     rq1_seeds,
     rq2_generators,
     rq3_adversarial_model,
@@ -53,15 +57,16 @@ def audit(
     device: Any = "cpu",
     progress: Optional[Progress] = None,
 ) -> HdaResult:
-    """RQ1-RQ4 on one target's arrays.
+    """RQ1-RQ4 on one target's arrays (``p.depth`` study), or the weak spots' evidence only (audit).
 
     ``module`` is the audited torch module answering logits (None for a black box: RQ3, RQ4 and the white-box
     generators are skipped); ``proba_fn`` maps a batch of inputs to probabilities; ``adversarial`` is the
-    adversarially trained torch module of RQ3 (``adversarial_label`` names it in the report).
+    adversarially trained torch module of RQ3 (``adversarial_label`` names it in the report; unused at depth audit).
     """
     t_all = time.perf_counter()
     clock = Clock()
     rng = np.random.default_rng(int(p.seed))
+    study = p.depth == "study"
     X_train, y_train = data.train
     v = p.vae
     with clock("VAE and KDE"):
@@ -79,35 +84,40 @@ def audit(
             device=device,
             progress=progress,
         )
-    with clock("FID reference network"):
+    ref = None
+    if study:  # seeded by generators of its own (and torch.random.fork_rng): skipping it changes no stream below
         f = p.fid
-        ref = train_reference(
-            X_train,
-            y_train,
-            len(classes),
-            width=f.width,
-            train=f.train,
-            epochs=f.epochs,
-            lr=f.lr,
-            batch_size=f.batch_size,
-            seed=p.seed,
-            device=device,
-            X_test=data.test[0],
-            y_test=data.test[1],
-            progress=progress,
-        )
+        with clock("FID reference network"):
+            ref = train_reference(
+                X_train,
+                y_train,
+                len(classes),
+                width=f.width,
+                train=f.train,
+                epochs=f.epochs,
+                lr=f.lr,
+                batch_size=f.batch_size,
+                seed=p.seed,
+                device=device,
+                X_test=data.test[0],
+                y_test=data.test[1],
+                progress=progress,
+            )
     validity = (
         calibrate(dens, data.val[0], quantile=p.ooda.quantile, samples=p.ooda.samples, seed=p.seed)
         if len(data.val[0]) >= 2
         else None
     )
     bench = Bench(module, proba_fn, dens, ref, p, radius, clip, device, progress, validity)
-    with clock("Table 3 and Fig. 3"):
-        distribution = rq1_distribution(bench, X_train, y_train, data.test[0], len(classes), rng)
+    if study:
+        with clock("Table 3 and Fig. 3"):
+            distribution = rq1_distribution(bench, X_train, y_train, data.test[0], len(classes), rng)
+    else:  # its draw from rng without its work: the balls and the random seeds below are the study depth's
+        distribution = rq1_draws(bench, X_train, rng)
     seeds = rq1_seeds(bench, data, rng, clock)
     generators = rq2_generators(bench, seeds, X_train, rng)
     adv = ft = None
-    if bench.white:
+    if bench.white and study:
         with clock("Table 8"):
             adv = rq3_adversarial_model(bench, seeds, generators, len(classes), adversarial, adversarial_label)
         if p.finetune.enabled and p.finetune.methods:
@@ -115,7 +125,16 @@ def audit(
                 ft = rq4_finetune(bench, data, rng, len(classes))
     clock.seconds["total"] = round(time.perf_counter() - t_all, 2)
     return HdaResult(
-        [str(c) for c in classes], float(radius), clip, distribution, seeds, generators, adv, ft, clock.seconds
+        [str(c) for c in classes],
+        float(radius),
+        clip,
+        distribution,
+        seeds,
+        generators,
+        adv,
+        ft,
+        clock.seconds,
+        depth=str(p.depth),
     )
 
 
@@ -149,7 +168,8 @@ def _splits(target: AuditTarget, p: HdaParams) -> Splits:
 
 
 def run(target: AuditTarget, params: HdaParams, runtime: Any) -> HdaResult:
-    """HDA on ``target`` (white-box where its model is a torch module; the min-max model of RQ3 via ``runtime``)."""
+    """HDA on ``target`` (white-box where its model is a torch module; at depth study the min-max model of RQ3 via
+    ``runtime``)."""
     import torch
 
     p = params
@@ -166,7 +186,7 @@ def run(target: AuditTarget, params: HdaParams, runtime: Any) -> HdaResult:
         module = module.to(dev).eval()
     proba_fn = module_proba(module) if module is not None else classifier_proba(clf, dev)
     adv, adv_label, adv_info = None, "", {}
-    if module is not None and p.adversarial_model and getattr(clf, "module", None) is not None:
+    if p.depth == "study" and module is not None and p.adversarial_model and getattr(clf, "module", None) is not None:
         from weakspot.adversarial.defended import defended_models
 
         mods, info, eps = defended_models(target, ["minmax"], runtime.section("intrinsic"), runtime)

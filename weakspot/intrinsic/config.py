@@ -8,6 +8,11 @@ default scales the paper down in three places, each named by what ran in the rep
 AutoAttack (two APGD attacks of ``autoattack.iters`` iterations through IBM ART, not the full suite), and the
 defences, fine-tuned for ``defence_epochs`` epochs from the audited model's weights instead of trained from scratch
 (``defence_init: scratch`` in profiles/paper.yaml trains them as the target was trained). An unknown key is an error.
+
+Two depths (``depth``, ours, issue 49): ``audit`` measures the audited model's weak spots with their evidence at the
+least cost (its psi, its attacks, the class evidence, the check against IBM ART, its decision surfaces); ``study`` adds
+the paper's comparisons: the defended copies of ``defences``, Table 4 (``reparam``) and Fig. 6 (``stability``). The
+findings are the same at both depths (the same inputs, the same random streams).
 """
 
 from __future__ import annotations
@@ -105,10 +110,15 @@ class SurfaceParams(_Section):
     )  # ours: each axis spans [-span * eps, span * eps] (Fig. 3: the robust plateau ends near eps)
 
 
+#: The two depths of a method (issue 49): its weak spots with their evidence, or also the paper's comparisons.
+Depth = Literal["audit", "study"]
+
+
 class IntrinsicParams(_Section):
     """params.yaml ``intrinsic`` section."""
 
     seed: int = 0
+    depth: Depth = "audit"  # ours (issue 49): "study" adds the defended copies, Table 4 and Fig. 6
     eps: Optional[float] = Field(
         None, gt=0, lt=1e6
     )  # L-inf eps in the data's units (None: 0.3 grey / 8/255 colour x range)
@@ -118,7 +128,8 @@ class IntrinsicParams(_Section):
     cw_steps: int = Field(30, ge=1)  # Sec. 5.1
     psi: PsiParams = Field(default_factory=PsiParams)
     autoattack: AutoAttackParams = Field(default_factory=AutoAttackParams)
-    defences: List[str] = Field(default_factory=lambda: list(DEFENCE_NAMES))  # per_target.<t>.defences: [] for none
+    # the defended copies the study compares (depth: study; none at depth audit); per_target.<t>.defences: [] for none
+    defences: List[str] = Field(default_factory=lambda: list(DEFENCE_NAMES))
     defence_init: Literal["target", "scratch"] = "target"  # ours (CPU): fine-tune the audited model's weights
     defence_epochs: int = Field(1, ge=1, le=10_000)  # with defence_init: target (scratch: the target's epochs)
     defence_options: Dict[str, Dict[str, Any]] = Field(default_factory=dict)  # defence -> its options
@@ -127,6 +138,11 @@ class IntrinsicParams(_Section):
     surface: SurfaceParams = Field(default_factory=SurfaceParams)
     batch_size: int = Field(250, ge=1)
     max_findings: int = Field(8, ge=0, le=1000)
+
+    @property
+    def comparisons(self) -> bool:
+        """Whether the paper's comparisons run (``depth: study``): the defended copies, Table 4 and Fig. 6."""
+        return self.depth == "study"
 
     @field_validator("defences")
     @classmethod

@@ -21,15 +21,15 @@ from weakspot.plotting import pairs_across, pyplot
 
 
 def figures(result: IntrinsicResult, params: IntrinsicParams, target: Any) -> Dict[str, Any]:
-    """``psi_vs_attacks``, ``stability``, ``per_class``, ``worst_inputs`` and one ``surface_<j>`` per pictured
-    input."""
+    """``psi_vs_attacks`` and ``stability`` (the paper's comparisons: at depth study only), ``per_class``,
+    ``worst_inputs`` and one ``surface_<j>`` per pictured input."""
     evals, classes, y = result.evals, result.classes, result.y
-    out = {
-        "psi_vs_attacks": psi_vs_attacks_figure(evals, params),
-        "stability": stability_figure(result.stability),
-        "per_class": per_class_figure(evals, classes),
-        "worst_inputs": worst_inputs_figure(evals["none"], result.X, y, classes, params),
-    }
+    out: Dict[str, Any] = {}
+    if result.depth == "study":
+        out["psi_vs_attacks"] = psi_vs_attacks_figure(evals, params)
+        out["stability"] = stability_figure(result.stability)
+    out["per_class"] = per_class_figure(evals, classes)
+    out["worst_inputs"] = worst_inputs_figure(evals["none"], result.X, y, classes, params)
     for j, (i, per) in enumerate(result.surfaces.items()):
         out[f"surface_{j}"] = surface_figure(per, eps=result.eps, title=f"input {i} (true class {classes[int(y[i])]})")
     return out

@@ -177,11 +177,13 @@ def settings_table(
     grey: bool = True,
     n_pool: int = 0,
     n_test: int = 0,
+    depth: Optional[str] = None,
 ) -> Any:
     """What ran against the paper's settings (:data:`~weakspot.intrinsic.config.PAPER_SETTINGS`), one row per
     setting, with ``differs`` where ours is not the paper's; each defended model against its own paper's settings
     (:func:`source_settings`); Fig. 6's pool (``n_pool`` inputs, the first ``n_test`` of the pool from the test split).
-    ``grey``: grey-scale data (MNIST's settings apply), else CIFAR-10's."""
+    ``grey``: grey-scale data (MNIST's settings apply), else CIFAR-10's. ``depth``: the depth that ran, in words
+    (:func:`weakspot.intrinsic.report.depth_words`), a row that differs from the paper's at depth audit."""
     import pandas as pd
 
     p = params
@@ -202,11 +204,23 @@ def settings_table(
             else "no defended models"
         ),
     }
+    if depth is not None and not depth.startswith("study"):
+        del ran["defence_init"]  # the defended copies are the study's
     rows = [
         {"setting": k, "ran": str(ran[k]), "paper": f"{v} ({w})", "differs": str(ran[k]) != str(v)}
         for k, (v, w) in PAPER_SETTINGS.items()
         if k in ran
     ]
+    if depth is not None:
+        rows.insert(
+            0,
+            {
+                "setting": "depth",
+                "ran": depth,
+                "paper": "the audited model and the models it is compared with (Tables 1-4, Fig. 6)",
+                "differs": not depth.startswith("study"),
+            },
+        )
     if mm is not None:
         want = MADRY_STEPS_PAPER["grey" if grey else "colour"]
         rows.append(

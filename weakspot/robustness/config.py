@@ -4,12 +4,16 @@ Caveats first: the grid is in fractions of the data's range (0.3 = MNIST's usual
 takes a grid around the usual budgets, MNIST's for grey-scale images (up to 0.3) and CIFAR-10's for colour ones (up to
 8/255, from a quarter of one grey level: the default scenes CNN keeps 1% at 1/255). The attacks are Madry et al.'s
 PGD (L-inf, a random start, step 2.5 eps / steps) and, when ``autoattack`` is on, IBM ART's reduced AutoAttack
-(APGD-CE + APGD-DLR), slow on a CPU and off by default (the paper profile turns it on). An unknown key is an error.
+(APGD-CE + APGD-DLR; APGD-CE alone on two classes), slow on a CPU and off by default (the paper profile turns it on).
+An unknown key is an error.
+
+Two depths (``depth``, ours, issue 49): ``audit`` runs the attacks as configured; ``study`` runs AutoAttack at every eps
+whatever ``autoattack`` says (:attr:`RobustnessParams.runs_autoattack`). The findings are PGD's at both depths.
 """
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -23,12 +27,18 @@ class RobustnessParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_default=True)
     seed: int = 0
+    depth: Literal["audit", "study"] = "audit"  # ours (issue 49): "study" turns AutoAttack on at every eps
     n_inputs: int = Field(300, ge=2)  # held-out test inputs, a seeded sample (all when fewer)
     eps: Optional[List[float]] = None  # fractions of the data range; None: GRID_GREY or GRID_COLOUR
     pgd_steps: int = Field(20, ge=1)
-    autoattack: bool = False
+    autoattack: bool = False  # also at depth audit (depth study: always on)
     autoattack_iters: int = Field(20, ge=1)
     batch_size: int = Field(256, ge=1)
+
+    @property
+    def runs_autoattack(self) -> bool:
+        """Whether AutoAttack runs at every eps: ``autoattack``, or depth study."""
+        return bool(self.autoattack or self.depth == "study")
 
     @field_validator("eps")
     @classmethod

@@ -21,7 +21,7 @@ from weakspot.fmt import rounded
 from weakspot.methods import AuditTarget, MethodReport
 from weakspot.result import StageResult
 from weakspot.robustness.config import RobustnessParams
-from weakspot.robustness.run import CurveResult
+from weakspot.robustness.run import CurveResult, autoattack_attacks
 
 NAMES = {"clean": "clean", "pgd": "PGD", "autoattack": "AutoAttack (ART)"}
 SEVERITY_CLASS = (
@@ -72,6 +72,7 @@ def focal(res: CurveResult, seed: int) -> int:
 def metrics(res: CurveResult, seed: int = 0) -> Dict[str, Any]:
     m: Dict[str, Any] = {
         "n_inputs": res.n,
+        "depth": res.depth,
         "eps": [rounded(e, 6) for e in res.eps],
         "clean_accuracy": rounded(float(res.accuracy("clean")[0])),
     }
@@ -176,18 +177,28 @@ def report(res: CurveResult, params: RobustnessParams, target: AuditTarget) -> M
             else f"nowhere up to eps {res.eps_data[-1]:.3g}"
         )
     )
+    aa = "autoattack" in res.correct
+    depth = (
+        "study — PGD and AutoAttack at every eps"
+        if res.depth == "study"
+        else "audit — PGD and, with robustness.autoattack on, AutoAttack at every eps (what `robustness.depth: study` "
+        "runs)"
+        if aa
+        else "audit — PGD at every eps; `robustness.depth: study` adds AutoAttack at every eps"
+    )
     summary = [
         f"The audited model attacked on {res.n} held-out test inputs (a seeded sample, seed {params.seed}) at "
         f"{len(res.eps)} budgets eps from 0 to {res.eps_data[-1]:.4g} (L-inf, in the data's units; "
         f"{res.eps[-1]:.3g} of its range): PGD-{params.pgd_steps} with a random start"
         + (
-            f" and AutoAttack (APGD-CE + APGD-DLR, {params.autoattack_iters} iterations, IBM ART)"
-            if params.autoattack
+            f" and AutoAttack ({' + '.join(a.upper() for a in autoattack_attacks(len(res.classes)))}, "
+            f"{params.autoattack_iters} iterations, IBM ART)"
+            if aa
             else " (AutoAttack off: robustness.autoattack)"
         )
         + ". Each point is the share of inputs the attack leaves "
         "correct, with its 95% Wilson interval; an attack's accuracy is an upper bound on the model's robust "
-        "accuracy at that eps.",
+        f"accuracy at that eps. Depth: {depth}.",
         head + ".",
     ]
     section = StageResult(

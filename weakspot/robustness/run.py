@@ -3,7 +3,9 @@ every eps of the grid, on a seeded sample of its held-out test inputs (never its
 
 Caveats first: an attack's accuracy is an upper bound on the model's robust accuracy at that eps (a stronger attack
 can only lower it); PGD runs ``pgd_steps`` steps from one random start. The same inputs serve every eps, so the curve
-is comparable along eps and between audits of the same data (same seed, same sample).
+is comparable along eps and between audits of the same data (same seed, same sample). AutoAttack runs where
+``robustness.autoattack`` is on and at depth study; it draws nothing from PGD's random stream, so PGD's points (and the
+findings) are the same at both depths.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from weakspot.robustness.config import RobustnessParams, grid
 @dataclass
 class CurveResult:
     """The curve: ``eps`` (fractions of the data range) and ``eps_data`` (in the data's units), the share of the
-    sample each attack leaves correct at each eps (``correct[attack]``: ``(len(eps), n)`` booleans)."""
+    sample each attack leaves correct at each eps (``correct[attack]``: ``(len(eps), n)`` booleans); ``depth`` the
+    depth that ran."""
 
     eps: List[float]
     eps_data: List[float]
@@ -33,9 +36,19 @@ class CurveResult:
     classes: List[str] = field(default_factory=list)
     y: Optional[np.ndarray] = None
     n_channels: int = 1
+    depth: str = "audit"
 
     def accuracy(self, attack: str) -> np.ndarray:
         return self.correct[attack].mean(axis=1)
+
+
+def autoattack_attacks(n_classes: int) -> tuple:
+    """The APGD attacks AutoAttack runs: APGD-CE and APGD-DLR, APGD-CE alone on two classes (DLR needs a third logit).
+
+    >>> autoattack_attacks(10), autoattack_attacks(2)
+    (('apgd-ce', 'apgd-dlr'), ('apgd-ce',))
+    """
+    return ("apgd-ce", "apgd-dlr") if int(n_classes) >= 3 else ("apgd-ce",)
 
 
 def _correct(module: Any, X: np.ndarray, y: np.ndarray, batch: int, device: Any) -> np.ndarray:
@@ -52,7 +65,8 @@ def _correct(module: Any, X: np.ndarray, y: np.ndarray, batch: int, device: Any)
 
 
 def run(target: AuditTarget, params: RobustnessParams, runtime: Any) -> CurveResult:
-    """Clean accuracy, then PGD (and AutoAttack) at every eps > 0 of the grid, on the same test inputs."""
+    """Clean accuracy, then PGD (and AutoAttack, where ``autoattack`` is on and at depth study) at every eps > 0 of the
+    grid, on the same test inputs."""
     import torch
 
     from weakspot.adversarial.attacks import batched, pgd
@@ -70,7 +84,7 @@ def run(target: AuditTarget, params: RobustnessParams, runtime: Any) -> CurveRes
     clip = image_range(X)
     fracs = grid(p, X.shape[1])
     eps = [f * (clip[1] - clip[0]) for f in fracs]
-    attacks = ["pgd"] + (["autoattack"] if p.autoattack else [])
+    attacks = ["pgd"] + (["autoattack"] if p.runs_autoattack else [])
     res = CurveResult(
         fracs,
         eps,
@@ -80,6 +94,7 @@ def run(target: AuditTarget, params: RobustnessParams, runtime: Any) -> CurveRes
         [str(c) for c in target.classes],
         y,
         int(X.shape[1]),
+        p.depth,
     )
     clean = _correct(module, X, y, p.batch_size, dev)
     res.correct["clean"][:] = clean
@@ -103,7 +118,7 @@ def run(target: AuditTarget, params: RobustnessParams, runtime: Any) -> CurveRes
             generator=gen,
         )
         res.correct["pgd"][i] = _correct(module, Xa, y, p.batch_size, dev) & clean
-        if p.autoattack:
+        if p.runs_autoattack:
             from weakspot.adversarial.art_attacks import art_autoattack
 
             Xa = art_autoattack(
@@ -114,6 +129,7 @@ def run(target: AuditTarget, params: RobustnessParams, runtime: Any) -> CurveRes
                 clip=clip,
                 n_classes=len(target.classes),
                 iters=p.autoattack_iters,
+                attacks=autoattack_attacks(len(target.classes)),
                 seed=p.seed,
                 batch_size=p.batch_size,
                 device=dev,

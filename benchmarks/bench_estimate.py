@@ -1,0 +1,92 @@
+"""The audit's time estimate against the stage times audits measured: calibrate it, or check it.
+
+Every audit on workers records each stage's seconds beside its estimate and its counted work in
+``history/<audit>.stages.json`` (:mod:`ops.engine.estimate`). This reads those files of one or more audited
+checkouts (their latest audit each, or every audit with ``--all``) and
+
+* prints, per stage, the measured time, the estimate and their ratio (the goal: within a factor of 1.5 each way);
+* with ``--fit``, fits each step's coefficient (seconds per unit of work: the median over the recorded stages of
+  ``(measured - OVERHEAD) / work``) and writes ``ops/engine/costs.json`` with the audits it was fitted on, then
+  prints the ratios the new coefficients give on the same stages (in-sample: check them on another audit).
+
+    .venv/bin/python benchmarks/bench_estimate.py CHECKOUT [CHECKOUT ...] [--all] [--fit] [--out FILE.json]
+
+The figures are in docs/results/audit-cost.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def rows_of(checkout: Path, every: bool) -> list:
+    files = sorted((checkout / "history").glob("*.stages.json"))
+    files = files if every else files[-1:]
+    out = []
+    for f in files:
+        for stage, r in json.loads(f.read_text())["stages"].items():
+            if r.get("seconds") is not None:
+                out.append({**r, "stage": stage, "audit": f.name.split(".")[0], "checkout": str(checkout)})
+    return out
+
+
+def main() -> int:
+    from ops.engine import estimate
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("checkouts", nargs="+", type=Path)
+    ap.add_argument("--all", action="store_true", help="every recorded audit, not only the latest of each")
+    ap.add_argument("--fit", action="store_true", help="fit the coefficients and write ops/engine/costs.json")
+    ap.add_argument("--out", type=Path, help="write the rows as JSON here")
+    args = ap.parse_args()
+    rows = [r for c in args.checkouts for r in rows_of(c, args.all)]
+    if not rows:
+        raise SystemExit("no recorded stage times (history/*.stages.json): run `weakspot audit` on workers first")
+    if args.fit:
+        by_step: dict = {}
+        for r in rows:
+            if r["work"] > 0:
+                by_step.setdefault(r["step"], []).append(max(0.0, r["seconds"] - estimate.OVERHEAD) / r["work"])
+        coef = {k: round(statistics.median(v), 4) for k, v in sorted(by_step.items())}
+        commit = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        (ROOT / "ops" / "engine" / "costs.json").write_text(
+            json.dumps(
+                {
+                    "fitted_by": "benchmarks/bench_estimate.py --fit",
+                    "commit": commit.stdout.strip(),
+                    "audits": sorted({f"{r['checkout']}:{r['audit']}" for r in rows}),
+                    "overhead_s": estimate.OVERHEAD,
+                    "coefficients": coef,
+                },
+                indent=1,
+            )
+            + "\n"
+        )
+        estimate.COSTS.clear()
+        estimate.COSTS.update(coef)
+    print(f"| stage | measured s | estimated s{' (refitted)' if args.fit else ''} | ratio | work counted |")
+    print("|---|---:|---:|---:|---|")
+    worst = 1.0
+    for r in rows:
+        est = estimate.OVERHEAD + estimate.COSTS.get(r["step"], 1.0) * r["work"] if args.fit else r["estimate"]
+        ratio = est / r["seconds"] if r["seconds"] else float("nan")
+        r["checked_estimate"], r["ratio"] = round(est, 1), round(ratio, 3)
+        worst = max(worst, ratio, 1 / ratio if ratio else 1.0)
+        print(f"| {r['stage']} | {r['seconds']:.0f} | {est:.0f} | {ratio:.2f} | {r['counted']} |")
+    within = sum(1 / 1.5 <= r["ratio"] <= 1.5 for r in rows)
+    print(f"\n{within} of {len(rows)} stages within a factor of 1.5; the worst factor {worst:.2f}")
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,415 @@
+"""How long each stage of an audit will take on this machine, before it runs: ``weakspot audit --estimate`` and the
+audit's first lines.
+
+A stage's estimate is ``OVERHEAD + coefficient[step] x work``. Its *work* is what the method runs, counted from
+params.yaml (images, iterations, epochs, seeds, renders; each method's ``depth``) and priced in seconds on this
+machine by short probes: one image through the target's own model (forward, and forward + backward) and through a
+small convolutional network standing for the methods' own networks (a VAE, an autoencoder, a reference CNN), each
+timed at ``threads`` threads as the stages run. So a larger image, a slower model, more epochs or a deeper depth
+cost more, and a faster machine less. The coefficients (:data:`COSTS`, ``costs.json`` beside this file) absorb what
+the count leaves out (a method's own bookkeeping, its statistics); ``benchmarks/bench_estimate.py`` fits them to the
+stage times recorded by past audits (``history/<audit>.stages.json``) and checks the fit.
+
+Caveats first: the work counts are approximations of each method's dominant loops (stated per step below), not a
+profile; rendering is priced by pixels x samples with a coefficient fitted here (no Blender probe: importing it
+takes seconds). The stage times of the last audit are shown beside the estimate, and with the same work they are the
+better guess: the line says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+#: seconds every stage costs besides its work: the worker's flow run, git and DVC in its clone, Python's imports
+OVERHEAD = 8.0
+COSTS_FILE = Path(__file__).with_name("costs.json")
+
+
+def _load_costs() -> Dict[str, float]:
+    try:
+        return {k: float(v) for k, v in json.loads(COSTS_FILE.read_text())["coefficients"].items()}
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+#: step -> seconds per unit of work (fitted by benchmarks/bench_estimate.py; 1.0 where none was fitted)
+COSTS: Dict[str, float] = _load_costs()
+
+
+@dataclass
+class Probe:
+    """A target's sizes and this machine's price of one image through its model and through a small CNN."""
+
+    n_train: int
+    n_eval: int
+    shape: Sequence[int]  # (C, H, W) of an image, () of a table row
+    n_classes: int
+    fwd: float = 0.0  # seconds per image through the target's model, forward only (batched)
+    grad: float = 0.0  # forward + backward to the input, per image
+    own: float = 0.0  # a small CNN's forward + backward + optimiser step per image (the methods' own networks)
+    white: bool = False
+
+    @property
+    def image(self) -> bool:
+        return len(self.shape) == 3
+
+    @property
+    def pixels(self) -> int:
+        return int(math.prod(self.shape)) if self.shape else 0
+
+
+@dataclass
+class StageWork:
+    """One stage's work: its step, target, units of work (seconds on the probes) and what they count."""
+
+    stage: str
+    step: str
+    target: Optional[str]
+    work: float
+    counted: str
+    last: Optional[float] = None  # the last audit's measured seconds for this stage, where recorded
+    same_work: bool = False  # whether the last audit's work was the same (then its time is the better guess)
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def seconds(self) -> float:
+        return OVERHEAD + COSTS.get(self.step, 1.0) * self.work
+
+
+# ---------------------------------------------------------------------------------------------------- the probes
+def _time_per_item(fn: Callable[[], Any], items: int, budget: float = 0.25) -> float:
+    fn()  # warm-up (allocations, lazy initialisation)
+    n, t0 = 0, time.perf_counter()
+    while True:
+        fn()
+        n += 1
+        dt = time.perf_counter() - t0
+        if dt >= budget or n >= 50:
+            return dt / (n * items)
+
+
+def _small_cnn(shape: Sequence[int]) -> Any:
+    import torch
+
+    c, h, w = (int(s) for s in shape)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(c, 16, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(16, 32, 3, padding=1, stride=2),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(32 * ((h + 1) // 2) * ((w + 1) // 2), 10),
+    )
+
+
+def probe_images(module: Any, shape: Sequence[int], threads: int, batch: int = 64) -> Dict[str, float]:
+    """Seconds per image through ``module`` (forward; forward + backward to the input) and through a small CNN
+    (forward, backward, an Adam step), at ``threads`` torch threads."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, int(threads)))
+    try:
+        x = torch.rand((batch, *[int(s) for s in shape]))
+        out: Dict[str, float] = {}
+        if module is not None:
+            module = module.eval()
+
+            def fwd() -> None:
+                with torch.no_grad():
+                    module(x)
+
+            def grad() -> None:
+                xg = x.clone().requires_grad_(True)
+                module(xg).sum().backward()
+
+            out["fwd"], out["grad"] = _time_per_item(fwd, batch), _time_per_item(grad, batch)
+        net = _small_cnn(shape)
+        opt = torch.optim.Adam(net.parameters(), 1e-3)
+
+        def own() -> None:
+            opt.zero_grad()
+            net(x).sum().backward()
+            opt.step()
+
+        out["own"] = _time_per_item(own, batch)
+        return out
+    finally:
+        torch.set_num_threads(before)
+
+
+def _sizes(t: Any, data: Mapping[str, Any]) -> "tuple[int, int, List[int], int]":
+    """(training rows, evaluation rows, an input's shape, classes) of target ``t`` without preparing it."""
+    from weakspot.config import validate_section
+    from weakspot.data.sources import load_source
+
+    d = t.data
+    if d.source == "scenes":
+        s = validate_section("scene", dict(data))
+        k = len(s.classes)
+        return (
+            k * s.train_instances * s.views_per_instance,
+            k * s.val_instances * s.views_per_instance,
+            [3, s.resolution, s.resolution],
+            k,
+        )
+    parts = d.named_parts
+    if parts:
+        loaded = {
+            name: load_source(spec, label=d.label, root=d.root, size=d.image_size) for name, spec in parts.items()
+        }
+        n_train = len(loaded["train"].y) if "train" in loaded else 0
+        n_eval = sum(len(ds.y) for name, ds in loaded.items() if name != "train")
+        first = next(iter(loaded.values()))
+    else:
+        first = load_source(d.source, label=d.label, root=d.root, size=d.image_size)
+        n = len(first.y)
+        n_train, n_eval = int(round(n * d.fractions[0])), n - int(round(n * d.fractions[0]))
+    X = first.X
+    shape = list(X.shape[1:]) if getattr(X, "ndim", 2) == 4 else []
+    classes = len(getattr(first, "classes", None) or []) or int(len(set(map(str, first.y))))
+    return n_train, n_eval, shape, classes
+
+
+def probe_target(t: Any, data: Mapping[str, Any], threads: int) -> Probe:
+    """Target ``t``'s sizes and, for an image target with a torch model, this machine's prices (the model is built,
+    untrained: its architecture sets the price)."""
+    n_train, n_eval, shape, k = _sizes(t, data)
+    p = Probe(n_train, n_eval, shape, k, white=bool(t.white_box))
+    if len(shape) != 3:
+        return p
+    module = None
+    if t.white_box:
+        try:
+            module = _build(t, shape, k)
+        except Exception:  # noqa: BLE001 - a model that cannot be built here is priced as the small CNN
+            module = None
+    prices = probe_images(module, shape, threads)
+    p.own = prices["own"]
+    p.fwd = prices.get("fwd", p.own / 3)
+    p.grad = prices.get("grad", p.own)
+    return p
+
+
+def _build(t: Any, shape: Sequence[int], k: int) -> Any:
+    m = t.model
+    if m.kind == "builtin":
+        from weakspot.models.archs import ARCHS
+
+        return ARCHS.get(m.arch)(list(shape), k)
+    from weakspot.models.spec import call_factory, resolve_factory
+
+    if m.kind == "torch":
+        return call_factory(resolve_factory(m.factory), m.factory, n_classes=k, input_shape=list(shape))
+    if m.kind == "torchscript":
+        import torch
+
+        return torch.jit.load(str(m.weights), map_location="cpu")
+    return None
+
+
+# ------------------------------------------------------------------------------------------------ work per step
+def _steps_of(epochs: int, n: int, batch: int, cap: Optional[int] = None) -> int:
+    steps = int(epochs) * max(1, math.ceil(max(1, n) / max(1, batch)))
+    return min(steps, int(cap)) if cap else steps
+
+
+def work_train(p: Probe, t: Any, s: Any) -> "tuple[float, str]":
+    tr = t.train
+    if not p.image:
+        opts = tr.options or {}
+        fits = len(opts.get("C", [1])) * len(opts.get("kernels", [1])) * max(2, int(opts.get("cv", 3)))
+        return fits * (p.n_train / 1000.0) ** 2, f"{fits} SVM fits on {p.n_train} rows"
+    if not t.trains:
+        return (p.n_train + p.n_eval) * p.fwd, f"{p.n_train + p.n_eval} images evaluated"
+    w = tr.epochs * p.n_train * p.grad * 1.5 + p.n_eval * p.fwd
+    return w, f"{tr.epochs} epochs x {p.n_train} images"
+
+
+def work_segments(p: Probe, t: Any, s: Any) -> "tuple[float, str]":
+    return 1.0 + p.n_eval / 1000.0, f"{p.n_eval} evaluation rows"
+
+
+def work_robustness(p: Probe, t: Any, s: Any) -> "tuple[float, str]":
+    from weakspot.robustness.config import grid as eps_grid
+
+    n = min(int(s.n_inputs), p.n_eval)
+    grid = len(eps_grid(s, p.shape[0]))
+    steps = s.pgd_steps + (200 if (s.autoattack or getattr(s, "depth", "audit") == "study") else 0)
+    return n * grid * steps * p.grad, f"{n} inputs x {grid} eps x {steps} steps"
+
+
+def work_intrinsic(p: Probe, t: Any, s: Any) -> "tuple[float, str]":
+    study = getattr(s, "depth", "audit") == "study"
+    n_psi = min(int(s.n_inputs), p.n_eval)
+    pool = max(n_psi, min(int(s.stability.pool), p.n_eval)) if study else n_psi
+    n_att = min(int(s.n_attack), n_psi)
+    steps = 1 + s.pgd_steps * 2 + s.cw_steps + (4 * s.autoattack.iters if s.autoattack.enabled else 0)
+    psi = pool * s.psi.steps * s.psi.restarts * 2
+    w = (psi + n_att * steps) * p.grad
+    what = f"psi on {pool} inputs, {n_att} attacked x {steps} gradients"
+    if study and s.defences:
+        epochs = s.defence_epochs if s.defence_init == "target" else t.train.epochs
+        per = {"fgsm_at": 2, "minmax": 1 + s.defence_options.get("minmax", {}).get("steps", 3), "gradreg": 3}
+        train = sum(per.get(d, 2) for d in s.defences) * epochs * p.n_train * p.grad * 1.5
+        w += train + len(s.defences) * n_att * steps * p.grad
+        what += f"; {len(s.defences)} defended copies"
+    return w, what
+
+
+def work_corner(p: Probe, t: Any, s: Any) -> "tuple[float, str]":
+    n = min(p.n_train, int(s.train_sample or p.n_train))
+    ae = _steps_of(s.epochs, n, s.batch_size, s.max_ae_steps) * s.batch_size * p.own * 2
+    judge = min(int(s.reference_max_steps), _steps_of(s.reference_epochs, min(n, s.reference_train), 64)) * 64 * p.own
+    search = s.n_seeds * s.steps * (p.grad + p.own)
+    return ae + judge + search, f"autoencoder, judge, {s.n_seeds} seeds x {s.steps} steps"
+
+
+def work_hda(p: Probe, t: Any, s: Any) -> "tuple[float, str]":
+    study = getattr(s, "depth", "audit") == "study"
+    n = min(p.n_train, int(s.train_sample or p.n_train))
+    vae = _steps_of(s.vae.epochs, n, s.vae.batch_size, s.vae.max_steps) * s.vae.batch_size * p.own * 2
+    queries = 2 * s.n_seeds * s.ga.population * (s.ga.generations + 1)
+    ga = queries * (p.fwd + 2e-8 * p.pixels * 40)  # a query and its SSIM
+    w = vae + min(s.pool, p.n_eval) * p.grad + ga
+    what = f"VAE, GA {queries} queries"
+    if study:
+        rb = s.robustness
+        amls = rb.n_balls * rb.particles * rb.mh_steps * 10 * p.fwd
+        ref = s.fid.epochs * min(n, s.fid.train) * p.own
+        base = 3 * ga  # FODA, PGD and coverage on the same seeds
+        ft = 3 * s.finetune.epochs * (s.finetune.train + s.finetune.seeds * s.finetune.cases_per_seed) * p.grad * 1.5
+        w += amls + ref + base + (ft if s.finetune.enabled else 0)
+        what += "; Table 4, FID network, baselines, fine-tuning"
+    return w, what
+
+
+def _renders_cost(n: int, scene: Any) -> float:
+    return n * scene.resolution**2 * scene.samples * 1e-6
+
+
+def work_render(p: Optional[Probe], t: Any, s: Any, scene: Any) -> "tuple[float, str]":
+    n = len(scene.classes) * (scene.train_instances + scene.val_instances) * scene.views_per_instance
+    return _renders_cost(n, scene) / max(1, int(scene.workers or 1)), f"{n} renders"
+
+
+def work_examine(p: Probe, t: Any, s: Any, scene: Any) -> "tuple[float, str]":
+    classes = s.classes if isinstance(s.classes, int) else len(s.classes or scene.classes)
+    per = sum(s.T * s.queries_per_iteration(e) for e in s.examiners) + s.n_random + 2 * s.regions.n_confirm * 3
+    n = classes * s.repeats * per
+    gp = classes * s.repeats * s.T**2 * 2e-4 if "bo" in s.examiners else 0.0
+    return _renders_cost(n, scene) + n * p.fwd + gp, f"{classes} classes x {s.repeats} repeats, {n} renders"
+
+
+def work_gad(p: Probe, t: Any, s: Any) -> "tuple[float, str]":
+    w = len(s.seeds) * (s.design_points * s.epochs * 1e-5 + s.replicates * s.budget * 1e-3 + p.n_train / 1000.0)
+    return w, f"{len(s.seeds)} seeds x {s.design_points} design points"
+
+
+WORK: Dict[str, Callable[..., "tuple[float, str]"]] = {
+    "train": work_train,
+    "segments": work_segments,
+    "robustness": work_robustness,
+    "intrinsic": work_intrinsic,
+    "corner": work_corner,
+    "hda": work_hda,
+    "gad": work_gad,
+}
+
+
+# --------------------------------------------------------------------------------------------------- the audit
+def stage_work(stages: Sequence[str], data: Mapping[str, Any], threads: int = 1) -> List[StageWork]:
+    """Each stage's work (:class:`StageWork`), from params.yaml's content ``data``; the probes run once per
+    target."""
+    from weakspot.config import target_of, validate_section
+
+    targets = list((data.get("targets") or {}).keys())
+    probes: Dict[str, Probe] = {}
+    scene = validate_section("scene", dict(data))
+    out = []
+    for stage in stages:
+        step, _, rest = stage.partition("-")
+        target = rest if rest in targets else None
+        if target is not None and target not in probes:
+            probes[target] = probe_target(target_of(target, dict(data)), data, threads)
+        p = probes.get(target) if target else None
+        if stage == "render":
+            w, what = work_render(None, None, None, scene)
+        elif step == "examine" and p is not None:
+            s = validate_section("examine", dict(data), target=target)
+            w, what = work_examine(p, target_of(target, dict(data)), s, scene)
+        elif step in WORK and p is not None:
+            t = target_of(target, dict(data))
+            s = validate_section(step, dict(data), target=target) if step != "train" else None
+            w, what = WORK[step](p, t, s)
+        else:  # prepare, report, the examiner's study: what they cost besides their overhead is small or fitted
+            w, what = 1.0, "fixed"
+        out.append(StageWork(stage, step if target or stage == "render" else stage, target, float(w), what))
+    return out
+
+
+def last_times(store: "str | Path") -> Dict[str, Dict[str, Any]]:
+    """Each stage's last recorded time and work (``history/<audit>.stages.json``, the newest audit first)."""
+    seen: Dict[str, Dict[str, Any]] = {}
+    for f in sorted(Path(store).glob("*.stages.json"), reverse=True):
+        try:
+            rows = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        for stage, row in (rows.get("stages") or {}).items():
+            if stage not in seen and row.get("seconds") is not None:
+                seen[stage] = {**row, "audit": f.name.split(".")[0]}
+    return seen
+
+
+def attach_last(works: List[StageWork], store: "str | Path") -> None:
+    last = last_times(store)
+    for w in works:
+        row = last.get(w.stage)
+        if row:
+            w.last = float(row["seconds"])
+            w.same_work = row.get("counted") == w.counted and abs(float(row.get("work", -1)) - w.work) <= 0.25 * w.work
+
+
+def wall_time(works: Sequence[StageWork], needs: Mapping[str, Sequence[str]], workers: int, cores: int) -> float:
+    """The audit's wall time if its stages take their estimates: list scheduling of the stages (most stages after
+    them first) on ``min(workers, cores)`` parallel slots, a stage starting once the stages it needs ended."""
+    est = {w.stage: w.seconds for w in works}
+    slots = [0.0] * max(1, min(int(workers), int(cores)))
+    done: Dict[str, float] = {}
+    left = [w.stage for w in works]
+    while left:
+        ready = [s for s in left if all(n in done or n not in est for n in needs.get(s, []))]
+        s = max(ready or left, key=lambda x: est[x])
+        start = max([min(slots)] + [done[n] for n in needs.get(s, []) if n in done])
+        i = slots.index(min(slots))
+        done[s] = start + est[s]
+        slots[i] = done[s]
+        left.remove(s)
+    return max(done.values(), default=0.0)
+
+
+def table(works: Sequence[StageWork]) -> str:
+    """The estimate as lines: stage, estimate, the last audit's time, what was counted."""
+    lines = [f"  {'stage':28s} {'estimate':>9s} {'last':>7s}  work counted"]
+    for w in works:
+        last = f"{w.last:.0f} s" if w.last is not None else "-"
+        mark = " (same work)" if w.same_work else ""
+        lines.append(f"  {w.stage:28s} {w.seconds:7.0f} s {last:>7s}  {w.counted}{mark}")
+    return "\n".join(lines)
+
+
+def record_row(w: StageWork, seconds: Optional[float]) -> Dict[str, Any]:
+    return {
+        "step": w.step,
+        "target": w.target,
+        "seconds": seconds,
+        "estimate": round(w.seconds, 1),
+        "work": round(w.work, 4),
+        "counted": w.counted,
+    }
