@@ -5,9 +5,9 @@ Every audit on workers records each stage's seconds beside its estimate and its 
 checkouts (their latest audit each, or every audit with ``--all``) and
 
 * prints, per stage, the measured time, the estimate and their ratio (the goal: within a factor of 1.5 each way);
-* with ``--fit``, fits each step's coefficient (seconds per unit of work: the median over the recorded stages of
-  ``(measured - OVERHEAD) / work``) and writes ``ops/engine/costs.json`` with the audits it was fitted on, then
-  prints the ratios the new coefficients give on the same stages (in-sample: check them on another audit).
+* with ``--fit``, fits each step's two coefficients (fixed seconds and seconds per unit of work, :func:`fit`) and
+  writes ``ops/engine/costs.json`` with the audits it was fitted on, then prints the ratios the new coefficients
+  give on the same stages (in-sample: check them on another audit).
 
     .venv/bin/python benchmarks/bench_estimate.py CHECKOUT [CHECKOUT ...] [--all] [--fit] [--out FILE.json]
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +37,29 @@ def rows_of(checkout: Path, every: bool) -> list:
     return out
 
 
+def fit(rows: list) -> dict:
+    """Each cost key's (fixed seconds, seconds per unit of work): non-negative least squares of the relative error
+    over its stages (one stage: all of it per unit of work)."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    from ops.engine import estimate
+
+    by_key: dict = {}
+    for r in rows:
+        by_key.setdefault(r.get("key", r["step"]), []).append(r)
+    out = {}
+    for key, rs in sorted(by_key.items()):
+        s = np.array([r["seconds"] for r in rs]) - estimate.OVERHEAD
+        w = np.array([r["work"] for r in rs])
+        if len(rs) < 2 or np.ptp(w) <= 0.05 * w.max():
+            out[key] = (0.0, round(float(max(s.mean(), 0.0) / max(w.mean(), 1e-9)), 5))
+            continue
+        sol, _ = nnls(np.stack([1 / np.maximum(s, 1), w / np.maximum(s, 1)], 1), np.ones(len(rs)))
+        out[key] = (round(float(sol[0]), 3), round(float(sol[1]), 5))
+    return out
+
+
 def main() -> int:
     from ops.engine import estimate
 
@@ -51,11 +73,7 @@ def main() -> int:
     if not rows:
         raise SystemExit("no recorded stage times (history/*.stages.json): run `weakspot audit` on workers first")
     if args.fit:
-        by_step: dict = {}
-        for r in rows:
-            if r["work"] > 0:
-                by_step.setdefault(r["step"], []).append(max(0.0, r["seconds"] - estimate.OVERHEAD) / r["work"])
-        coef = {k: round(statistics.median(v), 4) for k, v in sorted(by_step.items())}
+        coef = fit(rows)
         commit = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, capture_output=True, text=True)
         (ROOT / "ops" / "engine" / "costs.json").write_text(
             json.dumps(
@@ -64,7 +82,7 @@ def main() -> int:
                     "commit": commit.stdout.strip(),
                     "audits": sorted({f"{r['checkout']}:{r['audit']}" for r in rows}),
                     "overhead_s": estimate.OVERHEAD,
-                    "coefficients": coef,
+                    "coefficients": {k: {"fixed": a, "per_work": b} for k, (a, b) in coef.items()},
                 },
                 indent=1,
             )
@@ -76,7 +94,7 @@ def main() -> int:
     print("|---|---:|---:|---:|---|")
     worst = 1.0
     for r in rows:
-        est = estimate.OVERHEAD + estimate.COSTS.get(r["step"], 1.0) * r["work"] if args.fit else r["estimate"]
+        est = estimate.seconds_of(r.get("key", r["step"]), r["work"]) if args.fit else r["estimate"]
         ratio = est / r["seconds"] if r["seconds"] else float("nan")
         r["checked_estimate"], r["ratio"] = round(est, 1), round(ratio, 3)
         worst = max(worst, ratio, 1 / ratio if ratio else 1.0)

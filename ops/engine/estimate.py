@@ -1,14 +1,16 @@
 """How long each stage of an audit will take on this machine, before it runs: ``weakspot audit --estimate`` and the
 audit's first lines.
 
-A stage's estimate is ``OVERHEAD + coefficient[step] x work``. Its *work* is what the method runs, counted from
+A stage's estimate is ``OVERHEAD + fixed[step] + per_work[step] x work``. Its *work* is what the method runs, counted from
 params.yaml (images, iterations, epochs, seeds, renders; each method's ``depth``) and priced in seconds on this
 machine by short probes: one image through the target's own model (forward, and forward + backward) and through a
 small convolutional network standing for the methods' own networks (a VAE, an autoencoder, a reference CNN), each
 timed at ``threads`` threads as the stages run. So a larger image, a slower model, more epochs or a deeper depth
-cost more, and a faster machine less. The coefficients (:data:`COSTS`, ``costs.json`` beside this file) absorb what
-the count leaves out (a method's own bookkeeping, its statistics); ``benchmarks/bench_estimate.py`` fits them to the
-stage times recorded by past audits (``history/<audit>.stages.json``) and checks the fit.
+cost more, and a faster machine less. The coefficients (:data:`COSTS`, ``costs.json`` beside this file: a step's
+fixed seconds, its loading, figures and report, and its seconds per unit of work) absorb what the count leaves out;
+``benchmarks/bench_estimate.py`` fits them to the stage times recorded by past audits
+(``history/<audit>.stages.json``) and checks the fit. A step on a table and on images are fitted apart
+(``train:table``, ``train``).
 
 Caveats first: the work counts are approximations of each method's dominant loops (stated per step below), not a
 profile; rendering is priced by pixels x samples with a coefficient fitted here (no Blender probe: importing it
@@ -23,22 +25,30 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 #: seconds every stage costs besides its work: the worker's flow run, git and DVC in its clone, Python's imports
 OVERHEAD = 8.0
 COSTS_FILE = Path(__file__).with_name("costs.json")
 
 
-def _load_costs() -> Dict[str, float]:
+def _load_costs() -> Dict[str, Tuple[float, float]]:
     try:
-        return {k: float(v) for k, v in json.loads(COSTS_FILE.read_text())["coefficients"].items()}
-    except (OSError, ValueError, KeyError):
+        raw = json.loads(COSTS_FILE.read_text())["coefficients"]
+        return {k: (float(v["fixed"]), float(v["per_work"])) for k, v in raw.items()}
+    except (OSError, ValueError, KeyError, TypeError):
         return {}
 
 
-#: step -> seconds per unit of work (fitted by benchmarks/bench_estimate.py; 1.0 where none was fitted)
-COSTS: Dict[str, float] = _load_costs()
+#: cost key (a step, ``:table`` for a table's) -> (fixed seconds, seconds per unit of work), fitted by
+#: benchmarks/bench_estimate.py; (0, 1) where none was fitted
+COSTS: Dict[str, Tuple[float, float]] = _load_costs()
+
+
+def seconds_of(key: str, work: float) -> float:
+    """A stage's estimate from its cost key and work."""
+    fixed, per = COSTS.get(key, (0.0, 1.0))
+    return OVERHEAD + fixed + per * work
 
 
 @dataclass
@@ -65,20 +75,22 @@ class Probe:
 
 @dataclass
 class StageWork:
-    """One stage's work: its step, target, units of work (seconds on the probes) and what they count."""
+    """One stage's work: its step, target, units of work (seconds on the probes), what they count, and the key of its
+    coefficients (the step; ``<step>:table`` on a table)."""
 
     stage: str
     step: str
     target: Optional[str]
     work: float
     counted: str
+    key: str = ""
     last: Optional[float] = None  # the last audit's measured seconds for this stage, where recorded
     same_work: bool = False  # whether the last audit's work was the same (then its time is the better guess)
     extra: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float:
-        return OVERHEAD + COSTS.get(self.step, 1.0) * self.work
+        return seconds_of(self.key or self.step, self.work)
 
 
 # ---------------------------------------------------------------------------------------------------- the probes
@@ -349,7 +361,9 @@ def stage_work(stages: Sequence[str], data: Mapping[str, Any], threads: int = 1)
             w, what = WORK[step](p, t, s)
         else:  # prepare, report, the examiner's study: what they cost besides their overhead is small or fitted
             w, what = 1.0, "fixed"
-        out.append(StageWork(stage, step if target or stage == "render" else stage, target, float(w), what))
+        name = step if target or stage == "render" else stage
+        key = f"{name}:table" if p is not None and not p.image else name
+        out.append(StageWork(stage, name, target, float(w), what, key))
     return out
 
 
@@ -407,6 +421,7 @@ def table(works: Sequence[StageWork]) -> str:
 def record_row(w: StageWork, seconds: Optional[float]) -> Dict[str, Any]:
     return {
         "step": w.step,
+        "key": w.key or w.step,
         "target": w.target,
         "seconds": seconds,
         "estimate": round(w.seconds, 1),
