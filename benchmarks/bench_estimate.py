@@ -9,7 +9,9 @@ checkouts (their latest audit each, or every audit with ``--all``) and
   writes ``ops/engine/costs.json`` with the audits it was fitted on, then prints the ratios the new coefficients
   give on the same stages (in-sample: check them on another audit).
 
-    .venv/bin/python benchmarks/bench_estimate.py CHECKOUT [CHECKOUT ...] [--all] [--fit] [--out FILE.json]
+    .venv/bin/python benchmarks/bench_estimate.py CHECKOUT [CHECKOUT ...] [--all] [--fit | --recount] [--out FILE]
+
+``--fit`` counts the work again (``--recount``): the coefficients always go with today's cost model.
 
 The figures are in docs/results/audit-cost.md.
 """
@@ -26,14 +28,35 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def rows_of(checkout: Path, every: bool) -> list:
+def rows_of(checkout: Path, every: bool, recount: bool) -> list:
+    """The recorded stages of ``checkout``'s latest audit (every audit with ``every``); with ``recount``, each
+    stage's work counted again by today's cost model from the params that audit ran with (in the checkout, whose
+    relative data paths they name)."""
+    import os
+
+    import yaml
+
+    from ops.engine import estimate
+
     files = sorted((checkout / "history").glob("*.stages.json"))
     files = files if every else files[-1:]
     out = []
     for f in files:
-        for stage, r in json.loads(f.read_text())["stages"].items():
-            if r.get("seconds") is not None:
-                out.append({**r, "stage": stage, "audit": f.name.split(".")[0], "checkout": str(checkout)})
+        rows = {s: r for s, r in json.loads(f.read_text())["stages"].items() if r.get("seconds") is not None}
+        if recount:
+            params = yaml.safe_load(f.with_name(f.name.replace(".stages.json", ".params.yaml")).read_text())
+            here = os.getcwd()
+            os.chdir(checkout)
+            sys.path.insert(0, str(checkout))  # a user's model module, as the stages import it
+            try:
+                works = estimate.stage_work(list(rows), params, int(params.get("threads") or 1))
+            finally:
+                os.chdir(here)
+                sys.path.remove(str(checkout))
+            for w in works:
+                rows[w.stage].update(work=round(w.work, 4), counted=w.counted, key=w.key, estimate=round(w.seconds, 1))
+        for stage, r in rows.items():
+            out.append({**r, "stage": stage, "audit": f.name.split(".")[0], "checkout": str(checkout)})
     return out
 
 
@@ -68,8 +91,11 @@ def main() -> int:
     ap.add_argument("--all", action="store_true", help="every recorded audit, not only the latest of each")
     ap.add_argument("--fit", action="store_true", help="fit the coefficients and write ops/engine/costs.json")
     ap.add_argument("--out", type=Path, help="write the rows as JSON here")
+    ap.add_argument(
+        "--recount", action="store_true", help="count each stage's work again with today's cost model (and its params)"
+    )
     args = ap.parse_args()
-    rows = [r for c in args.checkouts for r in rows_of(c, args.all)]
+    rows = [r for c in args.checkouts for r in rows_of(c, args.all, args.recount or args.fit)]
     if not rows:
         raise SystemExit("no recorded stage times (history/*.stages.json): run `weakspot audit` on workers first")
     if args.fit:

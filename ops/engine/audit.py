@@ -340,9 +340,22 @@ def _audit(
             flags_given=workers is not None or gpu_workers is not None,
         )
         rc = run_audit_flow(plan, hp, ex)
+        send_prefect_logs(env.get("PREFECT_API_URL"))
     if rc is None:  # the audit finished: its report is there
         return _finish(plan, hp, push, t0)
     return rc
+
+
+def send_prefect_logs(url: Optional[str]) -> None:
+    """Send the log lines and events Prefect still holds for the audit's server while it runs: left for the process's
+    exit, they were retried against the stopped server for a minute and a half before the command returned."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogHandler
+
+    if not url:
+        return
+    APILogHandler().flush()  # sends what the API log worker holds, and waits (at most 5 s)
+    EventsWorker.drain_all(timeout=10, at_exit=False)
 
 
 @dataclass

@@ -62,6 +62,7 @@ class Probe:
     fwd: float = 0.0  # seconds per image through the target's model, forward only (batched)
     grad: float = 0.0  # forward + backward to the input, per image
     own: float = 0.0  # a small CNN's forward + backward + optimiser step per image (the methods' own networks)
+    ssim: float = 0.0  # HDA's perceptual term (SSIM) of one image against its seed
     white: bool = False
 
     @property
@@ -150,6 +151,10 @@ def probe_images(module: Any, shape: Sequence[int], threads: int, batch: int = 6
             opt.step()
 
         out["own"] = _time_per_item(own, batch)
+        from weakspot.hda.generate import perceptual
+
+        y = x.clamp(0, 1)
+        out["ssim"] = _time_per_item(lambda: perceptual(y, y.flip(0), "ssim", 0.1, 1.0), batch)
         return out
     finally:
         torch.set_num_threads(before)
@@ -202,7 +207,7 @@ def probe_target(t: Any, data: Mapping[str, Any], threads: int) -> Probe:
         except Exception:  # noqa: BLE001 - a model that cannot be built here is priced as the small CNN
             module = None
     prices = probe_images(module, shape, threads)
-    p.own = prices["own"]
+    p.own, p.ssim = prices["own"], prices["ssim"]
     p.fwd = prices.get("fwd", p.own / 3)
     p.grad = prices.get("grad", p.own)
     return p
@@ -232,6 +237,8 @@ def _steps_of(epochs: int, n: int, batch: int, cap: Optional[int] = None) -> int
 
 
 def work_train(p: Probe, t: Any, s: Any) -> "tuple[float, str]":
+    """Training epochs x images (a built-in model), or the evaluation of every image (a user's trained model: the
+    ``train:eval`` key); a table's SVM grid by fits x rows squared."""
     tr = t.train
     if not p.image:
         opts = tr.options or {}
@@ -287,7 +294,7 @@ def work_hda(p: Probe, t: Any, s: Any) -> "tuple[float, str]":
     n = min(p.n_train, int(s.train_sample or p.n_train))
     vae = _steps_of(s.vae.epochs, n, s.vae.batch_size, s.vae.max_steps) * s.vae.batch_size * p.own * 2
     queries = 2 * s.n_seeds * s.ga.population * (s.ga.generations + 1)
-    ga = queries * (p.fwd + 2e-8 * p.pixels * 40)  # a query and its SSIM
+    ga = queries * (p.fwd + p.ssim)  # a query and its SSIM
     w = vae + min(s.pool, p.n_eval) * p.grad + ga
     what = f"VAE, GA {queries} queries"
     if study:
@@ -363,6 +370,8 @@ def stage_work(stages: Sequence[str], data: Mapping[str, Any], threads: int = 1)
             w, what = 1.0, "fixed"
         name = step if target or stage == "render" else stage
         key = f"{name}:table" if p is not None and not p.image else name
+        if step == "train" and p is not None and p.image and not target_of(target, dict(data)).trains:
+            key = "train:eval"  # a user's trained model: the stage evaluates it
         out.append(StageWork(stage, name, target, float(w), what, key))
     return out
 
