@@ -60,14 +60,26 @@ def wait_until_up(proc: subprocess.Popen, url: str, home: Path, timeout: float =
 
 def stop_session(proc: subprocess.Popen) -> None:
     """A process started in its own session, and anything it started: SIGTERM, then SIGKILL after 20 s."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
+    stop_sessions([proc])
+
+
+def stop_sessions(procs: "list[subprocess.Popen]", grace: float = 20.0) -> None:
+    """Processes each started in its own session, and anything they started: SIGTERM to all at once, then SIGKILL to
+    those still running ``grace`` seconds later (one grace for all: idle Prefect workers each used all 20 s of
+    theirs, one after the other)."""
+    import time
+
+    for proc in procs:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+            os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def start(env: Dict[str, str], port: int, log: Path) -> "tuple[subprocess.Popen, str]":

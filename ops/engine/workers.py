@@ -105,7 +105,8 @@ def worker_env(env: Dict[str, str]) -> Dict[str, str]:
 @contextlib.contextmanager
 def local_workers(counts: Dict[str, int], env: Dict[str, str]) -> Iterator[List[subprocess.Popen]]:
     """``counts[pool]`` local process workers per pool for the ``with`` block (each in its own session; their output,
-    the stages' own, is this process's), stopped when it ends (SIGTERM, then SIGKILL)."""
+    the stages' own, is this process's), stopped when it ends (SIGTERM, then SIGKILL 5 s later: every stage of the
+    audit is over by then, so the workers are idle)."""
     procs: List[subprocess.Popen] = []
     try:
         for pool, n in counts.items():
@@ -114,7 +115,6 @@ def local_workers(counts: Dict[str, int], env: Dict[str, str]) -> Iterator[List[
                 procs.append(subprocess.Popen(worker_command(pool, name), env=worker_env(env), start_new_session=True))
         yield procs
     finally:
-        from ops.engine.server import stop_session
+        from tasks.server import stop_sessions
 
-        for p in procs:
-            stop_session(p)
+        stop_sessions(procs, grace=5.0)
