@@ -224,7 +224,7 @@ def estimate_only(stages: Optional[Sequence[str]] = None, *, force: bool = False
     """``weakspot audit --estimate``: the stages an audit would run now (those that changed and those after them;
     every one with ``force``) and how long each should take here (:func:`announce_estimate`); runs nothing."""
     check_params(PARAMS)
-    from ops.engine.graph import downstream, stage_graph, upstream
+    from ops.engine.graph import stage_graph, upstream
     from ops.engine.lock import audit_lock
 
     with audit_lock(".", "weakspot audit --estimate"):
@@ -234,15 +234,23 @@ def estimate_only(stages: Optional[Sequence[str]] = None, *, force: bool = False
     graph = stage_graph()
     asked = [s for s in (stages or graph) if s != "report"]
     wanted = [s for s in upstream(graph, asked) if s != "report"]
-    to_run = list(wanted) if force else changed_stages(wanted)
-    for s in list(to_run):
-        to_run.extend(d for d in downstream(graph, s) if d in wanted and d not in to_run)
-    to_run = [s for s in graph if s in to_run or (s == "report" and "report" in graph)]
+    to_run = stages_to_run(wanted, graph, force) + [s for s in graph if s == "report"]
     if to_run == ["report"]:
         print("weakspot: every stage is up to date; the report only", flush=True)
     n = ex.workers if workers is None else workers
     announce_estimate(to_run, graph, 1 if ex.in_checkout else max(1, n), hp.dir)
     return 0
+
+
+def stages_to_run(wanted: List[str], graph: Dict[str, List[str]], force: bool) -> List[str]:
+    """The stages of ``wanted`` an audit runs now, in the graph's order: those ``dvc status`` says changed and those
+    after them (every one with ``force``)."""
+    from ops.engine.graph import downstream
+
+    to_run = list(wanted) if force else changed_stages(wanted)
+    for s in list(to_run):
+        to_run.extend(d for d in downstream(graph, s) if d in wanted and d not in to_run)
+    return [s for s in wanted if s in to_run]
 
 
 def changed_stages(stages: List[str]) -> List[str]:
@@ -438,6 +446,8 @@ def _audit_body(plan: Plan, hp: Any, ex: Any) -> Optional[int]:
     if plan.wanted and plan.here:
         if plan.flags_given:
             print("weakspot: --workers and --gpu-workers have no effect in the checkout", file=sys.stderr)
+        later = stages_to_run(plan.wanted, plan.graph, plan.force)
+        announce_estimate(later + [s for s in plan.graph if s == "report"], plan.graph, 1, hp.dir)
         rc, outcome = run_in_checkout(plan.wanted, plan.graph, plan.env, force=plan.force, pull=plan.pull)
         if rc != 0 and outcome.complete:  # DVC failed before any stage did (its message says why)
             return rc
@@ -615,15 +625,11 @@ def run_on_workers(
     checkout's DVC cache (no WEAKSPOT_GIT_REMOTE: they clone this checkout, so they run on this machine). Workers
     elsewhere restore from the DVC remote: the stages already up to date are pushed there first."""
     from ops.engine.audit_flow import Outcome, run_stages
-    from ops.engine.graph import downstream
     from ops.engine.lost import install
     from ops.engine.snapshot import snapshot
     from ops.engine.workers import deployment_name, ensure_pools, local_workers, online_workers
 
-    to_run = list(wanted) if force else changed_stages(wanted)
-    for s in list(to_run):
-        to_run.extend(d for d in downstream(graph, s) if d in wanted and d not in to_run)
-    to_run = [s for s in wanted if s in to_run]
+    to_run = stages_to_run(wanted, graph, force)
     shared = not os.environ.get("WEAKSPOT_GIT_REMOTE")
     if not to_run:
         print("weakspot: every stage is up to date", flush=True)
