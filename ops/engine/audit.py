@@ -693,7 +693,7 @@ def announce_estimate(stages: List[str], graph: Dict[str, List[str]], workers: i
     """Say, before they run, how long ``stages`` should take on this machine (:mod:`ops.engine.estimate`): the
     audit's wall time on ``workers`` workers, each stage's estimate beside the last audit's time; their work."""
     from weakspot.config import read_yaml
-    from ops.engine.estimate import stage_work, table, wall_time
+    from ops.engine.estimate import attach_last, stage_work, table, wall_time
 
     data = read_yaml(PARAMS)
     try:
@@ -701,8 +701,6 @@ def announce_estimate(stages: List[str], graph: Dict[str, List[str]], workers: i
     except Exception as e:  # noqa: BLE001 - an estimate that cannot be made never stops the audit
         print(f"weakspot: no time estimate ({type(e).__name__}: {e})", flush=True)
         return []
-    from ops.engine.estimate import attach_last
-
     attach_last(works, store)
     cores = os.cpu_count() or 1
     # the coefficients were fitted on stage times measured with the audit's workers sharing the cores, so each

@@ -314,7 +314,7 @@ def _renders_cost(n: int, scene: Any) -> float:
     return n * scene.resolution**2 * scene.samples * 1e-6
 
 
-def work_render(p: Optional[Probe], t: Any, s: Any, scene: Any) -> "tuple[float, str]":
+def work_render(scene: Any) -> "tuple[float, str]":
     n = len(scene.classes) * (scene.train_instances + scene.val_instances) * scene.views_per_instance
     return _renders_cost(n, scene) / max(1, int(scene.workers or 1)), f"{n} renders"
 
@@ -349,30 +349,32 @@ def stage_work(stages: Sequence[str], data: Mapping[str, Any], threads: int = 1)
     target."""
     from weakspot.config import target_of, validate_section
 
-    targets = list((data.get("targets") or {}).keys())
+    names = list((data.get("targets") or {}).keys())
+    targets: Dict[str, Any] = {}  # validated once per target, as its probe runs once
     probes: Dict[str, Probe] = {}
     scene = validate_section("scene", dict(data))
     out = []
     for stage in stages:
         step, _, rest = stage.partition("-")
-        target = rest if rest in targets else None
+        target = rest if rest in names else None
         if target is not None and target not in probes:
-            probes[target] = probe_target(target_of(target, dict(data)), data, threads)
+            targets[target] = target_of(target, dict(data))
+            probes[target] = probe_target(targets[target], data, threads)
         p = probes.get(target) if target else None
+        t = targets.get(target) if target else None
         if stage == "render":
-            w, what = work_render(None, None, None, scene)
+            w, what = work_render(scene)
         elif step == "examine" and p is not None:
             s = validate_section("examine", dict(data), target=target)
-            w, what = work_examine(p, target_of(target, dict(data)), s, scene)
+            w, what = work_examine(p, t, s, scene)
         elif step in WORK and p is not None:
-            t = target_of(target, dict(data))
             s = validate_section(step, dict(data), target=target) if step != "train" else None
             w, what = WORK[step](p, t, s)
         else:  # prepare, report, the examiner's study: what they cost besides their overhead is small or fitted
             w, what = 1.0, "fixed"
         name = step if target or stage == "render" else stage
         key = f"{name}:table" if p is not None and not p.image else name
-        if step == "train" and p is not None and p.image and not target_of(target, dict(data)).trains:
+        if step == "train" and p is not None and p.image and not t.trains:
             key = "train:eval"  # a user's trained model: the stage evaluates it
         out.append(StageWork(stage, name, target, float(w), what, key))
     return out
