@@ -47,13 +47,28 @@ def free_port(port: Optional[int]) -> int:
         return sock.getsockname()[1]
 
 
+class ServerExited(ConfigError):
+    """The server process ended before it answered (e.g. its port was taken meanwhile)."""
+
+
+def log_tail(log: Path, lines: int = 12) -> str:
+    with contextlib.suppress(OSError):
+        text = log.read_text(errors="replace").strip().splitlines()[-lines:]
+        return "\n".join("  " + line for line in text)
+    return ""
+
+
 def wait_until_up(proc: subprocess.Popen, url: str, home: Path, timeout: float = 180) -> None:
     deadline = time.time() + timeout
     while not healthy(url):
-        if proc.poll() is not None or time.time() > deadline:
-            raise ConfigError(
-                f"the Prefect server did not start (see {home / 'server.log'}); "
+        exited = proc.poll() is not None
+        if exited or time.time() > deadline:
+            why = "it exited" if exited else f"no answer in {timeout:.0f} s"
+            tail = log_tail(home / "server.log")
+            raise (ServerExited if exited else ConfigError)(
+                f"the Prefect server did not start ({why}; see {home / 'server.log'}); "
                 "set PREFECT_API_URL to a running server, or WEAKSPOT_NO_SHARED_SERVER=1"
+                + (f"\nthe end of its log:\n{tail}" if tail else "")
             )
         time.sleep(0.1)
 
@@ -82,25 +97,34 @@ def stop_sessions(procs: "list[subprocess.Popen]", grace: float = 20.0) -> None:
             proc.wait()
 
 
-def start(env: Dict[str, str], port: int, log: Path) -> "tuple[subprocess.Popen, str]":
+def start(env: Dict[str, str], port: int, log: Path, retries: int = 0) -> "tuple[subprocess.Popen, str]":
     """``prefect server start`` on 127.0.0.1:``port`` with ``env``, its output appended to ``log``: the process (in a
-    session of its own) and its API URL, once it answers."""
-    url = f"http://127.0.0.1:{port}/api"
-    prefect = Path(sys.executable).parent / "prefect"
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            [str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        wait_until_up(proc, url, log.parent)
-    except BaseException:
-        stop_session(proc)
-        raise
-    return proc, url
+    session of its own) and its API URL, once it answers. ``retries``: when the server exits before it answers, start
+    it again on another free port up to that many times (a port :func:`free_port` found free can be taken by another
+    process before the server binds it)."""
+    for attempt in range(retries + 1):
+        url = f"http://127.0.0.1:{port}/api"
+        prefect = Path(sys.executable).parent / "prefect"
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                [str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            wait_until_up(proc, url, log.parent)
+            return proc, url
+        except ServerExited:
+            stop_session(proc)
+            if attempt == retries:
+                raise
+            port = free_port(None)
+        except BaseException:
+            stop_session(proc)
+            raise
+    raise AssertionError("unreachable")
 
 
 @contextlib.contextmanager
@@ -112,7 +136,7 @@ def temporary_server(home: "Path | None" = None) -> Iterator[str]:
         env.pop("PREFECT_API_URL", None)
         if home is not None:
             env["PREFECT_HOME"] = str(home)
-        proc, url = start(env, free_port(None), Path(tmp) / "server.log")
+        proc, url = start(env, free_port(None), Path(tmp) / "server.log", retries=2)
         try:
             yield url
         finally:

@@ -98,7 +98,7 @@ def prepare(env: Mapping[str, str]) -> Optional[Path]:
             server_env = {**env, "PREFECT_HOME": home, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
             for k in ("PREFECT_API_URL",) + _URL_SETTINGS:
                 server_env.pop(k, None)
-            proc, _ = start(server_env, free_port(None), Path(home) / "server.log")
+            proc, _ = start(server_env, free_port(None), Path(home) / "server.log", retries=2)
             try:
                 keep(Path(home), server_env)
             finally:

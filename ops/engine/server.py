@@ -50,7 +50,7 @@ def prefect_server(env: Dict[str, str], port: Optional[int] = None) -> Iterator[
         "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "true",
         "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED": "true",
     }
-    proc, url = start(server_env, port, home / "server.log")
+    proc, url = start(server_env, port, home / "server.log", retries=0 if port_given else 2)
     try:
         if port_given:
             served.write_text(url + "\n")
