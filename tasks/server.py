@@ -58,7 +58,7 @@ def log_tail(log: Path, lines: int = 12) -> str:
     return ""
 
 
-def wait_until_up(proc: subprocess.Popen, url: str, home: Path, timeout: float = 180) -> None:
+def wait_until_up(proc: subprocess.Popen, url: str, home: Path, timeout: float = 300) -> None:
     deadline = time.time() + timeout
     while not healthy(url):
         exited = proc.poll() is not None
