@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -30,13 +31,35 @@ def healthy(url: str) -> bool:
     return False
 
 
+def _ephemeral() -> "tuple[int, int]":
+    """The ports the kernel hands out to outgoing connections (Linux's ip_local_port_range; its default elsewhere)."""
+    with contextlib.suppress(OSError, ValueError):
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    return 32768, 60999
+
+
+def _bind(sock: socket.socket, port: int) -> int:
+    # as the server binds: a recently closed connection (TIME_WAIT) does not make the port taken
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    return sock.getsockname()[1]
+
+
 def free_port(port: Optional[int]) -> int:
-    """``port`` when it is free (any free port when None); a ConfigError says who holds a taken one."""
+    """``port`` when it is free (a ConfigError says who holds a taken one); with None, a free port outside the
+    range the kernel gives outgoing connections (a port from that range, found free, can become the local end of a
+    client's connection before the server binds it: every Prefect client beside it makes them)."""
+    if port is None:
+        low, high = _ephemeral()
+        lo, hi = (20000, min(low, 32768)) if low > 21000 else (max(high + 1, 20000), 65536)
+        rng = random.Random()
+        for _ in range(50 if hi - lo > 1000 else 0):  # no such range: any free port
+            with socket.socket() as sock, contextlib.suppress(OSError):
+                return _bind(sock, rng.randrange(lo, hi))
     with socket.socket() as sock:
-        # as the server binds: a recently closed connection (TIME_WAIT) does not make the port taken
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind(("127.0.0.1", port or 0))
+            return _bind(sock, port or 0)
         except OSError:
             other = " by a Prefect server" if healthy(f"http://127.0.0.1:{port}/api") else ""
             use = f"; to use that server instead: PREFECT_API_URL=http://127.0.0.1:{port}/api" if other else ""
@@ -44,7 +67,6 @@ def free_port(port: Optional[int]) -> int:
                 f"port {port} is taken{other} (another `weakspot serve` or `prefect server start`?); "
                 f"pick another with --port{use}"
             ) from None
-        return sock.getsockname()[1]
 
 
 class ServerExited(ConfigError):

@@ -21,9 +21,9 @@ DONE = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from tasks.server import free_port
+
+    return free_port(None)  # outside the ports of outgoing connections
 
 
 def _api(base: str, path: str, body=None, method=None):

@@ -1,6 +1,7 @@
 """Starting a Prefect server on a port found free: another process can take the port before the server binds it
-(the suite runs servers and clients side by side); the server is then started again on another port, and an error
-that remains names why, with the end of the server's log."""
+(the suite runs servers and clients side by side). The port is chosen outside the range the kernel gives outgoing
+connections; a server that exits before it answers is started again on another port, and an error that remains names
+why, with the end of the server's log."""
 
 import os
 import socket
@@ -34,5 +35,19 @@ def test_a_port_taken_before_the_server_binds_it_starts_the_server_on_another(tm
             assert healthy(url) and f":{port}/" not in url
         finally:
             stop_session(proc)
+    finally:
+        sock.close()
+
+
+def test_a_free_port_is_chosen_outside_the_ports_of_outgoing_connections():
+    from tasks.server import _ephemeral, free_port
+
+    low, high = _ephemeral()
+    ports = {free_port(None) for _ in range(20)}
+    assert not any(low <= p <= high for p in ports) and len(ports) > 1
+    sock, taken = _taken_port()
+    try:
+        with pytest.raises(ConfigError, match=f"port {taken} is taken"):
+            free_port(taken)
     finally:
         sock.close()
