@@ -6,9 +6,11 @@ factory in ``user28.py`` and a state_dict trained here for 8 epochs, not counted
 this one) gets a params.yaml whose only target is this one (every method section as the checkout has it, ``per_target``
 entries of the built-in targets dropped), so the audit runs exactly the stages the new target adds (prepare, train,
 segments, robustness, intrinsic, corner, HDA) and the report, on the checkout's default workers, as ``weakspot audit``
-would after the user added it. ``--depth study`` sets every method's depth to the deep one (the paper's comparisons).
+would after the user added it. ``--depth study`` sets every method's depth to the deep one (the paper's comparisons);
+``--methods`` audits only those methods (the target's ``methods``).
 
     .venv/bin/python benchmarks/bench_user_target.py DIR [--checkout PATH] [--label before] [--depth audit|study]
+        [--methods robustness,corner]
 
 DIR must not exist. It prints and writes ``DIR/result.json``: the audit's wall time, each stage's time (the audit's
 ``<stage>: done in N s`` lines) and each method's confirmed weak spots (after the target's family correction). The
@@ -78,7 +80,7 @@ def write_target(repo: Path) -> None:
     print(f"user CNN: test accuracy {acc:.3f}", flush=True)
 
 
-def params(repo: Path, depth: str) -> None:
+def params(repo: Path, depth: str, methods: "list[str] | None" = None) -> None:
     import yaml
 
     p = repo / "params.yaml"
@@ -87,6 +89,7 @@ def params(repo: Path, depth: str) -> None:
         "user28": {
             "data": {"train": "npz:data/user28/train.npz", "test": "npz:data/user28/test.npz"},
             "model": {"kind": "torch", "factory": "user28:build", "weights": "data/user28/cnn.pt"},
+            **({"methods": methods} if methods else {}),
         }
     }
     for section in raw.values():
@@ -120,12 +123,14 @@ def main() -> int:
     ap.add_argument("--checkout", type=Path, default=ROOT)
     ap.add_argument("--label", default="this checkout")
     ap.add_argument("--depth", default="checkout", help="audit | study | checkout (the params as they are)")
+    ap.add_argument("--methods", default="", help="comma-separated: audit only these methods (default: every one)")
     args = ap.parse_args()
     repo = args.dir / "repo"
     repo.mkdir(parents=True)
     copy_checkout(args.checkout.resolve(), repo)
     write_target(repo)
-    params(repo, args.depth)
+    methods = [m for m in args.methods.split(",") if m]
+    params(repo, args.depth, methods)
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "WEAKSPOT_"))},
         "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
@@ -160,6 +165,7 @@ def main() -> int:
     result = {
         "label": args.label,
         "depth": args.depth,
+        "methods": methods or "every one that fits",
         "commit": subprocess.run(
             ["git", "rev-parse", "--short=7", "HEAD"], cwd=args.checkout, capture_output=True, text=True
         ).stdout.strip(),
