@@ -10,6 +10,10 @@ checkouts (their latest audit each, or every audit with ``--all``) and
   give on the same stages (in-sample: check them on another audit).
 
     .venv/bin/python benchmarks/bench_estimate.py CHECKOUT [CHECKOUT ...] [--all] [--fit | --recount] [--out FILE]
+        [--keys examine_study]
+
+``--keys`` keeps only the stages of those cost keys; with ``--fit`` it refits them alone and keeps the other keys'
+coefficients (a step measured in one audit, e.g. the examiner's study at ``depth: study``).
 
 ``--fit`` counts the work again (``--recount``): the coefficients always go with today's cost model.
 
@@ -92,29 +96,39 @@ def main() -> int:
     ap.add_argument("--fit", action="store_true", help="fit the coefficients and write ops/engine/costs.json")
     ap.add_argument("--out", type=Path, help="write the rows as JSON here")
     ap.add_argument(
+        "--keys", default="", help="with --fit: refit only these cost keys (comma-separated), keep the rest"
+    )
+    ap.add_argument(
         "--recount", action="store_true", help="count each stage's work again with today's cost model (and its params)"
     )
     args = ap.parse_args()
     rows = [r for c in args.checkouts for r in rows_of(c, args.all, args.recount or args.fit)]
     if not rows:
         raise SystemExit("no recorded stage times (history/*.stages.json): run `weakspot audit` on workers first")
+    keys = [k for k in args.keys.split(",") if k]
+    if keys:
+        rows = [r for r in rows if r.get("key", r["step"]) in keys]
     if args.fit:
         coef = fit(rows)
         commit = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-        (ROOT / "ops" / "engine" / "costs.json").write_text(
+        costs = ROOT / "ops" / "engine" / "costs.json"
+        old = json.loads(costs.read_text()) if keys and costs.is_file() else {"coefficients": {}, "audits": []}
+        fitted = {k: {"fixed": a, "per_work": b} for k, (a, b) in coef.items()}
+        audits = sorted({f"{r['checkout']}:{r['audit']}" for r in rows})
+        costs.write_text(
             json.dumps(
                 {
-                    "fitted_by": "benchmarks/bench_estimate.py --fit",
-                    "commit": commit.stdout.strip(),
-                    "audits": sorted({f"{r['checkout']}:{r['audit']}" for r in rows}),
+                    "fitted_by": "benchmarks/bench_estimate.py --fit" + (f" (then --keys {args.keys})" if keys else ""),
+                    "commit": commit.stdout.strip() if not keys else old.get("commit"),
+                    "audits": sorted(set(old.get("audits", [])) | set(audits)),
+                    **({"refitted": {"keys": keys, "commit": commit.stdout.strip(), "audits": audits}} if keys else {}),
                     "overhead_s": estimate.OVERHEAD,
-                    "coefficients": {k: {"fixed": a, "per_work": b} for k, (a, b) in coef.items()},
+                    "coefficients": dict(sorted({**old["coefficients"], **fitted}.items())),
                 },
                 indent=1,
             )
             + "\n"
         )
-        estimate.COSTS.clear()
         estimate.COSTS.update(coef)
     print(f"| stage | measured s | estimated s{' (refitted)' if args.fit else ''} | ratio | work counted |")
     print("|---|---:|---:|---:|---|")

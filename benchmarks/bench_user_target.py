@@ -95,7 +95,7 @@ def params(repo: Path, depth: str, methods: "list[str] | None" = None) -> None:
     for section in raw.values():
         if isinstance(section, dict):
             section.pop("per_target", None)
-    for m in ("segments", "gad", "examine", "intrinsic", "corner", "robustness", "hda"):
+    for m in ("intrinsic", "corner", "robustness", "hda"):  # two depths (the examiner needs a scene target)
         if isinstance(raw.get(m), dict) and depth != "checkout":
             raw[m]["depth"] = depth
     raw["gates"] = {"fail": False, "conditions": []}

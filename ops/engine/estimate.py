@@ -327,6 +327,43 @@ def work_examine(p: Probe, t: Any, s: Any, scene: Any) -> "tuple[float, str]":
     return _renders_cost(n, scene) + n * p.fwd + gp, f"{classes} classes x {s.repeats} repeats, {n} renders"
 
 
+def work_examine_study(p: Probe, s: Any, scene: Any) -> "tuple[float, str]":
+    """The examiner's study (stage ``examine_study``, priced on the scene target whose model it reads): the renders of
+    its experiments' sessions (the order check's three, the strength mode's, Table 3's and the planted weakness's,
+    with their T = 0 sets), the planted weakness's training set rendered again, and the epochs of the models it
+    trains itself (the full model too unless ``full_model`` names a target's)."""
+    st = s.study
+    q = s.queries_per_iteration
+    examined = s.classes if isinstance(s.classes, int) else len(s.classes or scene.classes)
+    k = len(st.classes) if st.classes else examined
+    n, trained, gp = 0, 0.0, 0.0
+    if st.order_check or st.strength:
+        n += k * (s.n_random + (3 * st.T * q("rl") if st.order_check else 0))
+        n += k * st.T * q(st.strength_examiner) if st.strength else 0
+        trained += 0 if st.full_model else p.n_train
+    ms, aw = st.m_study, st.artificial_weakness
+    if ms.enabled:
+        km = len(ms.classes) if ms.classes else examined
+        n += len(ms.values) * km * (ms.T * sum(q(e) for e in ms.examiners) + s.n_random)
+        views = scene.views_per_instance
+        trained += sum(p.n_train * m / views for m in ms.values if m < views)
+        gp += len(ms.values) * km * ms.T**2 * 2e-4 if "bo" in ms.examiners else 0.0
+    if aw.enabled:
+        ka = len(aw.classes) if aw.classes else examined
+        n += p.n_train + ka * (aw.T * sum(q(e) for e in aw.examiners) + s.n_random)
+        trained += p.n_train
+        gp += ka * aw.T**2 * 2e-4 if "bo" in aw.examiners else 0.0
+    w = _renders_cost(n, scene) + n * p.fwd + st.epochs * trained * p.grad * 1.5 + gp
+    return w, f"{n} renders, {st.epochs} epochs x {int(trained)} images"
+
+
+def _study_target(s: Any, data: Mapping[str, Any]) -> Optional[str]:
+    """The scene target the examiner's study prices its work on: ``study.full_model``, else the first scene target."""
+    targets = data.get("targets") or {}
+    scenes = [n for n, t in targets.items() if ((t or {}).get("data") or {}).get("source") == "scenes"]
+    return s.study.full_model if s.study.full_model in scenes else next(iter(scenes), None)
+
+
 def work_gad(p: Probe, t: Any, s: Any) -> "tuple[float, str]":
     w = len(s.seeds) * (s.design_points * s.epochs * 1e-5 + s.replicates * s.budget * 1e-3 + p.n_train / 1000.0)
     return w, f"{len(s.seeds)} seeds x {s.design_points} design points"
@@ -357,12 +394,18 @@ def stage_work(stages: Sequence[str], data: Mapping[str, Any], threads: int = 1)
     for stage in stages:
         step, _, rest = stage.partition("-")
         target = rest if rest in names else None
+        if stage == "examine_study":  # priced on the scene target whose model it reads
+            study = validate_section("examine", dict(data))
+            target = _study_target(study, data)
         if target is not None and target not in probes:
             targets[target] = target_of(target, dict(data))
             probes[target] = probe_target(targets[target], data, threads)
         p = probes.get(target) if target else None
         t = targets.get(target) if target else None
-        if stage == "render":
+        if stage == "examine_study" and p is not None:
+            w, what = work_examine_study(p, study, scene)
+            target = None  # one stage for the audit: its key is its own
+        elif stage == "render":
             w, what = work_render(scene)
         elif step == "examine" and p is not None:
             s = validate_section("examine", dict(data), target=target)
@@ -370,7 +413,7 @@ def stage_work(stages: Sequence[str], data: Mapping[str, Any], threads: int = 1)
         elif step in WORK and p is not None:
             s = validate_section(step, dict(data), target=target) if step != "train" else None
             w, what = WORK[step](p, t, s)
-        else:  # prepare, report, the examiner's study: what they cost besides their overhead is small or fitted
+        else:  # prepare, report: what they cost besides their overhead is small or fitted
             w, what = 1.0, "fixed"
         name = step if target or stage == "render" else stage
         key = f"{name}:table" if p is not None and not p.image else name

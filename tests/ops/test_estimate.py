@@ -100,3 +100,31 @@ def test_every_stage_of_the_default_audit_gets_an_estimate():
     # the scenes CNN trains on 10,000 renders for 15 epochs: more work than the digits LeNet's 1,258 images x 60
     by = {w.stage: w for w in works}
     assert by["train-scenes"].work > by["train-digits"].work
+
+
+def test_the_examiners_study_counts_the_renders_and_epochs_of_its_experiments(digits):
+    """The shared stage ``examine_study`` (depth study): the order check's three runs of T iterations per class with
+    the T = 0 set, counted by hand on a small setting; the planted weakness adds its training set rendered again,
+    its examinations and a model's epochs; the stage is priced on the scene target's probe, under a key of its own."""
+    from weakspot.config import read_yaml, validate_section
+
+    data = read_yaml("params.yaml")
+    scene = validate_section("scene", data)
+    study = {
+        **data["examine"]["study"],  # m_study and the planted weakness off
+        **{"order_check": True, "strength": False, "classes": ["can", "cap", "lamp"], "T": 10, "full_model": None},
+    }
+    s = validate_section("examine", {**data, "examine": {**data["examine"], "n_random": 50, "study": study}})
+    w, counted = E.work_examine_study(digits, s, scene)
+    assert counted.startswith(f"{3 * (50 + 3 * 10 * s.rl.batch_size)} renders, ")  # 3 x (50 + 3 x 10 x 8) = 870
+    assert f"x {digits.n_train} images" in counted  # the full model, trained by the study (no full_model)
+    aw = {"enabled": True, "T": 10, "tail": 5, "examiners": ["random"], "classes": ["can"]}
+    s2 = validate_section(
+        "examine",
+        {**data, "examine": {**data["examine"], "n_random": 50, "study": {**study, "artificial_weakness": aw}}},
+    )
+    w2, counted2 = E.work_examine_study(digits, s2, scene)
+    extra = digits.n_train + 1 * (10 * s2.random_batch + 50)
+    assert counted2.startswith(f"{870 + extra} renders, ") and w2 > w
+    priced = E.stage_work(["examine_study"], _params(examine={"depth": "study"}), 1)[0]
+    assert priced.key == "examine_study" and "renders" in priced.counted and priced.work > 1
