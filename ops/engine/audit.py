@@ -234,8 +234,8 @@ def estimate_only(stages: Optional[Sequence[str]] = None, *, force: bool = False
     graph = stage_graph()
     asked = [s for s in (stages or graph) if s != "report"]
     wanted = [s for s in upstream(graph, asked) if s != "report"]
-    to_run = stages_to_run(wanted, graph, force) + [s for s in graph if s == "report"]
-    if to_run == ["report"]:
+    to_run = stages_to_run(wanted, graph, force)
+    if not to_run:
         print("weakspot: every stage is up to date; the report only", flush=True)
     n = ex.workers if workers is None else workers
     announce_estimate(to_run, graph, 1 if ex.in_checkout else max(1, n), hp.dir)
@@ -446,8 +446,7 @@ def _audit_body(plan: Plan, hp: Any, ex: Any) -> Optional[int]:
     if plan.wanted and plan.here:
         if plan.flags_given:
             print("weakspot: --workers and --gpu-workers have no effect in the checkout", file=sys.stderr)
-        later = stages_to_run(plan.wanted, plan.graph, plan.force)
-        announce_estimate(later + [s for s in plan.graph if s == "report"], plan.graph, 1, hp.dir)
+        announce_estimate(stages_to_run(plan.wanted, plan.graph, plan.force), plan.graph, 1, hp.dir)
         rc, outcome = run_in_checkout(plan.wanted, plan.graph, plan.env, force=plan.force, pull=plan.pull)
         if rc != 0 and outcome.complete:  # DVC failed before any stage did (its message says why)
             return rc
@@ -658,7 +657,7 @@ def run_on_workers(
         + (f"DVC cache {cache} (shared)" if shared else f"DVC remote {url}"),
         flush=True,
     )
-    works = announce_estimate(to_run + [s for s in graph if s == "report"], graph, n_cpu + n_gpu, hp.dir)
+    works = announce_estimate(to_run, graph, n_cpu + n_gpu, hp.dir)
     with local_workers({"cpu": n_cpu, "gpu": n_gpu}, env):
         has_gpu = bool(n_gpu) or bool(online_workers("gpu"))
         if not n_cpu and not online_workers("cpu"):
@@ -690,11 +689,13 @@ def run_on_workers(
 
 
 def announce_estimate(stages: List[str], graph: Dict[str, List[str]], workers: int, store: str) -> List[Any]:
-    """Say, before they run, how long ``stages`` should take on this machine (:mod:`ops.engine.estimate`): the
-    audit's wall time on ``workers`` workers, each stage's estimate beside the last audit's time; their work."""
+    """Say, before they run, how long ``stages`` and the report after them (when the graph has one) should take on
+    this machine (:mod:`ops.engine.estimate`): the audit's wall time on ``workers`` workers, each stage's estimate
+    beside the last audit's time; their work."""
     from weakspot.config import read_yaml
     from ops.engine.estimate import attach_last, stage_work, table, wall_time
 
+    stages = [s for s in stages if s != "report"] + [s for s in graph if s == "report"]
     data = read_yaml(PARAMS)
     try:
         works = stage_work(stages, data, int(data.get("threads") or 1))

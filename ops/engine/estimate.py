@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -87,7 +87,6 @@ class StageWork:
     key: str = ""
     last: Optional[float] = None  # the last audit's measured seconds for this stage, where recorded
     same_work: bool = False  # whether the last audit's work was the same (then its time is the better guess)
-    extra: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float:
@@ -261,12 +260,12 @@ def work_robustness(p: Probe, t: Any, s: Any) -> "tuple[float, str]":
 
     n = min(int(s.n_inputs), p.n_eval)
     grid = len(eps_grid(s, p.shape[0]))
-    steps = s.pgd_steps + (200 if (s.autoattack or getattr(s, "depth", "audit") == "study") else 0)
+    steps = s.pgd_steps + (200 if s.runs_autoattack else 0)
     return n * grid * steps * p.grad, f"{n} inputs x {grid} eps x {steps} steps"
 
 
 def work_intrinsic(p: Probe, t: Any, s: Any) -> "tuple[float, str]":
-    study = getattr(s, "depth", "audit") == "study"
+    study = s.comparisons
     n_psi = min(int(s.n_inputs), p.n_eval)
     pool = max(n_psi, min(int(s.stability.pool), p.n_eval)) if study else n_psi
     n_att = min(int(s.n_attack), n_psi)
@@ -292,7 +291,7 @@ def work_corner(p: Probe, t: Any, s: Any) -> "tuple[float, str]":
 
 
 def work_hda(p: Probe, t: Any, s: Any) -> "tuple[float, str]":
-    study = getattr(s, "depth", "audit") == "study"
+    study = s.comparisons
     n = min(p.n_train, int(s.train_sample or p.n_train))
     vae = _steps_of(s.vae.epochs, n, s.vae.batch_size, s.vae.max_steps) * s.vae.batch_size * p.own * 2
     queries = 2 * s.n_seeds * s.ga.population * (s.ga.generations + 1)
@@ -319,8 +318,13 @@ def work_render(scene: Any) -> "tuple[float, str]":
     return _renders_cost(n, scene) / max(1, int(scene.workers or 1)), f"{n} renders"
 
 
+def _examined(s: Any, scene: Any) -> int:
+    """How many classes the examiner examines: ``classes`` (a count, or names; None: every class of the scene)."""
+    return s.classes if isinstance(s.classes, int) else len(s.classes or scene.classes)
+
+
 def work_examine(p: Probe, t: Any, s: Any, scene: Any) -> "tuple[float, str]":
-    classes = s.classes if isinstance(s.classes, int) else len(s.classes or scene.classes)
+    classes = _examined(s, scene)
     per = sum(s.T * s.queries_per_iteration(e) for e in s.examiners) + s.n_random + 2 * s.regions.n_confirm * 3
     n = classes * s.repeats * per
     gp = classes * s.repeats * s.T**2 * 2e-4 if "bo" in s.examiners else 0.0
@@ -334,7 +338,7 @@ def work_examine_study(p: Probe, s: Any, scene: Any) -> "tuple[float, str]":
     trains itself (the full model too unless ``full_model`` names a target's)."""
     st = s.study
     q = s.queries_per_iteration
-    examined = s.classes if isinstance(s.classes, int) else len(s.classes or scene.classes)
+    examined = _examined(s, scene)
     k = len(st.classes) if st.classes else examined
     n, trained, gp = 0, 0.0, 0.0
     if st.order_check or st.strength:
@@ -447,8 +451,8 @@ def attach_last(works: List[StageWork], store: "str | Path") -> None:
 
 
 def wall_time(works: Sequence[StageWork], needs: Mapping[str, Sequence[str]], workers: int, cores: int) -> float:
-    """The audit's wall time if its stages take their estimates: list scheduling of the stages (most stages after
-    them first) on ``min(workers, cores)`` parallel slots, a stage starting once the stages it needs ended."""
+    """The audit's wall time if its stages take their estimates: list scheduling of the stages (the longest ready
+    stage first) on ``min(workers, cores)`` parallel slots, a stage starting once the stages it needs ended."""
     est = {w.stage: w.seconds for w in works}
     slots = [0.0] * max(1, min(int(workers), int(cores)))
     done: Dict[str, float] = {}

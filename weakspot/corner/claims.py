@@ -126,7 +126,7 @@ def claims(m: Dict[str, Any], params: Any) -> Any:
     ours = f"lr {params.lr}" + (", annealed to 0 on a cosine" if params.lr_schedule == "cosine" else ", constant")
     p = m.get("paper_lr")
     lr0 = PAPER_SETTINGS["lr"][0]
-    study = params.depth == "study"
+    study = params.comparisons
     rows = [
         *(
             [

@@ -41,7 +41,7 @@ def depth_text(params: CornerParams) -> str:
     """The depth that ran, in words: what it runs and what the other depth adds (or added)."""
     own = "the generator, the search, realism and the judge's controls"
     comparisons = "the FGSM comparison (Sec. 4.5) and the search rerun at the paper's step (Sec. 4.3)"
-    if params.depth == "study":
+    if params.comparisons:
         return f"study — {own}, and the paper's comparisons: {comparisons}"
     return f"audit — {own}; `corner.depth: study` adds {comparisons}"
 

@@ -171,6 +171,11 @@ class HdaParams(_Section):
     batch_size: int = Field(1024, ge=1)
     max_findings: int = Field(12, ge=0, le=1000)
 
+    @property
+    def comparisons(self) -> bool:
+        """Whether the paper's comparisons run (``depth: study``): Tables 3-4, the baselines, Tables 8-9, the repair."""
+        return self.depth == "study"
+
 
 def coverage_iterations(p: HdaParams) -> int:
     """The coverage fuzzer's iterations: ``coverage.iterations``, else as many as give it HDA's GA's queries per seed

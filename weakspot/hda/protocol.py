@@ -98,7 +98,7 @@ class Bench:
     @property
     def study(self) -> bool:
         """Whether the paper's comparisons run (``hda.depth: study``), not only the weak spots' evidence."""
-        return self.p.depth == "study"
+        return self.p.comparisons
 
     @property
     def ref(self) -> Reference:

@@ -66,7 +66,7 @@ def audit(
     t_all = time.perf_counter()
     clock = Clock()
     rng = np.random.default_rng(int(p.seed))
-    study = p.depth == "study"
+    study = p.comparisons
     X_train, y_train = data.train
     v = p.vae
     with clock("VAE and KDE"):
@@ -186,7 +186,7 @@ def run(target: AuditTarget, params: HdaParams, runtime: Any) -> HdaResult:
         module = module.to(dev).eval()
     proba_fn = module_proba(module) if module is not None else classifier_proba(clf, dev)
     adv, adv_label, adv_info = None, "", {}
-    if p.depth == "study" and module is not None and p.adversarial_model and getattr(clf, "module", None) is not None:
+    if p.comparisons and module is not None and p.adversarial_model and getattr(clf, "module", None) is not None:
         from weakspot.adversarial.defended import defended_models
 
         mods, info, eps = defended_models(target, ["minmax"], runtime.section("intrinsic"), runtime)
